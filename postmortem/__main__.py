@@ -1,0 +1,5 @@
+"""`python -m postmortem` runs the command line."""
+
+from postmortem.cli import main
+
+raise SystemExit(main())

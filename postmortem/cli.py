@@ -1,0 +1,100 @@
+"""The `postmortem` command line. Each command imports only what it needs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from postmortem import __version__
+
+
+def _read(args):
+    from postmortem.run import read_run
+    return read_run(args.run, format=args.format)
+
+
+def cmd_info(args) -> int:
+    from postmortem.run.export import info
+    data = info(_read(args))
+    if args.json:
+        print(json.dumps(data, indent=2, allow_nan=False, default=str))
+        return 0
+    from postmortem.report import print_info
+    print_info(data)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from postmortem.run.export import export
+    log = _read(args)
+    out = export(log, args.output)
+    print(f"wrote {out} ({len(log.frame)} rows, {len(log.metrics)} metrics)", file=sys.stderr)
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from postmortem.diagnose.analyze import analyze
+    result = analyze(_read(args))
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    from postmortem.report import print_analysis
+    print_analysis(result)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="postmortem",
+        description="The hour after a training run misbehaves: read the run, find the incident.")
+    parser.add_argument("--version", action="version", version=f"postmortem {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def run_command(name: str, help: str):
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("run", metavar="RUN", help="a run directory or a log file")
+        p.add_argument("--format", help="read as this format instead of detecting it")
+        return p
+
+    p = run_command("info", "what was read: format, files, segments, steps, metrics, warnings")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_info)
+    p = run_command("export", "write the canonical table of any log")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="FILE.csv, FILE.parquet or FILE.jsonl")
+    p.set_defaults(func=cmd_export)
+    p = run_command("analyze", "checks, incidents and their symptoms")
+    p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md)")
+    p.set_defaults(func=cmd_analyze)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    commands = {"info", "export", "analyze", "-h", "--help", "--version"}
+    if argv and argv[0] not in commands:
+        argv = ["analyze", *argv]     # `postmortem RUN` analyzes the run
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from postmortem.run.model import RunReadError
+    try:
+        return args.func(args)
+    except RunReadError as err:
+        print(f"postmortem: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("postmortem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("POSTMORTEM_DEBUG"):
+            raise
+        print(f"postmortem: internal error: {type(err).__name__}: {err} "
+              f"(POSTMORTEM_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 3

@@ -1,0 +1,1 @@
+"""Diagnosis: checks of tree A and tree B, incidents, symptoms and ranked hypotheses."""

@@ -1,0 +1,72 @@
+"""Human output of `info` and `analyze`, sized for a 100-column terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from postmortem.diagnose.models import Analysis
+
+_STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skipped": "[dim]skip[/]"}
+
+
+def _console() -> Console:
+    return Console(width=min(100, Console().width), highlight=False)
+
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def print_info(data: dict) -> None:
+    con = _console()
+    run, steps = data["run"], data["steps"]
+    con.print(f"[bold]{run['id']}[/]  {run['format']}  dtype {run['dtype'] or 'unknown'}")
+    for f in run["files"][:5]:
+        con.print(f"  [dim]{f}[/]")
+    if len(run["files"]) > 5:
+        con.print(f"  [dim]... {len(run['files']) - 5} more files[/]")
+    segs = data["segments"]
+    con.print(f"{steps['rows']} rows, steps {steps['first']}..{steps['last']}, "
+              f"{len(segs)} segment{'s' if len(segs) != 1 else ''}")
+    if len(segs) > 1:
+        for s in segs[:10]:
+            con.print(f"  segment {s['segment']}: steps {s['first_step']}..{s['last_step']} "
+                      f"({s['rows']} rows)")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("metric", "count", "NaN", "Inf", "steps", "min", "max"):
+        table.add_column(col, justify="left" if col in ("metric", "steps") else "right")
+    for m in data["metrics"]:
+        table.add_row(m["name"][:40], str(m["count"]),
+                      f"[red]{m['nan']}[/]" if m["nan"] else "0",
+                      f"[red]{m.get('inf', 0)}[/]" if m.get("inf") else "0",
+                      f"{m.get('first_step', '-')}..{m.get('last_step', '-')}",
+                      _num(m.get("min")), _num(m.get("max")))
+    con.print(table)
+    for w in data["warnings"]:
+        con.print(f"[yellow]warning:[/] {w}")
+
+
+def print_analysis(result: Analysis) -> None:
+    con = _console()
+    run = result.run
+    con.print(f"[bold]{run.id}[/]  {run.format}  {run.steps} steps  dtype {run.dtype or 'unknown'}")
+    con.print("[bold]checks[/]  " + "  ".join(
+        f"{c.id} {_STATUS[c.status]}" for c in result.checks))
+    for c in result.checks:
+        if c.status != "pass":
+            con.print(f"  {c.id} {_STATUS[c.status]} {c.question} [dim]{c.detail}[/]")
+    if not result.incidents:
+        con.print("[green]no incident[/]")
+        return
+    con.print(f"[bold]{len(result.incidents)} incident(s)[/]")
+    for inc in result.incidents[:20]:
+        sym = inc.symptoms.model_dump()
+        shown = "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None)
+        con.print(f"  [red]{inc.kind}[/] at step {inc.step}: {shown}")
+    if len(result.incidents) > 20:
+        con.print(f"  ... {len(result.incidents) - 20} more")

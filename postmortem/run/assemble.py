@@ -1,0 +1,253 @@
+"""Points in file order -> one row per (segment, step); resumes become segments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from postmortem.run.aliases import canonical_name
+from postmortem.run.model import CANONICAL, RunLog, RunManifest, RunReadError, Source
+
+_STEP_BITS = 40  # steps up to ~1.1e12; the segment id sits above them in one int64 key
+
+
+@dataclass
+class Series:
+    """One metric's logged points, in the order they appear in the source.
+
+    `order` is a global position (line, row or record number) shared by all
+    series of one source, so interleaved metrics keep their relative order.
+    Every point present was logged: a NaN value is a logged NaN.
+    """
+
+    name: str
+    order: np.ndarray
+    step: np.ndarray
+    value: np.ndarray
+
+
+def series_from_wide(steps: np.ndarray, columns: dict[str, np.ndarray],
+                     logged_nan: dict[str, np.ndarray] | None = None) -> list[Series]:
+    """Split a wide table (NaN = missing unless flagged in `logged_nan`) into series."""
+    order = np.arange(len(steps), dtype=np.int64)
+    out = []
+    for name, values in columns.items():
+        if values.dtype == object:
+            keep = pd.notna(values)
+        else:
+            keep = ~np.isnan(values)
+            if logged_nan and name in logged_nan:
+                keep |= logged_nan[name]
+        out.append(Series(name, order[keep], steps[keep], values[keep]))
+    return out
+
+
+def _canonical_order(names: list[str]) -> list[str]:
+    rank = {c: i for i, c in enumerate(CANONICAL)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n if n not in rank else ""))
+
+
+def _merge_aliases(series: list[Series], source: Source) -> list[Series]:
+    """Rename through the alias table; two source names on one column are concatenated."""
+    by_name: dict[str, list[Series]] = {}
+    origin: dict[str, list[str]] = {}
+    for s in series:
+        canon = canonical_name(s.name)
+        by_name.setdefault(canon, []).append(s)
+        origin.setdefault(canon, []).append(s.name)
+    merged = []
+    for canon, parts in by_name.items():
+        if len(parts) > 1 and canon != parts[0].name:
+            source.warn(f"{' and '.join(sorted(set(origin[canon])))} all map to {canon}; merged")
+        if len(parts) == 1:
+            s = parts[0]
+            merged.append(Series(canon, s.order, s.step, s.value))
+        else:
+            merged.append(Series(
+                canon,
+                np.concatenate([p.order for p in parts]),
+                np.concatenate([p.step for p in parts]),
+                np.concatenate([p.value for p in parts]),
+            ))
+    return merged
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a == b
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def build_runlog(series: list[Series], source: Source,
+                 manifest: RunManifest | None = None, resumes: list[int] = ()) -> RunLog:
+    """Assemble series into a RunLog: segments where steps go backwards, one row per step.
+
+    `resumes` lists order positions known to start a new segment (a Lightning
+    version directory of a resumed run) even where the steps carry on.
+    """
+    series = [s for s in _merge_aliases(series, source) if s.name not in ("step", "segment")]
+    series = [s for s in series if len(s.step)]
+    if not series:
+        raise RunReadError(source.path, "no per-step metrics found")
+
+    all_order = np.concatenate([s.order for s in series])
+    all_step = np.concatenate([s.step for s in series]).astype(np.int64, copy=False)
+    if all_step.min() < 0 or all_step.max() >= (1 << _STEP_BITS):
+        bad = all_step[(all_step < 0) | (all_step >= (1 << _STEP_BITS))][0]
+        raise RunReadError(source.path, f"step {bad} is out of range")
+
+    # The step sequence in file order (rows shared by several metrics counted once).
+    uorder, first = np.unique(all_order, return_index=True)
+    ustep = all_step[first]
+    back = np.flatnonzero(np.diff(ustep) < 0) + 1
+    seg_of_order = np.zeros(len(uorder), dtype=np.int64)
+    seg_of_order[back] = 1
+    known = np.searchsorted(uorder, np.asarray(resumes, dtype=np.int64))
+    seg_of_order[known[(known > 0) & (known < len(uorder))]] = 1
+    np.cumsum(seg_of_order, out=seg_of_order)
+    if len(back):
+        shown = ", ".join(f"{ustep[b - 1]}->{ustep[b]}" for b in back[:5])
+        more = f" and {len(back) - 5} more" if len(back) > 5 else ""
+        source.warn(f"steps go backwards {len(back)} time(s) ({shown}{more}): "
+                    f"read as {len(back) + 1} segments (resumes)")
+
+    keys = []
+    for s in series:
+        seg = seg_of_order[np.searchsorted(uorder, s.order)]
+        keys.append((seg << _STEP_BITS) | s.step.astype(np.int64, copy=False))
+    row_keys = np.unique(np.concatenate(keys))
+    n = len(row_keys)
+
+    frame = {"segment": (row_keys >> _STEP_BITS).astype(np.int64),
+             "step": (row_keys & ((1 << _STEP_BITS) - 1)).astype(np.int64)}
+    logged_nan: dict[str, np.ndarray] = {}
+    for s, key in zip(series, keys):
+        # Keep the last value when one metric is logged twice at one step of a segment.
+        rev_unique, rev_idx = np.unique(key[::-1], return_index=True)
+        if len(rev_unique) < len(key):
+            idx = len(key) - 1 - rev_idx
+            kept = np.searchsorted(rev_unique, key)
+            differs = ~_same(s.value, s.value[idx][kept])
+            if differs.any():
+                source.warn(f"{s.name}: {int(differs.sum())} value(s) logged again at the same "
+                            f"step of a segment with another value; kept the later one")
+            key, value = key[idx], s.value[idx]
+        else:
+            value = s.value
+        rows = np.searchsorted(row_keys, key)
+        if value.dtype == object:
+            col = np.full(n, None, dtype=object)
+            col[rows] = value
+        else:
+            value = value.astype(np.float64, copy=False)
+            col = np.full(n, np.nan)
+            col[rows] = value
+            nan_rows = rows[np.isnan(value)]
+            if len(nan_rows):
+                logged_nan[s.name] = np.sort(nan_rows)
+        frame[s.name] = col
+    names = _canonical_order([k for k in frame if k not in ("segment", "step")])
+    df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
+    return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
+
+
+def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source: Source,
+                      manifest: RunManifest | None = None,
+                      logged_nan: dict[str, np.ndarray] | None = None) -> RunLog:
+    """A wide table in file order (NaN = missing unless flagged in `logged_nan`).
+
+    Fast path: steps strictly increasing and every name already distinct after
+    aliasing means the table is the frame; anything else takes the general route.
+    """
+    steps = np.asarray(steps)
+    if steps.dtype.kind == "f":
+        if np.isnan(steps).any():
+            raise RunReadError(source.path, "the step column has missing values")
+        if (steps != np.floor(steps)).any():
+            raise RunReadError(source.path, "the step column has non-integer values")
+    steps = steps.astype(np.int64, copy=False)
+    canon = {name: canonical_name(name) for name in columns}
+    canon.pop("step", None)
+    distinct = len(set(canon.values())) == len(canon) and not {"segment", "step"} & set(canon.values())
+    if (len(steps) and distinct and steps.min() >= 0
+            and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()))):
+        frame = {"segment": np.zeros(len(steps), dtype=np.int64), "step": steps}
+        nan_rows: dict[str, np.ndarray] = {}
+        for name, target in canon.items():
+            values = columns[name]
+            if values.dtype != object:
+                values = values.astype(np.float64, copy=False)
+                if logged_nan and name in logged_nan:
+                    nan_rows[target] = np.flatnonzero(logged_nan[name])
+            frame[target] = values
+        present = [t for t in canon.values()
+                   if frame[t].dtype == object and pd.notna(frame[t]).any()
+                   or frame[t].dtype != object and (not np.isnan(frame[t]).all() or t in nan_rows)]
+        names = _canonical_order(present)
+        if names:
+            df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
+            return RunLog(frame=df, source=source, manifest=manifest, logged_nan=nan_rows)
+    columns = {k: v for k, v in columns.items() if k != "step"}
+    return build_runlog(series_from_wide(steps, columns, logged_nan), source, manifest)
+
+
+# Canonical numeric columns: a non-number there is an error, never a silent drop.
+STRICT = {"loss", "val_loss", "grad_norm", "lr", "loss_scale"}
+_NAN_WORDS = {"nan", "-nan", "+nan", "nan%"}
+_INF_WORDS = {"inf": np.inf, "+inf": np.inf, "infinity": np.inf, "+infinity": np.inf,
+              "-inf": -np.inf, "-infinity": -np.inf}
+
+
+def to_number(value) -> float | None:
+    """A logged value as float (NaN and Inf spellings included), or None if not a number."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _NAN_WORDS:
+            return float("nan")
+        if word in _INF_WORDS:
+            return float(_INF_WORDS[word])
+        try:
+            return float(word.replace(",", "")) if word else None
+        except ValueError:
+            return None
+    return None
+
+
+def series_from_records(records, source: Source, where: str = "step") -> list[Series]:
+    """(step, {name: value}) records in file order -> series.
+
+    Values that are not numbers are dropped with one warning per metric, except
+    for the canonical metrics, where a non-number is an error naming the step.
+    """
+    cols: dict[str, tuple[list, list, list]] = {}
+    dropped: dict[str, str] = {}
+    for order, (step, values) in enumerate(records):
+        for name, raw in values.items():
+            if raw is None:
+                continue
+            num = to_number(raw)
+            if num is None:
+                if name == "batch_hash":
+                    num = str(raw)
+                elif canonical_name(name) in STRICT:
+                    raise RunReadError(source.path, f"{where} {step}: {name} is {raw!r}, not a number")
+                else:
+                    dropped.setdefault(name, repr(raw)[:40])
+                    continue
+            o, s, v = cols.setdefault(name, ([], [], []))
+            o.append(order)
+            s.append(step)
+            v.append(num)
+    for name, example in dropped.items():
+        source.warn(f"{name}: not numeric (e.g. {example}); kept out of the table")
+    out = []
+    for name, (o, s, v) in cols.items():
+        values = np.array(v, dtype=object if name == "batch_hash" else np.float64)
+        out.append(Series(name, np.array(o, dtype=np.int64), np.array(s, dtype=np.int64), values))
+    return out

@@ -1,0 +1,264 @@
+"""Find what a path holds, pick the reader by content, and read it into a RunLog."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from postmortem.run import hf, mlflow, tables, tensorboard, textlogs, wandb
+from postmortem.run.assemble import build_runlog
+from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
+
+FORMATS = ("jsonl", "csv", "parquet", "hf-trainer-state", "lightning", "tensorboard", "mlflow",
+           "mlflow-db", "wandb", *textlogs.SNIFF)
+_SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "checkpoints", "artifacts", "media"}
+_SKIP_SUFFIXES = {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".npy", ".npz", ".png", ".jpg",
+                  ".gif", ".svg", ".pkl", ".py", ".yaml", ".yml", ".toml", ".html", ".tar", ".gz",
+                  ".zip"}
+_SIDE_JSON = {"all_results.json", "train_results.json", "eval_results.json", "config.json",
+              "manifest.json", "wandb-summary.json", "wandb-metadata.json"}
+_TEXT_SNIFF_MAX = 64 << 20   # a text file bigger than this is sniffed on its head only
+
+
+@dataclass
+class Candidate:
+    """One readable thing found under the path: a format and the files it spans."""
+
+    format: str
+    files: list[Path]
+    root: Path
+    structured: bool = True
+    companion: bool = False       # the same run in a second format: read only on request
+    notes: list[str] = field(default_factory=list)
+
+    def label(self, base: Path) -> str:
+        rel = self.root.relative_to(base) if self.root != base and base in self.root.parents else self.root.name
+        return f"{rel} ({self.format})"
+
+
+def _magic(path: Path, n: int = 16) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def classify_file(path: Path) -> str | None:
+    """The format of one file, by content first and by name where content is ambiguous."""
+    head = _magic(path, 4096)
+    if not head:
+        return None
+    if head.startswith(wandb.MAGIC):
+        return "wandb"
+    if head.startswith(b"SQLite format 3\x00"):
+        return "mlflow-db" if mlflow.is_mlflow_db(path) else None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if tensorboard.is_event_file(path):
+        return "tensorboard"
+    if path.name in _SIDE_JSON:
+        return None
+    text = head.lstrip()
+    if text.startswith(b"{") and hf.is_trainer_state(path):
+        return "hf-trainer-state"
+    if text.startswith(b"{"):
+        first = text.split(b"\n", 1)[0]
+        try:
+            obj = json.loads(first)
+            if isinstance(obj, dict) and any(k in obj for k in tables.STEP_NAMES):
+                return "jsonl"
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass
+    first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lower()
+    if "," in first_line and any(c.strip().strip('"') in tables.STEP_NAMES
+                                 for c in first_line.split(",")):
+        return "lightning" if path.name == "metrics.csv" and tables.is_lightning_dir(path.parent) else "csv"
+    if textlogs.looks_like_text(path):
+        dialect, _ = textlogs.sniff(path)
+        return dialect
+    return None
+
+
+def _walk(root: Path):
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith(".") or e.is_symlink():
+                continue
+            if e.is_dir():
+                if e.name not in _SKIP_DIRS:
+                    stack.append(e)
+            elif e.is_file() and e.suffix.lower() not in _SKIP_SUFFIXES:
+                yield e
+
+
+def find_candidates(root: Path) -> list[Candidate]:
+    """Group the files under `root` into the runs they belong to."""
+    tb, hf_states, lightning, wandb_files, dbs, others = [], [], {}, [], [], []
+    mlflow_runs = mlflow.find_file_store_runs(root)
+    mlflow_dirs = set(mlflow_runs)
+    for f in _walk(root):
+        if any(p in mlflow_dirs for p in f.parents):
+            continue
+        kind = classify_file(f)
+        if kind is None:
+            continue
+        if kind == "tensorboard":
+            tb.append(f)
+        elif kind == "hf-trainer-state":
+            hf_states.append(f)
+        elif kind == "lightning":
+            lightning.setdefault(f.parent.parent, []).append(f.parent)
+        elif kind == "wandb":
+            wandb_files.append(f)
+        elif kind == "mlflow-db":
+            dbs.append(f)
+        else:
+            others.append(Candidate(kind, [f], f, structured=kind in ("jsonl", "csv", "parquet")))
+    cands: list[Candidate] = []
+    if hf_states:
+        c = Candidate("hf-trainer-state", [hf.pick_trainer_state(hf_states)], root)
+        if tb:
+            c.notes.append(f"also found {len(tb)} TensorBoard event file(s) of the same run; read "
+                           f"trainer_state.json (--format tensorboard reads them instead)")
+        cands.append(c)
+    if tb:
+        cands.append(Candidate("tensorboard", tb, root if len(tb) > 1 else tb[0].parent,
+                               companion=bool(hf_states)))
+    for parent, versions in lightning.items():
+        cands.append(Candidate("lightning", sorted(versions), parent if len(versions) > 1 else versions[0]))
+    for f in wandb_files:
+        cands.append(Candidate("wandb", [f], f.parent))
+    for run in mlflow_runs:
+        cands.append(Candidate("mlflow", [run], run))
+    for db in dbs:
+        for run_id in mlflow.mlflow_db_runs(db):
+            cands.append(Candidate("mlflow-db", [db], db, notes=[run_id]))
+    cands += others
+    return cands
+
+
+def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
+    if fmt:
+        if fmt not in FORMATS:
+            raise RunReadError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        cands = [c for c in cands if c.format == fmt]
+        if not cands:
+            raise RunReadError(path, f"no {fmt} log found")
+    else:
+        cands = [c for c in cands if not c.companion]
+    if not cands:
+        raise RunReadError(path, "no training log found (looked for metrics tables, "
+                                 "trainer_state.json, event files, W&B, MLflow and text logs)")
+    structured = [c for c in cands if c.structured]
+    pool = structured or cands
+    if len(pool) > 1:
+        shown = ", ".join(c.label(path) for c in pool[:4]) + (" ..." if len(pool) > 4 else "")
+        raise RunReadError(path, f"holds {len(pool)} different runs or logs: {shown}; "
+                                 f"pass one of them")
+    chosen = pool[0]
+    skipped = [c for c in cands if c is not chosen]
+    if skipped:
+        chosen.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
+                            + f"; read {chosen.label(path)}")
+    return chosen
+
+
+def load_manifest(path: Path) -> RunManifest | None:
+    for cand in ([path / "manifest.json"] if path.is_dir() else [path.parent / "manifest.json"]):
+        if cand.exists():
+            try:
+                return RunManifest.model_validate_json(cand.read_bytes())
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(x) for x in first["loc"]) or "top level"
+                raise RunReadError(cand, f"{where}: {first['msg']}") from None
+    return None
+
+
+def read_run(path: str | Path, format: str | None = None) -> RunLog:
+    """Read whatever `path` holds (a directory or one file) into a RunLog."""
+    path = Path(path)
+    if not path.exists():
+        raise RunReadError(path, "no such file or directory")
+    if path.is_dir():
+        cand = _choose(find_candidates(path), path, format)
+    else:
+        kind = classify_file(path)
+        if format and format != kind and format in textlogs.SNIFF and textlogs.looks_like_text(path):
+            kind = format
+        if kind == "mlflow-db":
+            runs = mlflow.mlflow_db_runs(path)
+            if len(runs) != 1:
+                raise RunReadError(path, f"holds {len(runs)} MLflow runs ({', '.join(runs[:4])}); "
+                                         f"export one, or pass its run directory")
+            cand = Candidate(kind, [path], path, notes=[runs[0]])
+        elif kind is None:
+            raise RunReadError(path, "unknown format: not a metrics table, trainer_state.json, "
+                                     "event file, W&B or MLflow store, or a known text log")
+        else:
+            cand = Candidate(kind, [path], path)
+            if kind == "lightning":
+                cand = Candidate(kind, [path.parent], path.parent)
+        if format and cand.format != format:
+            raise RunReadError(path, f"is {cand.format}, not {format}")
+    manifest = load_manifest(path)
+    source = Source(format=cand.format, path=str(path), files=[str(f) for f in cand.files])
+    try:
+        log = _read(cand, source, manifest)
+    except OSError as err:
+        raise RunReadError(getattr(err, "filename", None) or path, err.strerror or str(err)) from None
+    except MemoryError:
+        raise RunReadError(path, "too large to read into memory") from None
+    for note in cand.notes:
+        if cand.format != "mlflow-db":
+            log.source.warn(note)
+    _infer_dtype(log)
+    return log
+
+
+def _read(cand: Candidate, source: Source, manifest: RunManifest | None) -> RunLog:
+    f = cand.files[0]
+    match cand.format:
+        case "jsonl":
+            return tables.read_jsonl(f, source, manifest)
+        case "csv":
+            return tables.read_csv(f, source, manifest)
+        case "parquet":
+            return tables.read_parquet(f, source, manifest)
+        case "lightning":
+            return tables.read_lightning(cand.files, source, manifest)
+        case "hf-trainer-state":
+            series = hf.read_trainer_state(f, source)
+        case "tensorboard":
+            series = tensorboard.read_tensorboard(cand.files, cand.root if cand.root.is_dir()
+                                                  else cand.root.parent, source)
+        case "wandb":
+            series = wandb.read_wandb(f, source)
+        case "mlflow":
+            series = mlflow.read_file_store_run(f, source)
+        case "mlflow-db":
+            source.extras["mlflow_run_id"] = cand.notes[0]
+            series = mlflow.read_mlflow_db(f, cand.notes[0], source)
+        case _:
+            series = textlogs.read_text_log(f, source, cand.format)
+    return build_runlog(series, source, manifest)
+
+
+def _infer_dtype(log: RunLog) -> None:
+    """A dynamic loss scale means fp16; say so when nothing better is known."""
+    if log.dtype or "loss_scale" not in log.frame:
+        return
+    scale = log.frame["loss_scale"].dropna()
+    if len(scale) and (scale != 1.0).any():
+        log.source.extras["dtype"] = "fp16"
+        log.source.extras["dtype_from"] = "a dynamic loss scale was logged"

@@ -1,0 +1,111 @@
+"""Write a RunLog as a clean canonical table: CSV, Parquet or JSONL, atomically."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from postmortem.run.model import RunLog, RunReadError
+
+SUFFIXES = (".csv", ".parquet", ".jsonl")
+
+
+def info(log: RunLog) -> dict:
+    """What was read: format, files, segments, steps, metrics with counts and NaN counts."""
+    frame = log.frame
+    metrics = []
+    for name in log.metrics:
+        col = frame[name]
+        logged = log.logged_mask(name)
+        entry = {"name": name, "count": int(logged.sum()),
+                 "nan": int(len(log.logged_nan.get(name, ())))}
+        if col.dtype != object:
+            values = col.to_numpy()
+            finite = np.isfinite(values)
+            entry["inf"] = int(np.isinf(values).sum())
+            if finite.any():
+                entry["min"] = float(values[finite].min())
+                entry["max"] = float(values[finite].max())
+        steps = frame["step"].to_numpy()[logged]
+        if len(steps):
+            entry["first_step"], entry["last_step"] = int(steps.min()), int(steps.max())
+        metrics.append(entry)
+    steps = frame["step"]
+    return {
+        "run": {"id": log.run_id, "path": log.source.path, "format": log.source.format,
+                "files": log.source.files, "dtype": log.dtype},
+        "steps": {"rows": len(frame), "first": int(steps.min()), "last": int(steps.max())},
+        "segments": log.segments(),
+        "metrics": metrics,
+        "warnings": log.source.warnings,
+        "manifest": log.manifest.model_dump(exclude_none=True) if log.manifest else None,
+    }
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write beside the target and rename over it: a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _arrow_table(log: RunLog):
+    import pyarrow as pa
+    cols = {}
+    for name in log.frame.columns:
+        values = log.frame[name].to_numpy()
+        if name in ("segment", "step"):
+            cols[name] = pa.array(values, type=pa.int64())
+        elif values.dtype == object:
+            cols[name] = pa.array(values, type=pa.string())
+        else:
+            # Missing is null; a logged NaN stays a NaN value.
+            cols[name] = pa.array(values, mask=np.isnan(values) & ~log.nan_mask(name),
+                                  type=pa.float64())
+    return pa.table(cols)
+
+
+def _jsonl(log: RunLog, path: Path) -> None:
+    frame = log.frame
+    names = list(frame.columns)
+    arrays = [frame[n].to_numpy() for n in names]
+    nan_masks = {n: log.nan_mask(n) for n in log.logged_nan}
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(len(frame)):
+            row = {}
+            for name, arr in zip(names, arrays):
+                v = arr[i]
+                if v is None or (isinstance(v, float) and math.isnan(v) and not (
+                        name in nan_masks and nan_masks[name][i])):
+                    continue
+                row[name] = int(v) if name in ("segment", "step") else (
+                    v if isinstance(v, str) else float(v))
+            f.write(json.dumps(row) + "\n")
+
+
+def export(log: RunLog, out: str | Path) -> Path:
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise RunReadError(out, f"unknown export format {suffix or '(none)'}; use "
+                                f"{', '.join(SUFFIXES)}")
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+        _atomic_write(out, lambda p: pq.write_table(_arrow_table(log), p))
+    elif suffix == ".csv":
+        from pyarrow import csv
+        _atomic_write(out, lambda p: csv.write_csv(_arrow_table(log), p))
+    else:
+        _atomic_write(out, lambda p: _jsonl(log, p))
+    return out

@@ -1,0 +1,101 @@
+"""Just enough protobuf wire format to read TensorBoard events and W&B records."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import numpy as np
+
+
+class ProtoError(ValueError):
+    """Bytes that are not a well-formed protobuf message."""
+
+
+def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ProtoError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def fields(buf: bytes | memoryview, pos: int = 0, end: int | None = None
+           ) -> Iterator[tuple[int, int, int | bytes]]:
+    """Yield (field number, wire type, value): ints for varint and fixed, bytes for the rest."""
+    end = len(buf) if end is None else end
+    while pos < end:
+        key, pos = read_varint(buf, pos, end)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ProtoError("field number 0")
+        if wire == 0:
+            value, pos = read_varint(buf, pos, end)
+        elif wire == 1:
+            if pos + 8 > end:
+                raise ProtoError("truncated fixed64")
+            value = bytes(buf[pos:pos + 8])
+            pos += 8
+        elif wire == 2:
+            length, pos = read_varint(buf, pos, end)
+            if pos + length > end:
+                raise ProtoError("length past the end of the message")
+            value = bytes(buf[pos:pos + length])
+            pos += length
+        elif wire == 5:
+            if pos + 4 > end:
+                raise ProtoError("truncated fixed32")
+            value = bytes(buf[pos:pos + 4])
+            pos += 4
+        else:
+            raise ProtoError(f"unsupported wire type {wire}")
+        yield number, wire, value
+
+
+def as_double(raw: bytes) -> float:
+    return struct.unpack("<d", raw)[0]
+
+
+def as_float(raw: bytes) -> float:
+    return struct.unpack("<f", raw)[0]
+
+
+# --- CRC-32C (Castagnoli), vectorised over many equal-length records --------
+
+def _crc32c_table() -> np.ndarray:
+    table = np.zeros(256, dtype=np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table[i] = c
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c_columns(data: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """CRC-32C of `length` bytes at each of `starts` in `data`, all at once."""
+    crc = np.full(len(starts), 0xFFFFFFFF, dtype=np.uint32)
+    table = CRC32C_TABLE
+    for j in range(length):
+        crc = table[(crc ^ data[starts + j]) & 0xFF] ^ (crc >> 8)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def masked(crc: np.ndarray) -> np.ndarray:
+    """TFRecord's masked CRC: rotate right by 15 and add a constant."""
+    crc = crc.astype(np.uint32)
+    return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(0xA282EAD8)
+
+
+def crc32c(payload: bytes) -> int:
+    """Scalar CRC-32C, for single records."""
+    arr = np.frombuffer(payload, dtype=np.uint8)
+    return int(crc32c_columns(arr, np.zeros(1, dtype=np.int64), len(arr))[0])

@@ -1,0 +1,304 @@
+"""TensorBoard event files: TFRecord framing, CRC checked, scalars decoded in bulk.
+
+Every record is framed as: u64 length | masked crc32c(length) | data | masked
+crc32c(data). The common event (wall_time, step, one simple_value) is decoded
+for all records at once with numpy; anything else (tensor scalars, several
+values per event, text, hparams) goes through the general protobuf walk.
+Nothing is sampled: every scalar of every tag is kept.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from postmortem.run.assemble import Series
+from postmortem.run.model import RunReadError, Source
+from postmortem.run.protowire import (ProtoError, as_double, as_float, crc32c_columns,
+                                      fields, masked)
+
+try:  # C speed for large records; the numpy route below works without it
+    import google_crc32c
+except ImportError:  # pragma: no cover
+    google_crc32c = None
+
+_U64 = struct.Struct("<Q")
+# TensorProto dtypes we read as scalars.
+_DT_FLOAT, _DT_DOUBLE, _DT_HALF, _DT_INT32, _DT_INT64, _DT_BFLOAT16 = 1, 2, 19, 3, 9, 14
+
+
+def is_event_file(path: Path) -> bool:
+    """By name or by content: a first record whose length CRC holds."""
+    if "tfevents" in path.name:
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(12)
+    except OSError:
+        return False
+    if len(head) < 12:
+        return False
+    crc = masked(crc32c_columns(np.frombuffer(head, np.uint8), np.zeros(1, np.int64), 8))[0]
+    return int(crc) == struct.unpack("<I", head[8:12])[0]
+
+
+def _frame_records(buf: np.ndarray, path: Path, source: Source) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and lengths of every whole record; a torn tail is dropped with a warning."""
+    raw = buf.data
+    n = len(buf)
+    unpack = _U64.unpack_from
+    offsets = []
+    append = offsets.append
+    off = 0
+    while off + 12 <= n:
+        length = unpack(raw, off)[0]
+        if off + 16 + length > n:
+            break
+        append(off)
+        off += 16 + length
+    offsets = np.array(offsets, dtype=np.int64)
+    if off != n:
+        source.warn(f"{path.name}: truncated record at byte {off} (file still being written?); "
+                    f"read the {len(offsets)} whole records before it")
+    if len(offsets) == 0:
+        return offsets, offsets
+    lengths = buf[offsets[:, None] + np.arange(8)].copy().view("<u8").ravel().astype(np.int64)
+    return offsets, lengths
+
+
+def _check_crcs(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
+                path: Path, source: Source) -> np.ndarray:
+    """Mask of records whose data CRC holds; stops at the first bad length CRC."""
+    def stored(at: np.ndarray) -> np.ndarray:
+        return buf[at[:, None] + np.arange(4)].copy().view("<u4").ravel()
+
+    good_len = masked(crc32c_columns(buf, offsets, 8)) == stored(offsets + 8)
+    keep = np.ones(len(offsets), dtype=bool)
+    if not good_len.all():
+        first_bad = int(np.argmin(good_len))
+        if first_bad == 0:
+            raise RunReadError(path, "not a TensorBoard event file (first record fails its CRC)")
+        source.warn(f"{path.name}: record {first_bad} at byte {offsets[first_bad]} has a corrupt "
+                    f"length; read the {first_bad} records before it")
+        keep[first_bad:] = False
+    data_crc = np.zeros(len(offsets), dtype=np.uint32)
+    starts = offsets + 12
+    for length in np.unique(lengths[keep]):
+        idx = np.flatnonzero(keep & (lengths == length))
+        if length > 512 and google_crc32c is not None:
+            data_crc[idx] = [google_crc32c.value(buf[s:s + length].tobytes()) for s in starts[idx]]
+        else:
+            data_crc[idx] = crc32c_columns(buf, starts[idx], int(length))
+    bad = keep & (masked(data_crc) != stored(starts + lengths))
+    if bad.any():
+        source.warn(f"{path.name}: {int(bad.sum())} record(s) fail their data CRC and were "
+                    f"skipped (first at byte {offsets[bad][0]})")
+        keep &= ~bad
+    return keep
+
+
+def _varint_at(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised varint decode: (value, byte count, ok) at each position."""
+    n = len(pos)
+    value = np.zeros(n, dtype=np.uint64)
+    size = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    limit = len(buf)
+    for k in range(max_bytes):
+        at = np.minimum(pos + k, limit - 1)
+        b = buf[at].astype(np.uint64)
+        live = ~done
+        value[live] |= (b[live] & np.uint64(0x7F)) << np.uint64(7 * k)
+        ends = live & (b < 0x80)
+        size[ends] = k + 1
+        done |= ends
+    return value, size, done
+
+
+def _fast_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """Decode events shaped wall_time, [step], summary{value{tag, simple_value}} in bulk.
+
+    Returns (ok mask, wall_time, step, tag_start, tag_len, value) for all records.
+    """
+    n = len(starts)
+    limit = len(buf) - 1
+    ok = (ends - starts >= 9) & (buf[np.minimum(starts, limit)] == 0x09)
+    wall = np.zeros(n)
+    if ok.any():
+        wall[ok] = buf[starts[ok, None] + 1 + np.arange(8)].copy().view("<f8").ravel()
+    p = starts + 9
+    has_step = ok & (buf[np.minimum(p, limit)] == 0x10)
+    step_v, step_n, step_ok = _varint_at(buf, p + 1, 10)
+    ok &= ~has_step | step_ok
+    step = np.where(has_step, step_v, 0).astype(np.int64)
+    p = np.where(has_step, p + 1 + step_n, p)
+    ok &= buf[np.minimum(p, limit)] == 0x2A                          # Event.summary
+    sum_len, sum_n, sum_ok = _varint_at(buf, p + 1, 3)
+    p = p + 1 + sum_n
+    ok &= sum_ok & (p + sum_len.astype(np.int64) == ends)
+    ok &= buf[np.minimum(p, limit)] == 0x0A                          # Summary.value
+    val_len, val_n, val_ok = _varint_at(buf, p + 1, 3)
+    p = p + 1 + val_n
+    ok &= val_ok & (p + val_len.astype(np.int64) == ends)            # exactly one value
+    ok &= buf[np.minimum(p, limit)] == 0x0A                          # Value.tag
+    tag_len, tag_n, tag_ok = _varint_at(buf, p + 1, 2)
+    tag_start = p + 1 + tag_n
+    tag_len = tag_len.astype(np.int64)
+    q = tag_start + tag_len
+    ok &= tag_ok & (q + 5 == ends)
+    ok &= buf[np.minimum(q, limit)] == 0x15                          # Value.simple_value
+    value = np.zeros(n, dtype=np.float32)
+    if ok.any():
+        value[ok] = buf[q[ok, None] + 1 + np.arange(4)].copy().view("<f4").ravel()
+    return ok, wall, step, tag_start, tag_len, value
+
+
+def _tensor_scalar(raw: bytes) -> float | None:
+    """A scalar from a TensorProto (TF2 `tf.summary.scalar`), or None if it is not one."""
+    dtype = None
+    vals: list[float] = []
+    content = b""
+    for num, wire, v in fields(raw):
+        if num == 1 and wire == 0:
+            dtype = v
+        elif num == 4 and wire == 2:
+            content = v
+        elif num in (5, 6, 7, 10) and wire == 2:        # packed float/double/int/int64
+            fmt = {5: "f", 6: "d", 7: None, 10: None}[num]
+            if fmt:
+                vals += list(struct.unpack(f"<{len(v) // struct.calcsize(fmt)}{fmt}", v))
+            else:
+                pos = 0
+                from postmortem.run.protowire import read_varint
+                while pos < len(v):
+                    x, pos = read_varint(v, pos, len(v))
+                    vals.append(float(x - (1 << 64) if x >= 1 << 63 else x))
+        elif num == 5 and wire == 5:
+            vals.append(as_float(v))
+        elif num == 6 and wire == 1:
+            vals.append(as_double(v))
+    if content and not vals:
+        fmt = {_DT_FLOAT: "<f4", _DT_DOUBLE: "<f8", _DT_HALF: "<f2", _DT_INT32: "<i4",
+               _DT_INT64: "<i8"}.get(dtype)
+        if fmt is None:
+            return None
+        arr = np.frombuffer(content, dtype=fmt)
+        return float(arr[0]) if arr.size == 1 else None
+    if dtype not in (_DT_FLOAT, _DT_DOUBLE, _DT_HALF, _DT_INT32, _DT_INT64, _DT_BFLOAT16, None):
+        return None
+    return float(vals[0]) if len(vals) == 1 else None
+
+
+def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
+    """Any event through the general protobuf walk: (wall_time, step, [(tag, value)])."""
+    wall, step, scalars = 0.0, 0, []
+    for num, wire, v in fields(raw):
+        if num == 1 and wire == 1:
+            wall = as_double(v)
+        elif num == 2 and wire == 0:
+            step = v - (1 << 64) if v >= 1 << 63 else v
+        elif num == 5 and wire == 2:
+            for vnum, vwire, value in fields(v):
+                if vnum != 1 or vwire != 2:
+                    continue
+                tag, scalar, plugin = None, None, None
+                for f, w, x in fields(value):
+                    if f == 1 and w == 2:
+                        tag = x.decode("utf-8", "replace")
+                    elif f == 2 and w == 5:
+                        scalar = as_float(x)
+                    elif f == 8 and w == 2:
+                        scalar = _tensor_scalar(x)
+                    elif f == 9 and w == 2:
+                        for mf, mw, mx in fields(x):
+                            if mf == 1 and mw == 2:
+                                for pf, pw, px in fields(mx):
+                                    if pf == 1 and pw == 2:
+                                        plugin = px.decode("utf-8", "replace")
+                if tag is not None and scalar is not None and plugin in (None, "scalars"):
+                    scalars.append((tag, scalar))
+    return wall, step, scalars
+
+
+def read_event_file(path: Path, source: Source, order_base: int = 0
+                    ) -> tuple[dict[str, tuple[list, list, list]], np.ndarray, float]:
+    """All scalars of one event file: {tag: (order, step, value) chunks}, wall times, first wall."""
+    buf = np.fromfile(path, dtype=np.uint8)
+    offsets, lengths = _frame_records(buf, path, source)
+    if len(offsets) == 0:
+        source.warn(f"{path.name}: no whole record")
+        return {}, np.empty(0), float("inf")
+    keep = _check_crcs(buf, offsets, lengths, path, source)
+    starts, ends = offsets + 12, offsets + 12 + lengths
+    ok, wall, step, tag_start, tag_len, value = _fast_scalars(buf, starts, ends)
+    ok &= keep
+    tags: dict[str, tuple[list, list, list]] = {}
+    order = order_base + np.arange(len(offsets), dtype=np.int64)
+    # Group the fast records by tag bytes: one np.unique per tag length.
+    for tl in np.unique(tag_len[ok]):
+        idx = np.flatnonzero(ok & (tag_len == tl))
+        raw_tags = buf[tag_start[idx, None] + np.arange(tl)] if tl else np.zeros((len(idx), 0), np.uint8)
+        uniq, inverse = np.unique(np.ascontiguousarray(raw_tags).view(f"V{max(int(tl), 1)}")
+                                  if tl else np.zeros(len(idx), "V1"), return_inverse=True)
+        inverse = inverse.ravel()
+        for k, u in enumerate(uniq):
+            tag = bytes(u)[:tl].decode("utf-8", "replace")
+            sel = idx[inverse == k]
+            chunk = tags.setdefault(tag, ([], [], []))
+            chunk[0].append(order[sel])
+            chunk[1].append(step[sel])
+            chunk[2].append(value[sel].astype(np.float64))
+    slow = np.flatnonzero(keep & ~ok)
+    raw = buf.tobytes() if len(slow) else b""
+    bad = 0
+    for i in slow:
+        try:
+            w, s, scalars = _slow_event(raw[starts[i]:ends[i]])
+        except ProtoError:
+            bad += 1
+            continue
+        wall[i] = w
+        for tag, v in scalars:
+            chunk = tags.setdefault(tag, ([], [], []))
+            chunk[0].append(np.array([order[i]]))
+            chunk[1].append(np.array([s], dtype=np.int64))
+            chunk[2].append(np.array([v], dtype=np.float64))
+    if bad:
+        source.warn(f"{path.name}: {bad} record(s) are not valid events and were skipped")
+    first_wall = float(wall[keep][0]) if keep.any() else float("inf")
+    return tags, wall, first_wall
+
+
+def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Series]:
+    """Every scalar of every event file under `root`, files ordered by their first event."""
+    per_file = []
+    order_base = 0
+    for path in files:
+        tags, wall, first_wall = read_event_file(path, source, order_base)
+        order_base += len(wall) + 1
+        per_file.append((first_wall, path, tags))
+    # A later writer (a resume, a final eval) comes after the earlier ones.
+    per_file.sort(key=lambda t: (t[0], str(t[1])))
+    rebase = 0
+    dirs_of_tag: dict[str, set[str]] = {}
+    for _, path, tags in per_file:
+        for tag in tags:
+            dirs_of_tag.setdefault(tag, set()).add(str(path.parent.relative_to(root)))
+    merged: dict[str, tuple[list, list, list]] = {}
+    for _, path, tags in per_file:
+        sub = str(path.parent.relative_to(root))
+        lo = min((min(c.min() for c in ch[0]) for ch in tags.values()), default=0)
+        for tag, (o, s, v) in tags.items():
+            # Keras writes train/ and validation/ with the same tags: keep them apart.
+            name = f"{sub}/{tag}" if len(dirs_of_tag[tag]) > 1 and sub != "." else tag
+            dst = merged.setdefault(name, ([], [], []))
+            dst[0].extend(oo - lo + rebase for oo in o)
+            dst[1].extend(s)
+            dst[2].extend(v)
+        rebase += max((max(c.max() for c in ch[0]) for ch in tags.values()), default=lo) - lo + 1
+    if not merged:
+        raise RunReadError(root, "the TensorBoard event files hold no scalars")
+    return [Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v))
+            for tag, (o, s, v) in merged.items()]

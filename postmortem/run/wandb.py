@@ -1,0 +1,138 @@
+"""W&B run directories: the `.wandb` transaction log (LevelDB log framing, protobuf records)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import yaml
+
+from postmortem.run.assemble import Series, series_from_records
+from postmortem.run.model import RunReadError, Source
+from postmortem.run.protowire import ProtoError, fields
+
+MAGIC = b":W&B"
+_BLOCK = 32768
+_HEADER = struct.Struct("<IHB")
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+# wandb_internal.proto: Record.history = 2, Record.summary = 3, Record.config = 5;
+# HistoryRecord.item = 1, HistoryRecord.step = 2; HistoryItem.key = 1, nested_key = 2,
+# value_json = 16; HistoryStep.num = 1.
+_REC_HISTORY = 2
+_TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in range(5)}
+
+
+def is_wandb_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def _records(data: bytes, path: Path, source: Source):
+    """Whole records of the log; a torn or corrupt tail ends the scan with a warning."""
+    if len(data) < 7 or data[:4] != MAGIC:
+        raise RunReadError(path, "not a W&B transaction log (no :W&B header)")
+    pos, pending = 7, None
+    while pos < len(data):
+        room = _BLOCK - pos % _BLOCK
+        if room < 7:                        # block trailer: zeros to skip
+            pos += room
+            continue
+        if pos + 7 > len(data):
+            source.warn(f"{path.name}: truncated at byte {pos}; read what came before")
+            return
+        crc, length, kind = _HEADER.unpack_from(data, pos)
+        if kind == 0 and length == 0:       # preallocated zeros: the end of what was written
+            return
+        payload = data[pos + 7:pos + 7 + length]
+        if len(payload) < length or kind not in _TYPE_CRC:
+            source.warn(f"{path.name}: truncated or corrupt record at byte {pos}; read what came before")
+            return
+        if zlib.crc32(payload, _TYPE_CRC[kind]) & 0xFFFFFFFF != crc:
+            source.warn(f"{path.name}: record at byte {pos} fails its CRC; read what came before")
+            return
+        pos += 7 + length
+        if kind == _FULL:
+            yield payload
+        elif kind == _FIRST:
+            pending = payload
+        elif kind == _MIDDLE and pending is not None:
+            pending += payload
+        elif kind == _LAST and pending is not None:
+            yield pending + payload
+            pending = None
+
+
+def _history_row(raw: bytes) -> tuple[dict, int | None]:
+    row: dict = {}
+    step = None
+    for num, wire, value in fields(raw):
+        if num == 1 and wire == 2:
+            key, nested, vjson = None, [], None
+            for f, w, x in fields(value):
+                if f == 1 and w == 2:
+                    key = x.decode("utf-8", "replace")
+                elif f == 2 and w == 2:
+                    nested.append(x.decode("utf-8", "replace"))
+                elif f == 16 and w == 2:
+                    vjson = x
+            name = key if key else "/".join(nested)
+            if name and vjson is not None:
+                try:
+                    row[name] = json.loads(vjson)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    row[name] = None
+        elif num == 2 and wire == 2:
+            for f, w, x in fields(value):
+                if f == 1 and w == 0:
+                    step = x
+    return row, step
+
+
+def read_wandb(path: Path, source: Source) -> list[Series]:
+    """History rows of the run; the step is `train/global_step` when every train row has it."""
+    rows = []
+    try:
+        for rec in _records(path.read_bytes(), path, source):
+            for num, wire, value in fields(rec):
+                if num == _REC_HISTORY and wire == 2:
+                    rows.append(_history_row(value))
+    except ProtoError as err:
+        raise RunReadError(path, f"corrupt record ({err})") from None
+    if not rows:
+        raise RunReadError(path, "no history rows in the W&B log")
+    custom = "train/global_step"
+    use_custom = all(custom in r for r, _ in rows if any(not k.startswith("_") for k in r))
+    records = []
+    for row, step in rows:
+        s = row.get(custom) if use_custom else row.get("_step", step)
+        if not isinstance(s, (int, float)) or s != s:
+            s = row.get("_step", step)
+        if s is None:
+            continue
+        values = {k: v for k, v in row.items() if k not in ("_step", custom) and not isinstance(v, dict)}
+        records.append((int(s), values))
+    if use_custom:
+        source.warn("steps are train/global_step (W&B's _step is its own counter, one less)")
+    _read_side_files(path.parent, source)
+    return series_from_records(records, source)
+
+
+def _read_side_files(run_dir: Path, source: Source) -> None:
+    files = run_dir / "files"
+    cfg = files / "config.yaml"
+    if cfg.exists():
+        try:
+            source.extras["config"] = yaml.safe_load(cfg.read_text(errors="replace"))
+        except yaml.YAMLError:
+            source.warn("files/config.yaml: not valid YAML; ignored")
+    summary = files / "wandb-summary.json"
+    if summary.exists():
+        try:
+            source.extras["summary"] = json.loads(summary.read_text(errors="replace"))
+        except json.JSONDecodeError:
+            source.warn("files/wandb-summary.json: not valid JSON; ignored")
