@@ -179,7 +179,7 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
             values = columns[name]
             if values.dtype != object:
                 values = values.astype(np.float64, copy=False)
-                if logged_nan and name in logged_nan:
+                if logged_nan and name in logged_nan and logged_nan[name].any():
                     nan_rows[target] = np.flatnonzero(logged_nan[name])
             frame[target] = values
         present = [t for t in canon.values()

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from pandas.api.types import is_numeric_dtype
 
 from postmortem.run.model import RunLog, RunReadError
 
@@ -24,7 +25,7 @@ def info(log: RunLog) -> dict:
         logged = log.logged_mask(name)
         entry = {"name": name, "count": int(logged.sum()),
                  "nan": int(len(log.logged_nan.get(name, ())))}
-        if col.dtype != object:
+        if is_numeric_dtype(col):
             values = col.to_numpy()
             finite = np.isfinite(values)
             entry["inf"] = int(np.isinf(values).sum())
@@ -64,11 +65,12 @@ def _arrow_table(log: RunLog):
     import pyarrow as pa
     cols = {}
     for name in log.frame.columns:
-        values = log.frame[name].to_numpy()
+        col = log.frame[name]
+        values = col.to_numpy()
         if name in ("segment", "step"):
             cols[name] = pa.array(values, type=pa.int64())
-        elif values.dtype == object:
-            cols[name] = pa.array(values, type=pa.string())
+        elif not is_numeric_dtype(col):
+            cols[name] = pa.array(col.astype(object).where(col.notna(), None), type=pa.string())
         else:
             # Missing is null; a logged NaN stays a NaN value.
             cols[name] = pa.array(values, mask=np.isnan(values) & ~log.nan_mask(name),

@@ -21,7 +21,11 @@ from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
               "train/global_step")
-_SENTINEL_NAN = b"-1.2345678901234567e+308"   # stands in for a bare NaN token while arrow parses
+# Arrow's JSON reader refuses bare NaN/Infinity: unlikely doubles stand in for them while it parses.
+_SENTINELS = {b"NaN": -1.2345678901234567e+308, b"Infinity": 1.2345678901234567e+308,
+              b"-Infinity": -1.2345678901234565e+308}
+_SENTINEL_VALUES = {v: {b"NaN": np.nan, b"Infinity": np.inf, b"-Infinity": -np.inf}[k]
+                    for k, v in _SENTINELS.items()}
 _JSON_BARE = re.compile(rb"(?<=[:\[,])(\s*)(-?Infinity|NaN)(?=\s*[,}\]])")
 
 
@@ -80,11 +84,13 @@ def _table_to_runlog(table: pa.Table, path: Path, source: Source, manifest: RunM
         elif np.isnan(values).any():
             nan_masks[name] = np.isnan(values)
         if sentinel:
-            hit = values == float(_SENTINEL_NAN)
-            if hit.any():
-                values = values.copy()
-                values[hit] = np.nan
-                nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
+            for stand_in, real in _SENTINEL_VALUES.items():
+                hit = values == stand_in
+                if hit.any():
+                    values = values.copy()
+                    values[hit] = real
+                    if np.isnan(real):
+                        nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
         columns[name] = values
     steps = step.to_numpy()
     return build_runlog_wide(steps, columns, source, manifest, nan_masks)
@@ -122,8 +128,7 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) 
         raw = raw[:cut]
     sentinel = b"NaN" in raw or b"Infinity" in raw
     if sentinel:
-        raw = _JSON_BARE.sub(lambda m: m.group(1) + {b"NaN": _SENTINEL_NAN, b"Infinity": b"1e999",
-                                                     b"-Infinity": b"-1e999"}[m.group(2)], raw)
+        raw = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), raw)
     try:
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:

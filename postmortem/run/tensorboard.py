@@ -224,7 +224,7 @@ def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
 
 def read_event_file(path: Path, source: Source, order_base: int = 0
                     ) -> tuple[dict[str, tuple[list, list, list]], np.ndarray, float]:
-    """All scalars of one event file: {tag: (order, step, value) chunks}, wall times, first wall."""
+    """All scalars of one event file: {tag: (record no, step, value) chunks}, wall times, first wall."""
     buf = np.fromfile(path, dtype=np.uint8)
     offsets, lengths = _frame_records(buf, path, source)
     if len(offsets) == 0:
@@ -272,33 +272,57 @@ def read_event_file(path: Path, source: Source, order_base: int = 0
 
 
 def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Series]:
-    """Every scalar of every event file under `root`, files ordered by their first event."""
+    """Every scalar of every event file under `root`.
+
+    Files written at the same time (Keras' train/ and validation/, HF's hparams
+    file) interleave by wall time; a later writer whose steps go back is a resume.
+    """
     per_file = []
-    order_base = 0
     for path in files:
-        tags, wall, first_wall = read_event_file(path, source, order_base)
-        order_base += len(wall) + 1
-        per_file.append((first_wall, path, tags))
-    # A later writer (a resume, a final eval) comes after the earlier ones.
-    per_file.sort(key=lambda t: (t[0], str(t[1])))
-    rebase = 0
-    dirs_of_tag: dict[str, set[str]] = {}
-    for _, path, tags in per_file:
+        tags, wall, _ = read_event_file(path, source, 0)
+        per_file.append((path, tags, wall))
+    if len(per_file) > 1:
+        # Global order: wall time first, then file, then record within the file.
+        sizes = [len(w) for _, _, w in per_file]
+        walls = np.concatenate([w for _, _, w in per_file])
+        file_no = np.repeat(np.arange(len(per_file)), sizes)
+        rec_no = np.concatenate([np.arange(n) for n in sizes])
+        rank = np.empty(len(walls), dtype=np.int64)
+        rank[np.lexsort((rec_no, file_no, walls))] = np.arange(len(walls))
+        bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    dirs_of_tag: dict[str, set[Path]] = {}
+    for path, tags, _ in per_file:
         for tag in tags:
-            dirs_of_tag.setdefault(tag, set()).add(str(path.parent.relative_to(root)))
+            dirs_of_tag.setdefault(tag, set()).add(path.parent)
     merged: dict[str, tuple[list, list, list]] = {}
-    for _, path, tags in per_file:
-        sub = str(path.parent.relative_to(root))
-        lo = min((min(c.min() for c in ch[0]) for ch in tags.values()), default=0)
+    for i, (path, tags, _) in enumerate(per_file):
+        sub = path.parent.relative_to(root).as_posix() if path.parent != root else ""
         for tag, (o, s, v) in tags.items():
             # Keras writes train/ and validation/ with the same tags: keep them apart.
-            name = f"{sub}/{tag}" if len(dirs_of_tag[tag]) > 1 and sub != "." else tag
+            name = f"{sub}/{tag}" if len(dirs_of_tag[tag]) > 1 and sub else tag
             dst = merged.setdefault(name, ([], [], []))
-            dst[0].extend(oo - lo + rebase for oo in o)
+            dst[0].extend(rank[bases[i] + oo] if len(per_file) > 1 else oo for oo in o)
             dst[1].extend(s)
             dst[2].extend(v)
-        rebase += max((max(c.max() for c in ch[0]) for ch in tags.values()), default=lo) - lo + 1
     if not merged:
         raise RunReadError(root, "the TensorBoard event files hold no scalars")
-    return [Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v))
-            for tag, (o, s, v) in merged.items()]
+    series = [Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v))
+              for tag, (o, s, v) in merged.items()]
+    _add_wall_time(series, per_file, source)
+    return series
+
+
+def _add_wall_time(series: list[Series], per_file, source: Source) -> None:
+    """wall_time per step, from the most logged tag's events (resumes show as gaps)."""
+    main = max(series, key=lambda s: len(s.step))
+    walls = np.concatenate([w for _, _, w in per_file])
+    if len(per_file) == 1:
+        wall = walls[main.order]
+    else:
+        # order is a rank over all records; map it back through the sort
+        sizes = [len(w) for _, _, w in per_file]
+        file_no = np.repeat(np.arange(len(per_file)), sizes)
+        rec_no = np.concatenate([np.arange(n) for n in sizes])
+        by_rank = np.lexsort((rec_no, file_no, walls))
+        wall = walls[by_rank[main.order]]
+    series.append(Series("wall_time", main.order, main.step, wall))

@@ -206,8 +206,8 @@ def _deepspeed(p: _Parse, line: str) -> None:
         p.add(step, values)
         return
     m = DS_PPL.match(line)
-    if m and p.step is not None:
-        p.records.append((p.step, {"val_ppl": m.group(1)}))
+    if m:   # the eval before any training step counts as step 0
+        p.records.append((p.step or 0, {"val_ppl": m.group(1)}))
 
 
 def _fairseq(p: _Parse, line: str) -> None:
@@ -359,9 +359,14 @@ def _postprocess(series: list[Series], source: Source) -> list[Series]:
     out = []
     for s in series:
         name = s.name.lower()
-        if name in ("grad norm", "grad_norm", "norm") and len(s.value) and np.all(s.value == 0):
-            source.warn(f"{s.name} is 0.000 on every line: not computed in this run; left out")
-            continue
+        zero = s.value == 0 if s.value.dtype != object else np.zeros(len(s.value), bool)
+        if name in ("grad norm", "grad_norm", "norm") and len(s.value) and zero.mean() > 0.5:
+            # Megatron prints 0.000 when it does not compute the norm: that is "not logged".
+            source.warn(f"{s.name} is 0.000 on {int(zero.sum())} of {len(zero)} lines: not "
+                        f"computed there; those zeros are left out")
+            if zero.all():
+                continue
+            s = Series(s.name, s.order[~zero], s.step[~zero], s.value[~zero])
         if name in ("skipped_total",) and len(s.value):
             # DeepSpeed's counter is cumulative: the canonical column is per interval.
             per = np.diff(s.value, prepend=0.0)

@@ -1,0 +1,167 @@
+"""Every file in shared/real_runs reads, with the values INDEX.md describes."""
+
+import math
+
+import numpy as np
+import pytest
+
+from postmortem.run import read_run
+
+
+def at(log, step, col, segment=None):
+    f = log.frame
+    rows = f[(f.step == step) & (f.segment == segment if segment is not None else True)]
+    assert len(rows), f"no row at step {step}"
+    return rows[col].iloc[-1]
+
+
+def test_every_real_run_reads(real_runs):
+    for d in sorted(p for p in real_runs.iterdir() if p.is_dir()):
+        log = read_run(d)
+        assert len(log.frame) > 0 and log.metrics, d.name
+
+
+def test_llmc(real_runs):
+    log = read_run(real_runs / "llmc-modded-nanogpt-llmc")
+    assert log.source.format == "llm.c"
+    f = log.frame
+    assert f.step.min() == 0 and f.step.max() == 19560
+    assert f.loss.notna().sum() == 19560 and f.val_loss.notna().sum() == 80
+    assert at(log, 7435, "grad_norm") == pytest.approx(1.44)
+    assert at(log, 7435, "loss") == pytest.approx(3.7819)
+    assert at(log, 9025, "grad_norm") == pytest.approx(2.02)
+    assert at(log, 0, "grad_norm") == pytest.approx(15.37)
+    assert math.isnan(at(log, 19560, "loss")) and at(log, 19560, "val_loss") > 0
+
+
+def test_modded_nanogpt_nan_timing_is_not_a_loss_nan(real_runs):
+    log = read_run(real_runs / "modded-nanogpt-muon" / "eb5659d0-fb6a-49e5-a311-f1f89412f726.txt")
+    assert log.source.format == "modded-nanogpt"
+    assert at(log, 919, "loss") == pytest.approx(5.0597)
+    assert at(log, 947, "loss") == pytest.approx(5.28, abs=0.01)
+    assert "step_avg_ms" in log.logged_nan and "loss" not in log.logged_nan
+    assert at(log, 6200, "loss") == pytest.approx(3.2533)
+    assert at(log, 6200, "val_loss") == pytest.approx(3.2785)
+    soap = read_run(real_runs / "modded-nanogpt-soap")
+    assert at(soap, 919, "loss") == pytest.approx(5.07, abs=0.01) and soap.frame.step.max() == 6000
+
+
+def test_megatron_deepspeed_loss_scale_growth(real_runs):
+    log = read_run(real_runs / "megatron-deepspeed-moe-0.125B")
+    f = log.frame
+    train = f[f.loss.notna()]
+    assert len(train) == 213 and train.step.min() == 10 and train.step.max() == 2130
+    assert "grad_norm" not in f
+    assert at(log, 500, "loss_scale") == 2048 and at(log, 510, "loss_scale") == 4096
+    assert sorted(f.loss_scale.dropna().unique()) == [2048, 4096, 8192, 16384, 32768]
+    assert f.val_loss.notna().sum() == 21
+    assert at(log, 10, "loss") == pytest.approx(10.69056)
+    assert log.dtype == "fp16"
+    assert any("NaN loss out of its line" in w for w in log.source.warnings)
+
+
+def test_bloom_chronicles(real_runs):
+    tr8 = read_run(real_runs / "bloom-tr8-104B-chronicles")
+    assert len(tr8.segments()) == 3          # snippets pasted out of order
+    assert at(tr8, 7010, "grad_norm") == pytest.approx(219645.978)
+    assert at(tr8, 7010, "loss") == pytest.approx(11.42026)
+    tr11 = read_run(real_runs / "bloom-tr11-176B-chronicles")      # [default7]: prefixes, bf16
+    assert at(tr11, 31219, "grad_norm") == pytest.approx(960.351)
+    assert at(tr11, 31219, "loss") == pytest.approx(5.098124)
+    assert "loss_scale" not in tr11.frame
+    assert at(tr11, 45000, "val_loss") == pytest.approx(2.327091)
+    tr8b = read_run(real_runs / "bloom-tr8b-104B-chronicles")
+    cascade = tr8b.frame[(tr8b.frame.step >= 17060) & (tr8b.frame.step <= 17068)].loss_scale
+    assert cascade.max() == 1048576 and cascade.min() == 32768
+    tr1 = read_run(real_runs / "bloom-tr1-13B-chronicles")
+    # 0.000 on the normal lines = not computed; the one real value stays
+    assert tr1.frame.grad_norm.notna().sum() == 1
+    assert at(tr1, 43680, "grad_norm") == pytest.approx(17224.723)
+    assert at(tr1, 29050, "loss") == pytest.approx(7.343709)
+    assert at(tr1, 29060, "loss_scale") == 4096
+
+
+def test_deepspeed_overflows_and_cumulative_skips(real_runs):
+    log = read_run(real_runs / "deepspeed-chat-sft-opt1.3b")
+    f = log.frame
+    assert log.source.format == "deepspeed" and f.lr.notna().sum() == 736
+    assert f.step.min() == 0 and f.step.max() == 7360   # the eval at step 0, then steps 10..7360
+    assert f.overflows.sum() == 139 and f.skipped.sum() == 139
+    assert f.skipped_total.iloc[-1] == 139
+    assert f.loss_scale.min() == 2048
+    assert at(log, 10, "skipped") == 6 and at(log, 10, "lr") == pytest.approx(9.649992967150629e-06)
+    assert f.val_ppl.notna().sum() == 17
+
+
+def test_deepspeed_rlhf_pipe_lines(real_runs):
+    log = read_run(real_runs / "deepspeed-chat-rlhf-opt1.3b")
+    f = log.frame
+    assert len(f) == 477 and f.step.max() == 476
+    assert at(log, 111, "act_loss") == pytest.approx(1.59, abs=0.01)
+    assert at(log, 111, "cri_loss") == pytest.approx(0.95, abs=0.01)
+    assert f.reward.notna().sum() > 400
+
+
+def test_hf_trainer_state(real_runs):
+    star = read_run(real_runs / "hf-trainer-star-gnspikes")
+    assert len(star.frame) == 2000 and star.frame.step.max() == 40000
+    assert at(star, 22360, "grad_norm") == pytest.approx(82.40977369003497)
+    assert at(star, 22360, "lr") == pytest.approx(1e-4)            # `lr`, not learning_rate
+    assert "remaining_time" not in star.frame
+    tiny = read_run(real_runs / "hf-trainer-tinyllama-evalrows")
+    assert tiny.frame.loss.notna().sum() == 186 and tiny.frame.val_loss.notna().sum() == 14
+    assert at(tiny, 600, "loss") == pytest.approx(1.3183)
+    assert at(tiny, 600, "val_loss") == pytest.approx(1.3565852642059326)
+    viz = read_run(real_runs / "hf-trainer-viz-evalrows")
+    assert viz.frame.loss.notna().sum() == 30
+    assert at(viz, 0, "eval_g0_loss") == pytest.approx(5.741583347320557)
+    cpt = read_run(real_runs / "hf-trainer-cpt-predictrows")
+    assert len(cpt.source.extras["rows_without_step"]) == 10
+    assert cpt.source.extras["summary"]["train_loss"] == pytest.approx(0.4479398911550831)
+    assert cpt.frame.loss.max() < 5     # the run average never lands in the loss column
+
+
+def test_same_run_in_two_formats(real_runs):
+    d = real_runs / "hf-trainer-tb-serial-lain"
+    js = read_run(d)
+    tb = read_run(d, format="tensorboard")
+    assert js.source.format == "hf-trainer-state" and tb.source.format == "tensorboard"
+    assert any("TensorBoard" in w for w in js.source.warnings)
+    both = js.frame.merge(tb.frame, on="step", suffixes=("_json", "_tb"))
+    assert len(both) == 6
+    # float32 in TensorBoard, 4 decimals in JSON: close, never equal by chance
+    assert np.allclose(both.loss_json, both.loss_tb, atol=5e-5)
+    assert at(tb, 500, "loss") == pytest.approx(0.4742000102996826, abs=0)
+    assert at(tb, 3100, "val_loss") == pytest.approx(0.006221685, rel=1e-6)
+
+
+def test_wandb(real_runs):
+    log = read_run(real_runs / "wandb-alpaca-9am288wn")
+    f = log.frame
+    assert log.source.format == "wandb" and len(f) == 196
+    assert f.step.min() == 1 and f.step.max() == 196      # train/global_step, not _step
+    assert at(log, 43, "grad_norm") == pytest.approx(10.500962257385254)
+    assert at(log, 1, "grad_norm") == pytest.approx(118.09644317626953)
+    assert at(log, 1, "loss") == pytest.approx(4.4748)
+    assert log.source.extras["config"]["_wandb"]["value"]["cli_version"] == "0.16.2"
+
+
+def test_lightning_versions_join(real_runs):
+    log = read_run(real_runs / "lightning-slm-training")
+    segs = log.segments()
+    assert [(s["first_step"], s["last_step"]) for s in segs] == [(49, 140739), (140749, 197035)]
+    assert at(log, 49, "loss") == pytest.approx(7.628580570220947)
+    assert at(log, 14073, "val_loss") == pytest.approx(4.132571697235107)
+    assert at(log, 14073, "train_loss_epoch") == pytest.approx(4.776971817016602)
+    hp = log.source.extras["hparams"]
+    assert hp["version_0"]["num_epochs"] == 10 and hp["version_5"]["num_epochs"] == 20
+    one = read_run(real_runs / "lightning-slm-training/lightning_logs/version_5/metrics.csv")
+    assert one.frame.step.min() == 140749
+
+
+def test_mlflow_file_store(real_runs):
+    log = read_run(real_runs / "mlflow-deepcnn-filestore")
+    assert log.source.format == "mlflow"
+    assert at(log, 0, "loss") == pytest.approx(3.2727866172790527)
+    assert any("never ended" in w for w in log.source.warnings)
+    assert log.source.extras["params"]["EPOCHS"]
