@@ -170,7 +170,7 @@ def _megatron(p: _Parse, line: str) -> None:
         step = int(m.group(1))
         values = _pairs(m.group(2))
         nan_iters = to_number(values.get("number of nan iterations", "0")) or 0
-        if "lm loss" not in values and not any("loss" in k for k in values):
+        if not any(k.endswith("loss") for k in values):
             p.omitted_loss.append(step)
             if nan_iters:
                 # Megatron averages the loss over non-NaN iterations only; with all of

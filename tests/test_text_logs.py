@@ -1,0 +1,112 @@
+"""Text-log dialects, each from lines shaped like the real tools print them."""
+
+import numpy as np
+import pytest
+
+from postmortem.run import read_run
+
+
+def log_file(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_megatron_nan_loss_omitted_and_rank_prefixes(tmp_path):
+    lines = []
+    for it in range(10, 60, 10):
+        loss = "" if it == 40 else f" lm loss: {2.0 + it / 1000:E} |"
+        nan = 10 if it == 40 else 0
+        lines.append(f"[default7]: iteration {it:8d}/  100000 | consumed samples: {it * 8:12d} | "
+                     f"learning rate: 3.000E-04 | global batch size:     8 |{loss} loss scale: 65536.0 "
+                     f"| grad norm: {0.5 if it != 40 else float('nan')} | number of skipped iterations:"
+                     f"   0 | number of nan iterations: {nan:3d} |")
+    lines.insert(3, " validation loss at iteration 30 | lm loss value: 2.100000E+00 | lm loss PPL: 8.1E+00 |")
+    log = read_run(log_file(tmp_path, "train.log", "\n".join(lines) + "\n"))
+    f = log.frame
+    assert log.source.format == "megatron"
+    assert log.nan_mask("loss").tolist() == [False, False, False, True, False]   # omitted = NaN
+    assert log.nan_mask("grad_norm")[3] and f.nan_iterations.iloc[3] == 10
+    assert f.loss.iloc[0] == pytest.approx(2.01) and f.val_loss.iloc[2] == pytest.approx(2.1)
+    assert f.lr.iloc[0] == pytest.approx(3e-4) and f.loss_scale.iloc[0] == 65536
+
+
+def test_deepspeed_overflow_cascade(tmp_path):
+    text = "\n".join([
+        "[2023-04-18 01:46:52,554] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",
+        "[2023-04-18 01:46:52,554] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 3 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",
+        "[2023-04-18 01:46:53,259] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+        "[2023-04-18 01:46:59,142] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=2, lr=[9.6e-06, 9.6e-06], mom=[(0.9, 0.95), (0.9, 0.95)]",
+        "[2023-04-18 01:47:06,590] [INFO] [logging.py:96:log_dist] [Rank 0] step=20, skipped=2, lr=[9.5e-06, 9.5e-06], mom=[(0.9, 0.95), (0.9, 0.95)]",
+        "[2023-04-18 01:47:06,590] [INFO] [stage_1_and_2.py] [deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: 32768.0, reducing to 16384.0",
+        "[2023-04-18 01:47:07,590] [INFO] [logging.py:96:log_dist] [Rank 0] step=30, skipped=3, lr=[9.4e-06, 9.4e-06], mom=[(0.9, 0.95), (0.9, 0.95)]",
+    ]) + "\n"
+    log = read_run(log_file(tmp_path, "ds.log", text))
+    f = log.frame
+    assert log.source.format == "deepspeed"
+    assert f.overflows.fillna(0).tolist() == [2, 0, 1]          # rank 3's line is not counted
+    assert f.loss_scale.tolist()[0] == 32768 and f.loss_scale.tolist()[2] == 16384
+    assert f.skipped.tolist() == [2, 0, 1] and f.skipped_total.tolist() == [2, 2, 3]
+
+
+def test_fairseq_json_and_simple(tmp_path):
+    js = "\n".join(
+        f'2021-01-01 00:00:0{i} | INFO | train_inner | {{"epoch": 1, "update": 0.00{i}, "loss": "{l}", '
+        f'"nll_loss": "1.2", "lr": "0.0001", "gnorm": "{g}", "loss_scale": "128", "num_updates": "{i * 100}"}}'
+        for i, (l, g) in enumerate([("9.1", "1.5"), ("8.2", "1.4"), ("nan", "inf"), ("7.9", "1.1")], 1))
+    js += '\n2021-01-01 00:01:00 | INFO | valid | {"epoch": 1, "valid_loss": "7.5", "num_updates": "400"}\n'
+    log = read_run(log_file(tmp_path, "fairseq.log", js))
+    f = log.frame
+    assert log.source.format == "fairseq" and f.step.tolist() == [100, 200, 300, 400]
+    assert log.nan_mask("loss").tolist() == [False, False, True, False]
+    assert np.isinf(f.grad_norm.iloc[2]) and f.loss_scale.iloc[0] == 128
+    assert f.val_loss.iloc[3] == 7.5
+    simple = "\n".join(f"| epoch 001:   {i} / 356 loss=9.{i}, nll_loss=8.0, ppl=256, gnorm=1.{i}, "
+                       f"lr=0.0005, num_updates={i}, loss_scale=64" for i in range(1, 6))
+    log = read_run(log_file(tmp_path, "simple.log", simple + "\n"))
+    assert log.frame.loss.tolist() == [9.1, 9.2, 9.3, 9.4, 9.5] and log.frame.grad_norm.iloc[0] == 1.1
+
+
+def test_nanogpt(tmp_path):
+    text = ("step 0: train loss 10.9876, val loss 10.9912\n"
+            + "".join(f"iter {i}: loss {3 - i / 100:.4f}, time 12.3ms, mfu {4.5 if i else -100.0:.2f}%\n"
+                      for i in range(5))
+            + "iter 5: loss nan, time 12.0ms, mfu 4.50%\n")
+    log = read_run(log_file(tmp_path, "nanogpt.txt", text))
+    f = log.frame
+    assert log.source.format == "nanogpt"
+    assert f.val_loss.iloc[0] == pytest.approx(10.9912) and f.loss.iloc[1] == pytest.approx(2.99)
+    assert log.nan_mask("loss")[-1] and f.mfu_pct.iloc[0] == -100
+
+
+def test_torchtitan_with_ansi_colours(tmp_path):
+    text = "".join(f"[rank0]:[titan] 2024-09-03 16:02:57,123 - root - INFO - \x1b[31mstep: {i:2}  "
+                   f"\x1b[32mloss: {9 - i:7.4f}  \x1b[33mgrad_norm: {1.2:7.4f}  \x1b[34mmemory: 30.1GiB"
+                   f"(38.0%)  \x1b[35mtps: 12,345  \x1b[36mmfu: 40.1%\x1b[39m\n" for i in range(1, 6))
+    log = read_run(log_file(tmp_path, "titan.log", text))
+    f = log.frame
+    assert log.source.format == "torchtitan"
+    assert f.loss.tolist() == [8, 7, 6, 5, 4] and f.tps.iloc[0] == 12345
+    assert f.grad_norm.iloc[0] == pytest.approx(1.2) and f.mfu_pct.iloc[0] == pytest.approx(40.1)
+
+
+def test_hf_console_dicts_with_tqdm(tmp_path):
+    text = ("  0%|          | 0/30 [00:00<?, ?it/s]\r 33%|███▎      | 10/30 [00:05<00:10]"
+            "{'loss': 2.1, 'grad_norm': 1.5, 'learning_rate': 5e-05, 'epoch': 0.33}\n"
+            "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4e-05, 'epoch': 0.67}\n"
+            "{'eval_loss': 1.9, 'eval_runtime': 3.2, 'epoch': 0.67}\n"
+            "{'loss': 1.8, 'grad_norm': 1.1, 'learning_rate': 3e-05, 'epoch': 1.0}\n"
+            "{'train_runtime': 30.1, 'train_loss': 1.3, 'epoch': 1.0}\n")
+    log = read_run(log_file(tmp_path, "console.log", text))
+    f = log.frame
+    assert log.source.format == "hf-console"
+    assert f.step.tolist() == [1, 2, 3] and f.loss.tolist() == [2.1, 0.0, 1.8]
+    assert log.nan_mask("grad_norm").tolist() == [False, True, False]
+    assert f.val_loss.iloc[1] == 1.9 and log.source.extras["summary"]["train_loss"] == "1.3"
+
+
+def test_llmc_resume_makes_segments(tmp_path):
+    text = "".join(f"s:{i} trl:{3 - i / 1000:.4f} lr:0.000430 norm:0.27\n" for i in range(100))
+    text += "".join(f"s:{i} trl:{3 - i / 1000:.4f} lr:0.000430 norm:0.27\n" for i in range(50, 120))
+    log = read_run(log_file(tmp_path, "main.log", text))
+    assert [(s["first_step"], s["last_step"]) for s in log.segments()] == [(0, 99), (50, 119)]
