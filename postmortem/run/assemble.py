@@ -80,6 +80,48 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b) | (np.isnan(a) & np.isnan(b))
 
 
+def _increasing(s: Series) -> bool:
+    """Steps strictly increasing in file order: no resume, no repeat in this series."""
+    if len(s.step) < 2:
+        return True
+    if not (s.order[1:] > s.order[:-1]).all():
+        return False
+    return bool((s.step[1:] > s.step[:-1]).all())
+
+
+def _single_segment(series: list[Series], source: Source, manifest: RunManifest | None) -> RunLog:
+    """The common case, without the sorting the general route needs."""
+    first = series[0].step
+    if all(len(s.step) == len(first) and (s.step == first).all() for s in series[1:]):
+        steps = first.astype(np.int64, copy=False)
+    else:
+        steps = np.unique(np.concatenate([s.step for s in series])).astype(np.int64)
+    if steps[0] < 0 or steps[-1] >= (1 << _STEP_BITS):
+        raise RunReadError(source.path, f"step {steps[0] if steps[0] < 0 else steps[-1]} is out of range")
+    n = len(steps)
+    frame = {"segment": np.zeros(n, dtype=np.int64), "step": steps}
+    logged_nan: dict[str, np.ndarray] = {}
+    for s in series:
+        rows = None if s.step is first and steps is first else np.searchsorted(steps, s.step)
+        if s.value.dtype == object:
+            col = np.full(n, None, dtype=object)
+        else:
+            col = np.full(n, np.nan)
+        if rows is None and len(s.step) == n:
+            col[:] = s.value
+            rows = np.arange(n)
+        else:
+            col[rows] = s.value
+        if col.dtype != object:
+            nan_rows = rows[np.isnan(s.value)]
+            if len(nan_rows):
+                logged_nan[s.name] = nan_rows
+        frame[s.name] = col
+    names = _canonical_order([k for k in frame if k not in ("segment", "step")])
+    df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
+    return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
+
+
 def build_runlog(series: list[Series], source: Source,
                  manifest: RunManifest | None = None, resumes: list[int] = ()) -> RunLog:
     """Assemble series into a RunLog: segments where steps go backwards, one row per step.
@@ -91,6 +133,9 @@ def build_runlog(series: list[Series], source: Source,
     series = [s for s in series if len(s.step)]
     if not series:
         raise RunReadError(source.path, "no per-step metrics found")
+
+    if not len(resumes) and all(_increasing(s) for s in series):
+        return _single_segment(series, source, manifest)
 
     all_order = np.concatenate([s.order for s in series])
     all_step = np.concatenate([s.step for s in series]).astype(np.int64, copy=False)

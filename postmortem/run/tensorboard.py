@@ -44,45 +44,89 @@ def is_event_file(path: Path) -> bool:
     return int(crc) == struct.unpack("<I", head[8:12])[0]
 
 
-def _frame_records(buf: np.ndarray, path: Path, source: Source) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets and lengths of every whole record; a torn tail is dropped with a warning."""
-    raw = buf.data
+def _frame_fast(buf: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Record offsets without a Python loop, when every event starts with its wall_time.
+
+    Candidates are positions whose data starts with 0x09 and whose length is
+    small. The chain of records from byte 0 is unique, so when the candidates
+    that point at one another form exactly that chain, they are the records;
+    anything else (another event shape, a torn record) returns None. The CRCs
+    are checked afterwards as for every record.
+    """
     n = len(buf)
-    unpack = _U64.unpack_from
-    offsets = []
-    append = offsets.append
-    off = 0
-    while off + 12 <= n:
-        length = unpack(raw, off)[0]
-        if off + 16 + length > n:
+    if n < 16:
+        return None
+    hits = np.flatnonzero(buf[12:n - 3] == 0x09)
+    if not len(hits) or hits[0] != 0:
+        return None
+    low = buf[hits[:, None] + np.arange(8)].copy().view("<u8").ravel()
+    keep = low < (1 << 31)
+    hits, lengths = hits[keep], low[keep].astype(np.int64)
+    for _ in range(3):       # drop candidates that neither point at nor are pointed at by one
+        nxt = hits + 16 + lengths
+        pos = np.minimum(np.searchsorted(hits, nxt), len(hits) - 1)
+        points = (hits[pos] == nxt) | (nxt >= n - 16)
+        pointed = np.zeros(len(hits), dtype=bool)
+        pointed[pos[points & (hits[pos] == nxt)]] = True
+        pointed[0] = True
+        keep = points & pointed
+        if keep.all():
             break
-        append(off)
-        off += 16 + length
-    offsets = np.array(offsets, dtype=np.int64)
-    if off != n:
-        source.warn(f"{path.name}: truncated record at byte {off} (file still being written?); "
-                    f"read the {len(offsets)} whole records before it")
-    if len(offsets) == 0:
-        return offsets, offsets
+        hits, lengths = hits[keep], lengths[keep]
+        if not len(hits) or hits[0] != 0:
+            return None
+    nxt = hits + 16 + lengths
+    if (nxt[:-1] != hits[1:]).any():
+        return None
+    return hits, int(nxt[-1])
+
+
+def _frame_records(buf: np.ndarray, path: Path, source: Source, final: bool
+                   ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Offsets and lengths of the whole records in `buf`, and the bytes they span."""
+    fast = _frame_fast(buf)
+    if fast is not None:
+        offsets, end = fast
+        if end > len(buf) or (len(offsets) and offsets[-1] >= end):
+            offsets = offsets[:-1]
+    else:
+        raw = buf.data
+        n = len(buf)
+        unpack = _U64.unpack_from
+        found = []
+        append = found.append
+        end = 0
+        while end + 12 <= n:
+            length = unpack(raw, end)[0]
+            if end + 16 + length > n:
+                break
+            append(end)
+            end += 16 + length
+        offsets = np.array(found, dtype=np.int64)
     lengths = buf[offsets[:, None] + np.arange(8)].copy().view("<u8").ravel().astype(np.int64)
-    return offsets, lengths
+    end = int(offsets[-1] + 16 + lengths[-1]) if len(offsets) else 0
+    if final and end != len(buf):
+        source.warn(f"{path.name}: truncated record at byte {end} (file still being written?); "
+                    f"read the whole records before it")
+    return offsets, lengths, end
 
 
 def _check_crcs(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
-                path: Path, source: Source) -> np.ndarray:
-    """Mask of records whose data CRC holds; stops at the first bad length CRC."""
+                path: Path, source: Source, first_chunk: bool) -> tuple[np.ndarray, bool]:
+    """Mask of records whose data CRC holds, and whether a bad length CRC ends the file."""
     def stored(at: np.ndarray) -> np.ndarray:
         return buf[at[:, None] + np.arange(4)].copy().view("<u4").ravel()
 
     good_len = masked(crc32c_columns(buf, offsets, 8)) == stored(offsets + 8)
     keep = np.ones(len(offsets), dtype=bool)
+    stop = False
     if not good_len.all():
         first_bad = int(np.argmin(good_len))
-        if first_bad == 0:
+        if first_bad == 0 and first_chunk:
             raise RunReadError(path, "not a TensorBoard event file (first record fails its CRC)")
-        source.warn(f"{path.name}: record {first_bad} at byte {offsets[first_bad]} has a corrupt "
-                    f"length; read the {first_bad} records before it")
+        source.warn(f"{path.name}: a record has a corrupt length; read the records before it")
         keep[first_bad:] = False
+        stop = True
     data_crc = np.zeros(len(offsets), dtype=np.uint32)
     starts = offsets + 12
     for length in np.unique(lengths[keep]):
@@ -96,7 +140,7 @@ def _check_crcs(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
         source.warn(f"{path.name}: {int(bad.sum())} record(s) fail their data CRC and were "
                     f"skipped (first at byte {offsets[bad][0]})")
         keep &= ~bad
-    return keep
+    return keep, stop
 
 
 def _varint_at(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,38 +266,58 @@ def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
     return wall, step, scalars
 
 
+_CHUNK = 32 << 20   # bytes read at a time: memory stays near the size of the result
+
+
 def read_event_file(path: Path, source: Source, order_base: int = 0
                     ) -> tuple[dict[str, tuple[list, list, list]], np.ndarray, float]:
     """All scalars of one event file: {tag: (record no, step, value) chunks}, wall times, first wall."""
-    buf = np.fromfile(path, dtype=np.uint8)
-    offsets, lengths = _frame_records(buf, path, source)
-    if len(offsets) == 0:
-        source.warn(f"{path.name}: no whole record")
-        return {}, np.empty(0), float("inf")
-    keep = _check_crcs(buf, offsets, lengths, path, source)
+    tags: dict[str, tuple[list, list, list]] = {}
+    walls: list[np.ndarray] = []
+    carry = b""
+    base = order_base
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(_CHUNK)
+            final = not data
+            raw = carry + data if carry else data
+            buf = np.frombuffer(raw, dtype=np.uint8)
+            offsets, lengths, end = _frame_records(buf, path, source, final)
+            if len(offsets):
+                keep, stop = _check_crcs(buf, offsets, lengths, path, source, base == order_base)
+                walls.append(_decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source))
+                base += len(offsets)
+                if stop:
+                    break
+            elif final and base == order_base:
+                source.warn(f"{path.name}: no whole record")
+            carry = raw[end:]
+            if final:
+                break
+    wall = np.concatenate(walls) if walls else np.empty(0)
+    return tags, wall, float(wall[0]) if len(wall) else float("inf")
+
+
+def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) -> np.ndarray:
+    """Decode one chunk's records into `tags`; returns their wall times."""
     starts, ends = offsets + 12, offsets + 12 + lengths
     ok, wall, step, tag_start, tag_len, value = _fast_scalars(buf, starts, ends)
     ok &= keep
-    tags: dict[str, tuple[list, list, list]] = {}
-    order = order_base + np.arange(len(offsets), dtype=np.int64)
+    order = base + np.arange(len(offsets), dtype=np.int64)
     # Group the fast records by tag bytes: one np.unique per tag length.
     for tl in np.unique(tag_len[ok]):
         idx = np.flatnonzero(ok & (tag_len == tl))
-        raw_tags = buf[tag_start[idx, None] + np.arange(tl)] if tl else np.zeros((len(idx), 0), np.uint8)
-        uniq, inverse = np.unique(np.ascontiguousarray(raw_tags).view(f"V{max(int(tl), 1)}")
-                                  if tl else np.zeros(len(idx), "V1"), return_inverse=True)
-        inverse = inverse.ravel()
+        raw_tags = np.ascontiguousarray(buf[tag_start[idx, None] + np.arange(max(int(tl), 1))])
+        uniq, inverse = np.unique(raw_tags.view(f"V{max(int(tl), 1)}").ravel(), return_inverse=True)
         for k, u in enumerate(uniq):
             tag = bytes(u)[:tl].decode("utf-8", "replace")
             sel = idx[inverse == k]
             chunk = tags.setdefault(tag, ([], [], []))
             chunk[0].append(order[sel])
             chunk[1].append(step[sel])
-            chunk[2].append(value[sel].astype(np.float64))
-    slow = np.flatnonzero(keep & ~ok)
-    raw = buf.tobytes() if len(slow) else b""
+            chunk[2].append(value[sel])
     bad = 0
-    for i in slow:
+    for i in np.flatnonzero(keep & ~ok):
         try:
             w, s, scalars = _slow_event(raw[starts[i]:ends[i]])
         except ProtoError:
@@ -267,8 +331,7 @@ def read_event_file(path: Path, source: Source, order_base: int = 0
             chunk[2].append(np.array([v], dtype=np.float64))
     if bad:
         source.warn(f"{path.name}: {bad} record(s) are not valid events and were skipped")
-    first_wall = float(wall[keep][0]) if keep.any() else float("inf")
-    return tags, wall, first_wall
+    return wall
 
 
 def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Series]:
