@@ -270,29 +270,45 @@ def series_from_records(records, source: Source, where: str = "step") -> list[Se
     Values that are not numbers are dropped with one warning per metric, except
     for the canonical metrics, where a non-number is an error naming the step.
     """
-    cols: dict[str, tuple[list, list, list]] = {}
-    dropped: dict[str, str] = {}
-    for order, (step, values) in enumerate(records):
-        for name, raw in values.items():
-            if raw is None:
-                continue
-            num = to_number(raw)
-            if num is None:
-                if name == "batch_hash":
-                    num = str(raw)
-                elif canonical_name(name) in STRICT:
-                    raise RunReadError(source.path, f"{where} {step}: {name} is {raw!r}, not a number")
-                else:
-                    dropped.setdefault(name, repr(raw)[:40])
-                    continue
-            o, s, v = cols.setdefault(name, ([], [], []))
-            o.append(order)
-            s.append(step)
-            v.append(num)
-    for name, example in dropped.items():
-        source.warn(f"{name}: not numeric (e.g. {example}); kept out of the table")
+    if not records:
+        return []
+    steps = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
+    table = pd.DataFrame.from_records([r[1] for r in records])
+    presence = None
     out = []
-    for name, (o, s, v) in cols.items():
-        values = np.array(v, dtype=object if name == "batch_hash" else np.float64)
-        out.append(Series(name, np.array(o, dtype=np.int64), np.array(s, dtype=np.int64), values))
+    for name in table.columns:
+        col = table[name]
+        if name == "batch_hash":
+            keep = col.notna().to_numpy()
+            values = col.to_numpy(dtype=object)[keep].astype(str).astype(object)
+        elif pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+            values = col.to_numpy(dtype=np.float64)
+            keep = ~np.isnan(values)
+            if not keep.all():
+                # A NaN here is either a logged NaN or a key absent from the record.
+                if presence is None:
+                    presence = pd.DataFrame.from_records(
+                        [dict.fromkeys(r[1], True) for r in records]).notna()
+                keep = presence[name].to_numpy()
+            values = values[keep]
+        else:
+            keep = col.notna().to_numpy()
+            raw = col.to_numpy(dtype=object)[keep]
+            values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
+            unsure = np.flatnonzero(np.isnan(values))
+            bad = None
+            for i in unsure:               # "nan", "-nan", "1,234", "1.5%": one by one
+                num = to_number(raw[i])
+                if num is None:
+                    bad = i
+                    break
+                values[i] = num
+            if bad is not None:
+                if canonical_name(name) in STRICT:
+                    at = steps[np.flatnonzero(keep)[bad]]
+                    raise RunReadError(source.path, f"{where} {at}: {name} is {raw[bad]!r}, not a number")
+                source.warn(f"{name}: not numeric (e.g. {repr(raw[bad])[:40]}); kept out of the table")
+                continue
+        order = np.flatnonzero(keep).astype(np.int64)
+        out.append(Series(name, order, steps[keep], values))
     return out

@@ -62,7 +62,11 @@ MIN_HITS = 3
 
 
 def clean(line: str) -> str:
-    return _RANK_PREFIX.sub("", _ANSI.sub("", line)).rstrip()
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if line[:1] in "[0123456789 ":
+        line = _RANK_PREFIX.sub("", line)
+    return line.rstrip()
 
 
 def iter_lines(path: Path) -> Iterator[str]:
@@ -74,8 +78,12 @@ def iter_lines(path: Path) -> Iterator[str]:
                     yield clean(part)
 
 
-def sniff(path: Path, max_lines: int = 200_000) -> tuple[str | None, int]:
-    """The dialect with the most matching lines (at least MIN_HITS), and its count."""
+def sniff(path: Path, max_lines: int = 200_000, enough: int = 200) -> tuple[str | None, int]:
+    """The dialect with the most matching lines (at least MIN_HITS), and its count.
+
+    Stops as soon as one dialect has `enough` lines: a code dump or a preamble
+    before the log (modded-nanogpt, DeepSpeed launchers) only delays it.
+    """
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -90,6 +98,8 @@ def sniff(path: Path, max_lines: int = 200_000) -> tuple[str | None, int]:
         for dialect, patterns in SNIFF.items():
             if any(p.search(line) for p in patterns):
                 hits[dialect] += 1
+                if hits[dialect] >= enough:
+                    return dialect, hits[dialect]
     best = max(hits, key=hits.get)
     return (best, hits[best]) if hits[best] >= MIN_HITS else (None, hits[best])
 
@@ -146,6 +156,8 @@ class _Parse:
         self.step = step
 
     def overflow(self, line: str) -> bool:
+        if "OVERFLOW" not in line and "overflow" not in line and "Reducing dynamic" not in line:
+            return False
         m = DS_OVERFLOW.search(line)
         if m:
             rank = DS_OVERFLOW_RANK.search(line)

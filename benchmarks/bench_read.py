@@ -1,0 +1,166 @@
+"""Reading speed and memory, as ratios to the routes users take today, in the same run.
+
+    python benchmarks/make_runs.py --steps 1000000
+    python benchmarks/bench_read.py --steps 1000000 [--rounds 5] [--slow-steps 100000]
+
+Baseline and candidate alternate (A B A B ...) because these machines slow down
+under sustained load; the ratio quoted is the median of the per-pair ratios.
+tbparse and EventAccumulator take minutes at 1M steps, so they are compared on
+the --slow-steps run; the record-decoding floor is compared at full size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def interleaved(baseline, candidate, rounds: int) -> dict:
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(timed(baseline))
+        b.append(timed(candidate))
+    ratios = [y / x for x, y in zip(a, b)]
+    return {"baseline_s": statistics.median(a), "ours_s": statistics.median(b),
+            "ratio": statistics.median(ratios), "rounds": rounds}
+
+
+def ours(path, fmt=None):
+    from postmortem.run import read_run
+    return lambda: read_run(path, format=fmt)
+
+
+def decode_records(path: Path):
+    """The floor: frame every record and parse it as an Event with protobuf's C parser."""
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    def run():
+        data = path.read_bytes()
+        off, n, unpack, parse = 0, len(data), struct.Struct("<Q").unpack_from, Event.FromString
+        while off + 12 <= n:
+            length = unpack(data, off)[0]
+            parse(data[off + 12:off + 12 + length])
+            off += 16 + length
+    return run
+
+
+def tbparse_scalars(path: Path):
+    from tbparse import SummaryReader
+    return lambda: SummaryReader(str(path)).scalars
+
+
+def event_accumulator(path: Path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    def run():
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+        acc.Reload()
+        return {tag: acc.Scalars(tag) for tag in acc.Tags()["scalars"]}
+    return run
+
+
+MEMORY_PROBE = r"""
+import gc, json, sys
+sys.path.insert(0, {root!r})
+import numpy, pandas, pyarrow, pyarrow.csv, pyarrow.json, pyarrow.parquet
+from postmortem.run import read_run
+
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+
+gc.collect()
+open('/proc/self/clear_refs', 'w').write('5')     # reset the high-water mark to now
+before = status('VmRSS')
+if {route!r} == 'ours':
+    df = read_run({path!r}).frame
+elif {route!r} == 'pandas-csv':
+    df = pandas.read_csv({path!r}, engine='pyarrow')
+elif {route!r} == 'pyarrow-json':
+    df = pyarrow.json.read_json({path!r}).to_pandas()
+peak = status('VmHWM')
+print(json.dumps({{"peak_over_start": peak - before, "frame_bytes": int(df.memory_usage(deep=True).sum())}}))
+"""
+
+
+def memory(path: Path, route: str) -> dict:
+    code = MEMORY_PROBE.format(root=str(HERE.parent), route=route, path=str(path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    m = json.loads(out.stdout)
+    m["ratio_to_frame"] = m["peak_over_start"] / m["frame_bytes"]
+    return m
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=1_000_000)
+    ap.add_argument("--slow-steps", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    import pandas as pd
+    import pyarrow.json as pajson
+    d = HERE / "data" / str(args.steps)
+    slow = HERE / "data" / str(args.slow_steps)
+    results: dict = {"steps": args.steps, "metrics": 6}
+    tb = d / "tb"
+    tb_file = next(tb.glob("events*"))
+    print(f"{args.steps} steps x 6 metrics")
+
+    def show(name, r):
+        results[name] = r
+        print(f"  {name:38s} baseline {r['baseline_s']:7.3f}s  ours {r['ours_s']:7.3f}s  "
+              f"ratio {r['ratio']:.2f}")
+
+    show("csv vs pandas.read_csv(engine=pyarrow)",
+         interleaved(lambda: pd.read_csv(d / "metrics.csv", engine="pyarrow"), ours(d / "metrics.csv"), args.rounds))
+    show("jsonl vs pyarrow.json.read_json",
+         interleaved(lambda: pajson.read_json(d / "metrics.jsonl"), ours(d / "metrics.jsonl"), args.rounds))
+    show("parquet vs pandas.read_parquet",
+         interleaved(lambda: pd.read_parquet(d / "metrics.parquet"), ours(d / "metrics.parquet"), args.rounds))
+    show("tensorboard vs decoding every record",
+         interleaved(decode_records(tb_file), ours(tb), args.rounds))
+    if (slow / "tb").exists():
+        slow_file = next((slow / "tb").glob("events*"))
+        show(f"tensorboard@{args.slow_steps} vs tbparse",
+             interleaved(tbparse_scalars(slow / "tb"), ours(slow / "tb"), 2))
+        show(f"tensorboard@{args.slow_steps} vs EventAccumulator",
+             interleaved(event_accumulator(slow_file), ours(slow / "tb"), 2))
+    show("llm.c text vs reading its lines",
+         interleaved(lambda: sum(1 for _ in open(d / "llmc.log")), ours(d / "llmc.log"), 3))
+    show("trainer_state.json vs json.load",
+         interleaved(lambda: json.loads((d / "hf" / "trainer_state.json").read_bytes()),
+                     ours(d / "hf"), 3))
+    print("peak memory over start, as a multiple of the final DataFrame")
+    for name, path, route in [("csv", d / "metrics.csv", "ours"), ("csv pandas", d / "metrics.csv", "pandas-csv"),
+                              ("jsonl", d / "metrics.jsonl", "ours"),
+                              ("jsonl pyarrow", d / "metrics.jsonl", "pyarrow-json"),
+                              ("parquet", d / "metrics.parquet", "ours"), ("tensorboard", tb, "ours"),
+                              ("llm.c", d / "llmc.log", "ours"), ("trainer_state", d / "hf", "ours")]:
+        m = memory(path, route)
+        results[f"memory {name}"] = m
+        print(f"  {name:16s} peak {m['peak_over_start'] / 1e6:8.1f} MB  frame {m['frame_bytes'] / 1e6:7.1f} MB"
+              f"  x{m['ratio_to_frame']:.2f}")
+    out = HERE / "results" / f"read-{args.steps}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
