@@ -85,22 +85,27 @@ def status(key):
         if line.startswith(key):
             return int(line.split()[1]) * 1024
 
+def read(path):
+    if {route!r} == 'ours':
+        return read_run(path).frame
+    if {route!r} == 'pandas-csv':
+        return pandas.read_csv(path, engine='pyarrow')
+    return pyarrow.json.read_json(path).to_pandas()
+
+if {warm!r}:
+    read({warm!r})        # the allocators grow once per process and keep what they got
 gc.collect()
 open('/proc/self/clear_refs', 'w').write('5')     # reset the high-water mark to now
 before = status('VmRSS')
-if {route!r} == 'ours':
-    df = read_run({path!r}).frame
-elif {route!r} == 'pandas-csv':
-    df = pandas.read_csv({path!r}, engine='pyarrow')
-elif {route!r} == 'pyarrow-json':
-    df = pyarrow.json.read_json({path!r}).to_pandas()
+df = read({path!r})
 peak = status('VmHWM')
 print(json.dumps({{"peak_over_start": peak - before, "frame_bytes": int(df.memory_usage(deep=True).sum())}}))
 """
 
 
-def memory(path: Path, route: str) -> dict:
-    code = MEMORY_PROBE.format(root=str(HERE.parent), route=route, path=str(path))
+def memory(path: Path, route: str, warm: Path | None = None) -> dict:
+    code = MEMORY_PROBE.format(root=str(HERE.parent), route=route, path=str(path),
+                               warm=str(warm) if warm else "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     m = json.loads(out.stdout)
     m["ratio_to_frame"] = m["peak_over_start"] / m["frame_bytes"]
@@ -146,16 +151,18 @@ def main() -> None:
     show("trainer_state.json vs json.load",
          interleaved(lambda: json.loads((d / "hf" / "trainer_state.json").read_bytes()),
                      ours(d / "hf"), 3))
-    print("peak memory over start, as a multiple of the final DataFrame")
+    print("peak memory over start, as a multiple of the final DataFrame "
+          "(cold process | a second read of the same file in that process)")
     for name, path, route in [("csv", d / "metrics.csv", "ours"), ("csv pandas", d / "metrics.csv", "pandas-csv"),
                               ("jsonl", d / "metrics.jsonl", "ours"),
                               ("jsonl pyarrow", d / "metrics.jsonl", "pyarrow-json"),
                               ("parquet", d / "metrics.parquet", "ours"), ("tensorboard", tb, "ours"),
                               ("llm.c", d / "llmc.log", "ours"), ("trainer_state", d / "hf", "ours")]:
         m = memory(path, route)
-        results[f"memory {name}"] = m
-        print(f"  {name:16s} peak {m['peak_over_start'] / 1e6:8.1f} MB  frame {m['frame_bytes'] / 1e6:7.1f} MB"
-              f"  x{m['ratio_to_frame']:.2f}")
+        w = memory(path, route, warm=path)
+        results[f"memory {name}"] = {"cold": m, "warm": w}
+        print(f"  {name:16s} frame {m['frame_bytes'] / 1e6:6.1f} MB  peak {m['peak_over_start'] / 1e6:7.1f} MB"
+              f" x{m['ratio_to_frame']:.2f} | {w['peak_over_start'] / 1e6:7.1f} MB x{w['ratio_to_frame']:.2f}")
     out = HERE / "results" / f"read-{args.steps}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2))

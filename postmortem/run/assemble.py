@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -264,51 +265,72 @@ def to_number(value) -> float | None:
     return None
 
 
-def series_from_records(records, source: Source, where: str = "step") -> list[Series]:
-    """(step, {name: value}) records in file order -> series.
+class Collector:
+    """Points appended record by record into compact typed arrays (8 bytes a value).
 
-    Values that are not numbers are dropped with one warning per metric, except
-    for the canonical metrics, where a non-number is an error naming the step.
+    Each `add` is one record (a log line, a JSON row) at one position in the
+    file; a NaN value is a logged NaN, an absent key is simply not a point.
     """
-    if not records:
-        return []
-    steps = np.fromiter((r[0] for r in records), dtype=np.int64, count=len(records))
-    table = pd.DataFrame.from_records([r[1] for r in records])
-    presence = None
-    out = []
-    for name in table.columns:
-        col = table[name]
-        if name == "batch_hash":
-            keep = col.notna().to_numpy()
-            values = col.to_numpy(dtype=object)[keep].astype(str).astype(object)
-        elif pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
-            values = col.to_numpy(dtype=np.float64)
-            keep = ~np.isnan(values)
-            if not keep.all():
-                # A NaN here is either a logged NaN or a key absent from the record.
-                if presence is None:
-                    presence = pd.DataFrame.from_records(
-                        [dict.fromkeys(r[1], True) for r in records]).notna()
-                keep = presence[name].to_numpy()
-            values = values[keep]
-        else:
-            keep = col.notna().to_numpy()
-            raw = col.to_numpy(dtype=object)[keep]
-            values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
-            unsure = np.flatnonzero(np.isnan(values))
-            bad = None
-            for i in unsure:               # "nan", "-nan", "1,234", "1.5%": one by one
-                num = to_number(raw[i])
-                if num is None:
-                    bad = i
-                    break
-                values[i] = num
-            if bad is not None:
-                if canonical_name(name) in STRICT:
-                    at = steps[np.flatnonzero(keep)[bad]]
-                    raise RunReadError(source.path, f"{where} {at}: {name} is {raw[bad]!r}, not a number")
-                source.warn(f"{name}: not numeric (e.g. {repr(raw[bad])[:40]}); kept out of the table")
+
+    def __init__(self, source: Source, where: str = "step"):
+        self.source, self.where = source, where
+        self.cols: dict[str, tuple[array, array, array]] = {}
+        self.hashes: dict[str, tuple[list, list, list]] = {}
+        self.dropped: dict[str, str] = {}
+        self.count = 0
+
+    def add(self, step: int, values: dict) -> None:
+        order = self.count
+        self.count += 1
+        cols = self.cols
+        for name, raw in values.items():
+            if raw is None:
                 continue
-        order = np.flatnonzero(keep).astype(np.int64)
-        out.append(Series(name, order, steps[keep], values))
-    return out
+            if type(raw) is float:
+                num = raw
+            else:
+                try:
+                    num = float(raw)
+                except (TypeError, ValueError):
+                    num = to_number(raw)
+                    if num is None:
+                        self._not_a_number(name, raw, step, order)
+                        continue
+            col = cols.get(name)
+            if col is None:
+                col = cols[name] = (array("q"), array("q"), array("d"))
+            col[0].append(order)
+            col[1].append(step)
+            col[2].append(num)
+
+    def _not_a_number(self, name: str, raw, step: int, order: int) -> None:
+        if name == "batch_hash":
+            o, s, v = self.hashes.setdefault(name, ([], [], []))
+            o.append(order)
+            s.append(step)
+            v.append(str(raw))
+        elif canonical_name(name) in STRICT:
+            raise RunReadError(self.source.path, f"{self.where} {step}: {name} is {raw!r}, not a number")
+        else:
+            self.dropped.setdefault(name, repr(raw)[:40])
+
+    def drop(self, name: str) -> None:
+        self.cols.pop(name, None)
+
+    def series(self) -> list[Series]:
+        for name, example in self.dropped.items():
+            self.source.warn(f"{name}: not numeric (e.g. {example}); kept out of the table")
+        out = [Series(name, np.frombuffer(o, dtype=np.int64), np.frombuffer(s, dtype=np.int64),
+                      np.frombuffer(v, dtype=np.float64))
+               for name, (o, s, v) in self.cols.items() if name not in self.dropped]
+        out += [Series(name, np.array(o, dtype=np.int64), np.array(s, dtype=np.int64),
+                       np.array(v, dtype=object)) for name, (o, s, v) in self.hashes.items()]
+        return out
+
+
+def series_from_records(records, source: Source, where: str = "step") -> list[Series]:
+    """(step, {name: value}) records in file order -> series."""
+    collector = Collector(source, where)
+    for step, values in records:
+        collector.add(step, values)
+    return collector.series()

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from postmortem.run.assemble import Series, series_from_records, to_number
+from postmortem.run.assemble import Collector, Series, to_number
 from postmortem.run.model import RunReadError, Source
 
 HIDDEN_NAN_NOTE = ("HF Trainer's logging_nan_inf_filter (on by default) logs a NaN/Inf loss as the "
@@ -56,7 +56,7 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise RunReadError(path, "no log_history list")
-    records = []
+    out = Collector(source)
     extras = source.extras
     for row in history:
         if not isinstance(row, dict):
@@ -74,7 +74,7 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
         values = {k: v for k, v in row.items() if k not in ("step",)}
         if kind == "eval":
             values = {k: v for k, v in values.items() if k != "epoch"}
-        records.append((step, values))
+        out.add(step, values)
         loss, gn = to_number(row.get("loss")), to_number(row.get("grad_norm"))
         if loss == 0.0 and gn is not None and math.isnan(gn):
             source.warn(f"step {step}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
@@ -86,7 +86,7 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
         if key in state:
             extras[key] = state[key]
     source.warn(HIDDEN_NAN_NOTE)
-    return series_from_records(records, source)
+    return out.series()
 
 
 def pick_trainer_state(files: list[Path]) -> Path:

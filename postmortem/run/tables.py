@@ -45,37 +45,40 @@ def _first_bad(path: Path, column: str, values: pa.ChunkedArray, offset_lines: i
     return f"{column} is not numeric"
 
 
-def _table_to_runlog(table: pa.Table, path: Path, source: Source, manifest: RunManifest | None,
-                     header_lines: int, sentinel: bool = False) -> RunLog:
-    step_name = _step_column(table.column_names, path)
-    step = table.column(step_name)
+def _convert(batch, step_name: str, path: Path, source: Source, header_lines: int,
+             sentinel: bool, skipped: set[str]) -> tuple[np.ndarray, dict, dict]:
+    """One batch (or a whole table) -> steps, float columns and logged-NaN masks."""
+    step = batch.column(step_name)
     if not pa.types.is_integer(step.type) and not pa.types.is_floating(step.type):
         raise RunReadError(path, _first_bad(path, step_name, step.cast(pa.string()), header_lines))
     if step.null_count:
         raise RunReadError(path, f"{step.null_count} row(s) have no {step_name}")
     columns, nan_masks = {}, {}
-    for name in table.column_names:
-        if name == step_name:
+    for name in batch.column_names:
+        if name == step_name or name in skipped:
             continue
-        col = table.column(name)
+        col = batch.column(name)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             if name == "batch_hash" or canonical_name(name) == "batch_hash":
                 columns[name] = np.array(col.to_pylist(), dtype=object)
                 continue
             # Mixed cells such as "nan%" or "1,234": coerce one by one, or refuse.
-            parsed = [None if v is None else to_number(v) for v in col.to_pylist()]
-            if any(p is None and v is not None for p, v in zip(parsed, col.to_pylist())):
+            cells = col.to_pylist()
+            parsed = [None if v is None else to_number(v) for v in cells]
+            if any(p is None and v is not None for p, v in zip(parsed, cells)):
                 if canonical_name(name) in STRICT:
                     raise RunReadError(path, _first_bad(path, name, col, header_lines))
                 source.warn(f"{name}: not numeric; kept out of the table")
+                skipped.add(name)
                 continue
-            col = pa.chunked_array([pa.array(parsed, type=pa.float64())])
+            col = pa.array(parsed, type=pa.float64())
         elif pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type):
             col = col.cast(pa.float64())
         elif not pa.types.is_floating(col.type):
             source.warn(f"{name}: {col.type} values; kept out of the table")
+            skipped.add(name)
             continue
-        values = col.to_numpy()
+        values = col.to_numpy(zero_copy_only=False)
         if values.dtype != np.float64:
             values = values.astype(np.float64)
         if col.null_count:
@@ -92,35 +95,168 @@ def _table_to_runlog(table: pa.Table, path: Path, source: Source, manifest: RunM
                     if np.isnan(real):
                         nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
         columns[name] = values
-    steps = step.to_numpy()
-    return build_runlog_wide(steps, columns, source, manifest, nan_masks)
+    return step.to_numpy(zero_copy_only=False), columns, nan_masks
+
+
+class _Columns:
+    """Columns filled batch by batch into arrays sized from an estimate of the row count,
+    so the table is never held twice (as chunks and as their concatenation)."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.rows = max(capacity, 1), 0
+        self.data: dict[str, np.ndarray] = {}
+
+    def _column(self, name: str, dtype, fill) -> np.ndarray:
+        col = self.data.get(name)
+        if col is None:
+            col = self.data[name] = np.full(self.capacity, fill, dtype=dtype)
+        return col
+
+    def add(self, n: int, values: dict[str, np.ndarray], fills: dict[str, object]) -> None:
+        if self.rows + n > self.capacity:
+            grow = max(self.rows + n, int(self.capacity * 1.25))
+            for name, col in self.data.items():
+                bigger = np.full(grow, fills.get(name, np.nan), dtype=col.dtype)
+                bigger[:self.rows] = col[:self.rows]
+                self.data[name] = bigger
+            self.capacity = grow
+        for name, v in values.items():
+            self._column(name, v.dtype, fills.get(name, np.nan))[self.rows:self.rows + n] = v
+        self.rows += n
+
+    def finish(self) -> dict[str, np.ndarray]:
+        return {name: col[:self.rows] for name, col in self.data.items()}
+
+
+def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifest | None,
+                       header_lines: int, sentinel: bool = False, chunk_bytes: int = 0) -> RunLog:
+    """Batches (pieces of the file, or one whole table) into a RunLog, a batch at a time."""
+    store = None
+    skipped: set[str] = set()
+    step_name = None
+    for batch in batches:
+        if step_name is None:
+            step_name = _step_column(batch.column_names, path)
+        offset = header_lines + (store.rows if store else 0)
+        st, columns, nan_masks = _convert(batch, step_name, path, source, offset, sentinel, skipped)
+        n = len(st)
+        if store is None:
+            size = path.stat().st_size
+            pieces = size / chunk_bytes if chunk_bytes and size > chunk_bytes else 1
+            store = _Columns(int(n * pieces * 1.05) + 1)
+        values = {"\0step": st.astype(np.int64, copy=False)}
+        fills: dict[str, object] = {"\0step": 0}
+        for name, v in columns.items():
+            values[name] = v
+            fills[name] = None if v.dtype == object else np.nan
+        for name, mask in nan_masks.items():
+            values["\0nan:" + name] = mask
+            fills["\0nan:" + name] = False
+        for name in store.data:            # columns absent from this batch stay missing
+            if name not in values:
+                kind = store.data[name].dtype
+                values[name] = np.full(n, fills.setdefault(name, False if kind == bool else
+                                                            None if kind == object else np.nan),
+                                       dtype=kind)
+        store.add(n, values, fills)
+    if store is None:
+        raise RunReadError(path, "no rows")
+    data = store.finish()
+    steps = data.pop("\0step")
+    nan_out = {k[5:]: data.pop(k) for k in [k for k in data if k.startswith("\0nan:")]}
+    out = {k: v for k, v in data.items() if k not in skipped}
+    return build_runlog_wide(steps, out, source, manifest, nan_out)
+
+
+_CSV_CONVERT = dict(null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True)
+_CHUNK = 32 << 20
+# The system allocator hands each piece's memory back at once; arrow's default pool
+# keeps it, which would double the peak for nothing.
+_POOL = pa.system_memory_pool()
+
+
+def _line_chunks(path: Path, size: int = _CHUNK):
+    """Pieces of whole lines, read into one reused buffer (no copies): memory stays near
+    the size of the result while arrow still parses each piece on every core.
+
+    Yields (buffer, is_first); a buffer is only valid until the next one is asked for.
+    """
+    buf = bytearray(size)
+    view = memoryview(buf)
+    filled, first = 0, True
+    with open(path, "rb") as f:
+        while True:
+            if filled == len(buf):          # one line longer than the buffer: grow it
+                buf.extend(bytes(len(buf)))
+                view = memoryview(buf)
+            got = f.readinto(view[filled:])
+            filled += got
+            if not got:
+                if view[:filled].tobytes().strip():
+                    yield pa.py_buffer(view[:filled]), first
+                return
+            cut = buf.rfind(b"\n", 0, filled) + 1
+            if cut == 0:
+                continue
+            yield pa.py_buffer(view[:cut]), first
+            first = False
+            tail = filled - cut
+            buf[:tail] = buf[cut:filled]
+            filled = tail
 
 
 def read_csv(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
     from pyarrow import csv
+    options = csv.ConvertOptions(**_CSV_CONVERT)
+
+    def tables():
+        names = None
+        for chunk, first in _line_chunks(path):
+            read = csv.ReadOptions() if first else csv.ReadOptions(column_names=names)
+            try:
+                table = csv.read_csv(pa.BufferReader(chunk), read_options=read, convert_options=options,
+                                     memory_pool=_POOL)
+            except (pa.ArrowInvalid, pa.ArrowException) as err:
+                raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
+            names = table.column_names
+            yield table
     try:
-        table = csv.read_csv(
-            path,
-            convert_options=csv.ConvertOptions(null_values=[""], strings_can_be_null=True,
-                                               quoted_strings_can_be_null=True),
-        )
+        return _batches_to_runlog(tables(), path, source, manifest, header_lines=2,
+                                  chunk_bytes=_CHUNK)
+    except RunReadError:
+        pass    # a quoted newline can split a piece: parse the file whole to be sure
+    try:
+        table = csv.read_csv(path, convert_options=options)
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
-    return _table_to_runlog(table, path, source, manifest, header_lines=2)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=2)
 
 
 def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
     import pyarrow.parquet as pq
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, memory_map=True)
     except (pa.ArrowInvalid, pa.ArrowException, OSError) as err:
         raise RunReadError(path, f"not a readable Parquet file: {str(err).splitlines()[0]}") from None
-    return _table_to_runlog(table, path, source, manifest, header_lines=0)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=0)
 
 
 def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
     """One JSON object per line; bare NaN/Infinity accepted; a torn last line is dropped."""
     from pyarrow import json as pajson
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - 1))
+        whole_lines = f.read(1) in (b"\n", b"")
+    if whole_lines:
+        try:   # in pieces; arrow refuses bare NaN tokens, which the route below handles
+            tables = (pajson.read_json(pa.BufferReader(c), memory_pool=_POOL)
+                      for c, _ in _line_chunks(path))
+            return _batches_to_runlog(tables, path, source, manifest, header_lines=1,
+                                      chunk_bytes=_CHUNK)
+        except (pa.ArrowInvalid, pa.ArrowException):
+            pass
     raw = path.read_bytes()
     if raw and not raw.endswith(b"\n"):
         cut = raw.rfind(b"\n") + 1
@@ -133,7 +269,7 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) 
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
-    return _table_to_runlog(table, path, source, manifest, header_lines=1, sentinel=sentinel)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel)
 
 
 # --- Lightning CSVLogger --------------------------------------------------------

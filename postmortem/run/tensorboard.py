@@ -266,7 +266,7 @@ def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
     return wall, step, scalars
 
 
-_CHUNK = 32 << 20   # bytes read at a time: memory stays near the size of the result
+_CHUNK = 16 << 20   # bytes read at a time: memory stays near the size of the result
 
 
 def read_event_file(path: Path, source: Source, order_base: int = 0
@@ -298,6 +298,13 @@ def read_event_file(path: Path, source: Source, order_base: int = 0
     return tags, wall, float(wall[0]) if len(wall) else float("inf")
 
 
+def _compact(ints: np.ndarray) -> np.ndarray:
+    """int32 where it fits: a million-step run of six tags is 6M points to hold."""
+    if len(ints) and 0 <= ints.min() and ints.max() < (1 << 31):
+        return ints.astype(np.int32)
+    return ints
+
+
 def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) -> np.ndarray:
     """Decode one chunk's records into `tags`; returns their wall times."""
     starts, ends = offsets + 12, offsets + 12 + lengths
@@ -313,8 +320,8 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) ->
             tag = bytes(u)[:tl].decode("utf-8", "replace")
             sel = idx[inverse == k]
             chunk = tags.setdefault(tag, ([], [], []))
-            chunk[0].append(order[sel])
-            chunk[1].append(step[sel])
+            chunk[0].append(_compact(order[sel]))
+            chunk[1].append(_compact(step[sel]))
             chunk[2].append(value[sel])
     bad = 0
     for i in np.flatnonzero(keep & ~ok):
@@ -367,10 +374,15 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
             dst[0].extend(rank[bases[i] + oo] if len(per_file) > 1 else oo for oo in o)
             dst[1].extend(s)
             dst[2].extend(v)
+    for _, tags, _ in per_file:
+        tags.clear()               # merged holds the only references now
     if not merged:
         raise RunReadError(root, "the TensorBoard event files hold no scalars")
-    series = [Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v))
-              for tag, (o, s, v) in merged.items()]
+    series = []
+    for tag in list(merged):       # one tag at a time, freeing its pieces as we go
+        o, s, v = merged.pop(tag)
+        series.append(Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v)))
+        del o, s, v
     _add_wall_time(series, per_file, source)
     return series
 

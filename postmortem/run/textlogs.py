@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from postmortem.run.assemble import Series, series_from_records, to_number
+from postmortem.run.assemble import Collector, Series, to_number
 from postmortem.run.model import RunReadError, Source
 
 # A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
@@ -136,7 +136,7 @@ class _Parse:
 
     def __init__(self, path: Path, source: Source):
         self.path, self.source = path, source
-        self.records: list[tuple[int, dict]] = []
+        self.out = Collector(source)
         self.step: int | None = None
         self.overflows = 0
         self.scale_after: float | None = None
@@ -152,8 +152,12 @@ class _Parse:
             if self.scale_after is not None and "loss scale" not in values:
                 values["loss_scale"] = self.scale_after
             self.overflows = 0
-        self.records.append((step, values))
+        self.out.add(step, values)
         self.step = step
+
+    def attach(self, values: dict) -> None:
+        """Values that belong to the current step (an eval, a reward) without moving it."""
+        self.out.add(self.step or 0, values)
 
     def overflow(self, line: str) -> bool:
         if "OVERFLOW" not in line and "overflow" not in line and "Reducing dynamic" not in line:
@@ -219,7 +223,7 @@ def _deepspeed(p: _Parse, line: str) -> None:
         return
     m = DS_PPL.match(line)
     if m:   # the eval before any training step counts as step 0
-        p.records.append((p.step or 0, {"val_ppl": m.group(1)}))
+        p.attach({"val_ppl": m.group(1)})
 
 
 def _fairseq(p: _Parse, line: str) -> None:
@@ -264,16 +268,34 @@ def _nanogpt(p: _Parse, line: str) -> None:
         p.add(int(m.group(1)), {"eval_train_loss": m.group(2), "val_loss": m.group(3)})
 
 
+_UNITS = (("ms", "_ms"), ("%", "_pct"))
+
+
+def _colon_tokens(tokens: list[str]) -> dict[str, str]:
+    """`trl:3.45 train_time:196649ms mfu:40%` -> {trl: 3.45, train_time_ms: 196649, mfu_pct: 40}."""
+    out = {}
+    for tok in tokens:
+        key, sep, value = tok.partition(":")
+        if not sep or not value:
+            continue
+        for unit, suffix in _UNITS:
+            if value.endswith(unit):
+                value, key = value[: -len(unit)], key + suffix
+                break
+        out[key] = value
+    return out
+
+
 def _llmc(p: _Parse, line: str) -> None:
-    m = LLMC.match(line)
-    if m:
-        p.add(int(m.group(1)), _kv_tokens(m.group(2), KV_COLON))
+    if line.startswith("s:") and LLMC.match(line):
+        tokens = line.split()
+        p.add(int(tokens[0][2:]), _colon_tokens(tokens[1:]))
 
 
 def _modded(p: _Parse, line: str) -> None:
-    m = MODDED.match(line)
+    m = MODDED.match(line) if line.startswith("step:") else None
     if m:
-        values = _kv_tokens(m.group(2), KV_COLON)
+        values = _colon_tokens(m.group(2).split())
         if "val_loss" in values:    # the timings on an eval line are the eval's
             values = {k if k == "val_loss" else f"val_{k}": v for k, v in values.items()}
         p.add(int(m.group(1)), values)
@@ -299,10 +321,8 @@ def _hf_console(p: _Parse, line: str) -> None:
     # Console dicts carry no step: train dicts are counted; eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
         p.add((p.step or 0) + 1, values)
-    elif p.step is not None:
-        p.records.append((p.step, {k: v for k, v in values.items() if k != "epoch"}))
     else:
-        p.add(0, {k: v for k, v in values.items() if k != "epoch"})
+        p.attach({k: v for k, v in values.items() if k != "epoch"})
 
 
 def _kv_pipe(p: _Parse, line: str) -> None:
@@ -313,7 +333,7 @@ def _kv_pipe(p: _Parse, line: str) -> None:
         return
     m = REWARD.search(line)
     if m and p.step is not None:
-        p.records.append((p.step, {"reward": m.group(1)}))
+        p.attach({"reward": m.group(1)})
 
 
 PARSERS = {
@@ -340,7 +360,7 @@ def read_text_log(path: Path, source: Source, dialect: str) -> list[Series]:
         if p.overflow(line):
             continue
         parse(p, line)
-    if not p.records:
+    if not p.out.count:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
     if p.args:
@@ -360,11 +380,10 @@ def read_text_log(path: Path, source: Source, dialect: str) -> list[Series]:
     if any(k > 1 for k in p.ds_steps_seen.values()):
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "
                     "the second one's columns are prefixed engine2/; loss_scale left out")
-        p.records = [(s, {k: v for k, v in vals.items() if k != "loss_scale"}) for s, vals in p.records]
+        p.out.drop("loss_scale")
     if dialect == "hf-console":
         source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
-    series = series_from_records(p.records, source, where="step")
-    return _postprocess(series, source)
+    return _postprocess(p.out.series(), source)
 
 
 def _postprocess(series: list[Series], source: Source) -> list[Series]:
