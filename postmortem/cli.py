@@ -45,6 +45,25 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def cmd_sample(args) -> int:
+    from pathlib import Path
+
+    from postmortem.minigpt.samples import SAMPLES
+    if args.action == "list":
+        for name, (cfg, what) in SAMPLES.items():
+            print(f"{name:24s} {cfg.run_id:28s} {what[:60]}")
+        return 0
+    names = args.names or list(SAMPLES)
+    unknown = [n for n in names if n not in SAMPLES]
+    if unknown:
+        from postmortem.run.model import RunReadError
+        raise RunReadError(unknown[0], f"no such sample run; known: {', '.join(SAMPLES)}")
+    from postmortem.minigpt.samples import make_samples
+    for path in make_samples(names, Path(args.out), jobs=args.jobs):
+        print(f"made {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="postmortem",
@@ -68,13 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = run_command("analyze", "checks, incidents and their symptoms")
     p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md)")
     p.set_defaults(func=cmd_analyze)
+    p = sub.add_parser("sample", help="the mini-GPT sample runs: list them, or make them again",
+                       description="Make the sample runs deterministically from their seeds.")
+    p.add_argument("action", choices=["make", "list"])
+    p.add_argument("names", nargs="*", metavar="NAME", help="sample runs to make (default: all)")
+    p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
+    p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
+    p.set_defaults(func=cmd_sample)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    commands = {"info", "export", "analyze", "-h", "--help", "--version"}
+    commands = {"info", "export", "analyze", "sample", "-h", "--help", "--version"}
     if argv and argv[0] not in commands:
         argv = ["analyze", *argv]     # `postmortem RUN` analyzes the run
     args = parser.parse_args(argv)

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[replay,dev]'
-.venv/bin/postmortem analyze "${1:-tests/data/sample-llmc.log}"
+.venv/bin/postmortem analyze "${1:-sample_runs/long-tail-token}"

@@ -42,10 +42,15 @@ class MLP(nn.Module):
         self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd)
         self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
         self.proj.residual = True
-        self.gain = 1.0      # the fp16-overflow sample turns this up: outlier activations
+        # Outlier features: the fp16-overflow sample scales the hidden units up and the
+        # output back down. Exact in fp32; past 65504 in fp16, where it becomes inf.
+        self.gain = 1.0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(F.gelu(self.fc(x) * self.gain))
+        h = F.gelu(self.fc(x))
+        if self.gain == 1.0:
+            return self.proj(h)
+        return self.proj(h * self.gain) / self.gain
 
 
 class Block(nn.Module):
