@@ -62,6 +62,8 @@ def _frame_fast(buf: np.ndarray) -> tuple[np.ndarray, int] | None:
     low = buf[hits[:, None] + np.arange(8)].copy().view("<u8").ravel()
     keep = low < (1 << 31)
     hits, lengths = hits[keep], low[keep].astype(np.int64)
+    if not len(hits) or hits[0] != 0:
+        return None
     for _ in range(3):       # drop candidates that neither point at nor are pointed at by one
         nxt = hits + 16 + lengths
         pos = np.minimum(np.searchsorted(hits, nxt), len(hits) - 1)
