@@ -35,8 +35,16 @@ def cmd_export(args) -> int:
 
 
 def cmd_analyze(args) -> int:
+    from pydantic import ValidationError
+
     from postmortem.diagnose.analyze import analyze
-    result = analyze(_read(args))
+    from postmortem.diagnose.thresholds import Thresholds
+    from postmortem.run.model import RunReadError
+    try:
+        thresholds = Thresholds.load(args.thresholds, args.set or [])
+    except (ValidationError, ValueError, OSError) as err:
+        raise RunReadError(args.thresholds or "--set", f"bad thresholds: {str(err).splitlines()[0]}") from None
+    result = analyze(_read(args), thresholds)
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
@@ -84,8 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.csv, FILE.parquet or FILE.jsonl")
     p.set_defaults(func=cmd_export)
-    p = run_command("analyze", "checks, incidents and their symptoms")
+    p = run_command("analyze", "walk both checklists, find the incidents, rank their causes")
     p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md)")
+    p.add_argument("--thresholds", metavar="FILE", help="a JSON file of thresholds to override")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override one threshold, e.g. --set spike_sigma=4")
     p.set_defaults(func=cmd_analyze)
     p = sub.add_parser("sample", help="the mini-GPT sample runs: list them, or make them again",
                        description="Make the sample runs deterministically from their seeds.")

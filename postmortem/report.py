@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from postmortem.diagnose.models import Analysis
@@ -51,22 +52,41 @@ def print_info(data: dict) -> None:
         con.print(f"[yellow]warning:[/] {w}")
 
 
-def print_analysis(result: Analysis) -> None:
+def _path(checks) -> str:
+    marks = {"pass": "[green]ok[/]", "fail": "[red]x[/]", "skipped": "[dim]-[/]"}
+    out = []
+    for c in checks:
+        leaf = f"[red]->{c.leaf}[/]" if c.status == "fail" and c.leaf else ""
+        out.append(f"{c.id}{marks[c.status]}{leaf}")
+    return " ".join(out)
+
+
+def print_analysis(result: Analysis, top: int = 4) -> None:
     con = _console()
     run = result.run
     con.print(f"[bold]{run.id}[/]  {run.format}  {run.steps} steps  dtype {run.dtype or 'unknown'}")
-    con.print("[bold]checks[/]  " + "  ".join(
-        f"{c.id} {_STATUS[c.status]}" for c in result.checks))
+    con.print("[bold]path[/]  " + _path(result.checks))
     for c in result.checks:
-        if c.status != "pass":
-            con.print(f"  {c.id} {_STATUS[c.status]} {c.question} [dim]{c.detail}[/]")
+        if c.status == "fail":
+            con.print(f"  [red]{c.id}[/] {c.question} [dim]{c.detail}[/]")
     if not result.incidents:
-        con.print("[green]no incident[/]")
+        con.print("[green]no incident[/]: no NaN, no spike, no divergence")
         return
     con.print(f"[bold]{len(result.incidents)} incident(s)[/]")
-    for inc in result.incidents[:20]:
+    for n, inc in enumerate(result.incidents[:20], 1):
+        where = f"segment {inc.segment}, " if inc.segment else ""
+        conf = " [yellow](low confidence)[/]" if inc.confidence == "low" else ""
+        con.print(f"\n[bold]{n}. {inc.kind}[/] of {inc.metric} at step {inc.step} ({where}"
+                  f"{len(inc.related)} related){conf}")
         sym = inc.symptoms.model_dump()
-        shown = "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None)
-        con.print(f"  [red]{inc.kind}[/] at step {inc.step}: {shown}")
+        con.print("   " + "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None))
+        for h in inc.hypotheses[:top]:
+            con.print(f"   {h.rank}. [bold]{h.pattern}[/] {h.score:.2f}")
+            for o in h.supported_by[:3]:
+                con.print(f"      [green]+[/] {escape(f'[{o.panel}]')} {escape(o.observation)}")
+            for o in h.contradicted_by[:2]:
+                con.print(f"      [red]-[/] {escape(f'[{o.panel}]')} {escape(o.observation)}")
+        if inc.hypotheses:
+            con.print(f"   next: {inc.hypotheses[0].discriminate}")
     if len(result.incidents) > 20:
-        con.print(f"  ... {len(result.incidents) - 20} more")
+        con.print(f"... {len(result.incidents) - 20} more (--json has them all)")

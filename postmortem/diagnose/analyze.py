@@ -1,28 +1,94 @@
-"""`analyze`: the run summary, the checks walked so far and the incidents found."""
+"""`analyze`: walk both trees, turn tree B's events into incidents, fill their Symptoms
+and rank the causes."""
 
 from __future__ import annotations
 
-from postmortem.diagnose.models import Analysis, Check, RunSummary
-from postmortem.diagnose.nan import nan_incidents
+import numpy as np
+
+from postmortem.diagnose.context import Context
+from postmortem.diagnose.detect import Event
+from postmortem.diagnose.models import Analysis, Incident, RunSummary
+from postmortem.diagnose.patterns import rank
+from postmortem.diagnose.symptoms import symptoms
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.diagnose.trees import walk
 from postmortem.run import RunLog
 
 
-def analyze(log: RunLog) -> Analysis:
-    frame = log.frame
-    checks = [Check(id="A0", question="Does the log have a training loss?",
-                    status="pass" if "loss" in frame and log.logged_mask("loss").any() else "fail",
-                    detail=(f"{int(log.logged_mask('loss').sum())} logged loss values"
-                            if "loss" in frame else "no training loss column; the loss checks "
-                            "are skipped"))]
-    segs = log.segments()
-    checks.append(Check(id="B0", question="Did the run resume (steps going backwards)?",
-                        status="fail" if len(segs) > 1 else "pass",
-                        detail=(f"{len(segs)} segments: " + ", ".join(
-                            f"{s['first_step']}..{s['last_step']}" for s in segs[:6]))
-                        if len(segs) > 1 else "one segment"))
-    nan_check, incidents = nan_incidents(log)
-    checks.append(nan_check)
-    return Analysis(
-        run=RunSummary(id=log.run_id, format=log.source.format, steps=len(frame),
-                       metrics=log.metrics, dtype=log.dtype),
-        checks=checks, incidents=incidents)
+def _nan_events(ctx: Context) -> list[Event]:
+    """One event per run of consecutive non-finite rows within a segment."""
+    bad = ctx.nonfinite
+    if not bad.any():
+        return []
+    f = ctx.frame
+    seg, step = f.segment.to_numpy(), f.step.to_numpy()
+    starts = np.flatnonzero(bad & ~np.r_[False, bad[:-1] & (seg[1:] == seg[:-1])])
+    loss = f.loss.to_numpy() if "loss" in f else np.full(len(f), np.nan)
+    out = []
+    for row in starts:
+        end = row
+        while end + 1 < len(f) and bad[end + 1] and seg[end + 1] == seg[row]:
+            end += 1
+        before = (seg == seg[row]) & (step < step[row]) & (step >= step[row] - 100) & np.isfinite(loss)
+        out.append(Event("nan", "loss", int(step[row]), int(seg[row]), int(step[end]), float("nan"),
+                         float(loss[before].mean()) if before.any() else float("nan"),
+                         float(loss[before].std()) if before.sum() > 1 else float("nan")))
+    return out
+
+
+def _bad_start(ctx: Context, checks) -> list[Event]:
+    """A run that never started right (tree A's A1/A2 failed) is an incident of its own."""
+    status = {c.id: c.status for c in checks}
+    # A large first grad norm alone is normal for some models (LLaMA's first steps); with
+    # a loss that does not move, or a loss far from ln V, the start itself is the incident.
+    bad = status.get("A1") == "fail" or (status.get("A2") == "fail" and status.get("A6") == "fail")
+    if not bad or not ctx.has("loss"):
+        return []
+    steps, loss = ctx.series("loss", 0)
+    return [Event("bad-start", "loss", int(steps[0]), 0, int(steps[0]), float(loss[0]))]
+
+
+def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
+    """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
+    grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
+    lead = _nan_events(ctx) + ctx.loss_spikes + ctx.divergences
+    # NaN runs inside a spike's span, or spikes inside a NaN run, are one incident.
+    lead.sort(key=lambda e: (e.segment, e.kind != "divergence", e.step, e.kind != "nan"))
+    merged: list[tuple[Event, list[str]]] = []
+    for e in lead:
+        # A spike inside a divergence, or a NaN run inside a spike, belongs to it.
+        host = next((m for m in merged if m[0].segment == e.segment and e.kind != "divergence" and (
+            m[0].kind == "divergence" and e.step >= m[0].step
+            or e.step <= m[0].peak_step + ctx.th.merge_gap)), None)
+        if host is not None:
+            host[1].append(f"{e.kind} at step {e.step}")
+            continue
+        merged.append((e, []))
+    for extra in ctx.grad_spikes + ctx.cascades:
+        near = [m for m in merged if m[0].segment == extra.segment
+                and m[0].step - 20 <= extra.step <= max(m[0].peak_step, m[0].step) + 20]
+        label = f"{extra.metric} {extra.kind} at step {extra.step}"
+        if near:
+            near[0][1].append(label)
+        else:
+            merged.append((extra, []))
+    if not merged:
+        merged = [(e, []) for e in _bad_start(ctx, checks)]
+    merged.sort(key=lambda m: (m[0].segment, m[0].step))
+    return merged
+
+
+def analyze(log: RunLog, thresholds: Thresholds | None = None) -> Analysis:
+    ctx = Context(log, thresholds or Thresholds())
+    checks = walk(ctx)
+    ctx.checks = checks
+    incidents = []
+    for ev, related in incident_events(ctx, checks):
+        hyps, confidence = rank(ctx, ev)
+        kind = "spike" if ev.kind == "cascade" else ev.kind
+        incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
+                                  metric=ev.metric, segment=ev.segment, confidence=confidence,
+                                  related=related))
+    return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
+                                   metrics=log.metrics, dtype=log.dtype),
+                    checks=checks, incidents=incidents)

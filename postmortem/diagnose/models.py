@@ -1,4 +1,9 @@
-"""The shape of `postmortem analyze --json` (DESIGN.md), as pydantic models."""
+"""The shape of `postmortem analyze --json` (DESIGN.md), as pydantic models.
+
+Beyond DESIGN.md: checks carry their threshold and the leaf a failure leads to;
+incidents carry the metric they were seen on, a confidence and the other tree-B
+events around them; hypotheses carry the experiment that would discriminate them.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from pydantic import BaseModel
 
 PANELS = ("loss", "lr", "grad-norm", "loss-scale", "activations", "per-token-loss", "batch",
           "optimizer-moments", "weight-norm")
-PATTERNS = ("long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset", "numerics",
-            "bad-data", "lr-too-high", "schedule-misconfigured", "weight-decay", "bad-init")
+SPIKE_PATTERNS = ("long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset")
+PATTERNS = (*SPIKE_PATTERNS, "numerics", "bad-data", "lr-too-high", "schedule-misconfigured",
+            "weight-decay", "bad-init")
 
 
 class RunSummary(BaseModel):
@@ -25,6 +31,8 @@ class Check(BaseModel):
     question: str
     status: Literal["pass", "fail", "skipped"]
     detail: str
+    threshold: str | None = None
+    leaf: str | None = None          # the pattern a failure points to
 
 
 class Observation(BaseModel):
@@ -38,6 +46,7 @@ class Hypothesis(BaseModel):
     score: float
     supported_by: list[Observation] = []
     contradicted_by: list[Observation] = []
+    discriminate: str = ""
 
 
 class Symptoms(BaseModel):
@@ -54,10 +63,14 @@ class Symptoms(BaseModel):
 
 
 class Incident(BaseModel):
-    kind: Literal["nan", "spike", "divergence"]
+    kind: Literal["nan", "spike", "divergence", "bad-start"]
     step: int
     symptoms: Symptoms
     hypotheses: list[Hypothesis] = []
+    metric: str = "loss"
+    segment: int = 0
+    confidence: Literal["high", "low"] = "high"
+    related: list[str] = []
 
 
 class Analysis(BaseModel):

@@ -1,0 +1,77 @@
+"""What the checks and the patterns share: the run, its thresholds and tree B's events."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from postmortem.diagnose import detect
+from postmortem.diagnose.nan import nan_rows
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import RunLog
+
+
+@dataclass
+class Context:
+    log: RunLog
+    th: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def frame(self):
+        return self.log.frame
+
+    @property
+    def config(self):
+        return self.log.manifest.config if self.log.manifest else None
+
+    def has(self, name: str) -> bool:
+        return name in self.frame and self.frame[name].notna().any()
+
+    def series(self, name: str, segment: int | None = None):
+        f = self.frame if segment is None else self.frame[self.frame.segment == segment]
+        rows = f[f[name].notna()]
+        return rows.step.to_numpy(), rows[name].to_numpy()
+
+    @cached_property
+    def loss_spikes(self):
+        return detect.loss_spikes(self.log, self.th)
+
+    @cached_property
+    def grad_spikes(self):
+        return detect.grad_norm_spikes(self.log, self.th)
+
+    @cached_property
+    def cascades(self):
+        return detect.loss_scale_cascades(self.log, self.th)
+
+    @cached_property
+    def divergences(self):
+        return detect.divergence(self.log, self.th)
+
+    @cached_property
+    def resumes(self):
+        return detect.resumes(self.log, self.th)
+
+    @cached_property
+    def nonfinite(self) -> np.ndarray:
+        return nan_rows(self.log)
+
+    @property
+    def ln_v(self) -> float | None:
+        m = self.log.manifest
+        return math.log(m.vocab_size) if m and m.vocab_size else None
+
+    def scheduled_lr(self, step: int) -> float | None:
+        """The LR the manifest's config promises at `step` (warmup + cosine), if it says enough."""
+        c = self.config
+        if not c or not c.lr_max or c.schedule not in ("cosine", None) or not c.total_steps:
+            return None
+        warm = c.warmup_steps or 0
+        if step < warm:
+            return c.lr_max * (step + 1) / warm
+        min_lr = getattr(c, "min_lr", None) or 0.0
+        progress = min(1.0, (step - warm) / max(1, c.total_steps - warm))
+        return min_lr + (c.lr_max - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))

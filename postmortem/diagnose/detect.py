@@ -1,0 +1,196 @@
+"""Tree B's detectors, vectorised: loss and grad-norm spikes, loss-scale cascades,
+slow divergence and resumes. NaN never enters a window; windows are in steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from postmortem.diagnose.series import (effective_history, rolling_robust, widen,
+                                        window_stats)
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import RunLog
+
+
+@dataclass
+class Event:
+    """Something tree B found: where, how big, and the window it was judged against."""
+
+    kind: str                  # spike | divergence | nan | cascade
+    metric: str                # loss | grad_norm | loss_scale
+    step: int
+    segment: int
+    peak_step: int
+    peak: float
+    window_mean: float = float("nan")
+    window_std: float = float("nan")
+    notes: dict = field(default_factory=dict)
+
+
+def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]:
+    """Indices of flagged points, split where consecutive flags are more than `gap` apart."""
+    idx = np.flatnonzero(flagged)
+    if not len(idx):
+        return []
+    breaks = np.flatnonzero(np.diff(steps[idx]) > gap) + 1
+    return np.split(idx, breaks)
+
+
+def _window_max(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
+    s = pd.Series(np.where(np.isfinite(values), values, np.nan), index=pd.to_timedelta(steps, unit="s"))
+    return s.rolling(f"{window}s", closed="left", min_periods=1).max().to_numpy()
+
+
+def _segment_views(log: RunLog):
+    """(segment id, effective history frame, mask of that segment's own rows)."""
+    for seg in sorted(log.frame.segment.unique()):
+        hist = effective_history(log, seg) if seg else log.frame[log.frame.segment == 0]
+        yield int(seg), hist, (hist.segment == seg).to_numpy()
+
+
+def loss_spikes(log: RunLog, th: Thresholds) -> list[Event]:
+    if "loss" not in log.frame:
+        return []
+    events = []
+    for seg, hist, own in _segment_views(log):
+        h = hist[hist.loss.notna()]
+        steps, loss = h.step.to_numpy(), h.loss.to_numpy()
+        own = (h.segment == seg).to_numpy()
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        mean, std, n = window_stats(steps, loss, window)
+        with np.errstate(invalid="ignore"):
+            flagged = (own & np.isfinite(loss) & (n >= th.spike_min_points)
+                       & (loss > mean + th.spike_sigma * std)
+                       & (loss > mean * (1 + th.spike_min_rise)))
+            # Pasted snippets and very sparse logs: too few points for a std.
+            peak_before = _window_max(steps, loss, window)
+            flagged |= (own & np.isfinite(loss) & (n >= 1) & (n < th.spike_min_points)
+                        & (loss > peak_before * (1 + th.sparse_rise)))
+        for group in _group(steps, flagged, th.merge_gap):
+            first = group[0]
+            # The peak: the highest loss from the first flag until it comes back down.
+            end = np.searchsorted(steps, steps[group[-1]] + th.merge_gap, side="right")
+            span = np.arange(first, max(end, first + 1))
+            peak = span[np.nanargmax(loss[span])]
+            events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]),
+                                float(loss[peak]), float(mean[first]), float(std[first]),
+                                {"z": float((loss[first] - mean[first]) / std[first]) if std[first] else None}))
+    return events
+
+
+def grad_norm_spikes(log: RunLog, th: Thresholds) -> list[Event]:
+    """On log10(grad norm): heavy tails are normal, a jump of decades is not."""
+    if "grad_norm" not in log.frame:
+        return []
+    events = []
+    for seg, hist, _ in _segment_views(log):
+        h = hist[hist.grad_norm.notna() & (hist.grad_norm > 0)]
+        steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy()
+        own = (h.segment == seg).to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lg = np.log10(gn)
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        # Baseline: the median of the last few points (it follows a warm-up's decay);
+        # scale: the robust spread of the residuals over the window.
+        base, _, _ = rolling_robust(steps, lg, widen(steps, 10, 10))
+        resid = lg - base
+        _, spread, n = rolling_robust(steps, resid, window)
+        med = 10 ** base
+        with np.errstate(invalid="ignore"):
+            flagged = (own & np.isfinite(lg) & (n >= th.spike_min_points)
+                       & (resid > th.grad_spike_sigma * spread) & (gn > th.grad_spike_min_ratio * med))
+        for group in _group(steps, flagged, th.merge_gap):
+            peak = group[np.argmax(gn[group])]
+            events.append(Event("spike", "grad_norm", int(steps[group[0]]), seg, int(steps[peak]),
+                                float(gn[peak]), float(med[group[0]]), float(spread[group[0]]),
+                                {"ratio": float(gn[peak] / med[group[0]])}))
+    return events
+
+
+def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
+    """Several halvings in a short span after a stable scale; the start-up calibration
+    and a periodic single halving (the benign fp16 sawtooth) are not cascades."""
+    if "loss_scale" not in log.frame:
+        return []
+    f = log.frame[log.frame.loss_scale.notna() & (log.frame.loss_scale > 0)]
+    events = []
+    # The scaler's start-up calibration happens at the start of training only.
+    first_step = int(log.frame.step.iloc[0])
+    for seg, rows in f.groupby("segment"):
+        steps, scale = rows.step.to_numpy(), rows.loss_scale.to_numpy()
+        if len(steps) < 2:
+            continue
+        i = 1
+        while i < len(steps):
+            if scale[i] >= scale[i - 1]:
+                i += 1
+                continue
+            start = i - 1
+            j = i
+            while j + 1 < len(steps) and scale[j + 1] <= scale[j] and steps[j + 1] - steps[start] <= th.cascade_window:
+                j += 1
+            drop = scale[start] / scale[j]
+            # The scaler calibrates in the first steps of training (not of a pasted excerpt).
+            startup = first_step <= th.cascade_stable_before and steps[start] < first_step + th.cascade_stable_before
+            settled = not startup
+            if drop >= 2 ** th.cascade_halvings and settled:
+                skipped = rows.skipped.iloc[start + 1:j + 1].sum() if "skipped" in rows else None
+                events.append(Event("cascade", "loss_scale", int(steps[start + 1]), int(seg), int(steps[j]),
+                                    float(scale[j]), float(scale[start]), notes={
+                                        "from": float(scale[start]), "to": float(scale[j]),
+                                        "halvings": float(np.log2(drop)),
+                                        "skipped": None if skipped is None else float(skipped)}))
+            i = j + 1
+    return events
+
+
+def divergence(log: RunLog, th: Thresholds) -> list[Event]:
+    """Loss rising, after smoothing, over `divergence_window` steps: the slow kind of trouble."""
+    if "loss" not in log.frame:
+        return []
+    events = []
+    for seg, rows in log.frame[log.frame.loss.notna()].groupby("segment"):
+        steps, loss = rows.step.to_numpy(), rows.loss.to_numpy()
+        finite = np.isfinite(loss)
+        steps, loss = steps[finite], loss[finite]
+        window = widen(steps, th.divergence_window, th.divergence_min_points)
+        smooth_w = widen(steps, th.divergence_smooth, th.divergence_min_points // 4)
+        if len(steps) < th.divergence_min_points or steps[-1] - steps[0] < window:
+            continue
+        smooth = pd.Series(loss, index=pd.to_timedelta(steps, unit="s")).rolling(
+            f"{smooth_w}s", min_periods=1).mean().to_numpy()
+        rising = np.concatenate([[0], np.cumsum(np.diff(smooth) > 0)])
+        lo = np.searchsorted(steps, steps - window, side="left")
+        span_ok = steps - steps[lo] >= window * 0.9
+        n = np.arange(len(steps)) - lo
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (rising - rising[lo]) / np.maximum(n, 1)
+            rise = (smooth - smooth[lo]) / np.abs(smooth[lo])
+        hit = span_ok & (share >= th.divergence_rising_share) & (rise >= th.divergence_min_rise)
+        if hit.any():
+            end = int(np.argmax(hit))
+            start = lo[end]
+            events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[-1]),
+                                float(loss[start:].max()), float(smooth[start]), notes={
+                                    "rise": float(rise[end]), "rising_share": float(share[end]),
+                                    "confirmed_at": int(steps[end])}))
+    return events
+
+
+def resumes(log: RunLog, th: Thresholds) -> list[dict]:
+    """Where the run restarted: steps going backwards (a new segment) or a wall-clock gap."""
+    out = [{"step": s["first_step"], "how": "steps went back", "segment": s["segment"]}
+           for s in log.segments()[1:]]
+    if "wall_time" in log.frame:
+        for seg, rows in log.frame[log.frame.wall_time.notna()].groupby("segment"):
+            wt, st = rows.wall_time.to_numpy(), rows.step.to_numpy()
+            if len(wt) < 10:
+                continue
+            per_step = np.diff(wt) / np.maximum(np.diff(st), 1)
+            typical = np.median(per_step)
+            for i in np.flatnonzero(per_step > th.resume_gap_factor * max(typical, 1e-9)):
+                out.append({"step": int(st[i + 1]), "how": f"wall-clock gap of {np.diff(wt)[i]:.0f}s",
+                            "segment": int(seg)})
+    return out

@@ -1,0 +1,76 @@
+"""Windowed statistics in steps (not rows), with NaN kept out of every window."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from postmortem.run import RunLog
+
+
+def effective_history(log: RunLog, segment: int) -> pd.DataFrame:
+    """The rows as the model lived them up to the end of `segment`: after a resume from
+    step s, the earlier segments contribute their steps before s only."""
+    frame = log.frame
+    parts = []
+    start = None
+    for seg in range(segment, -1, -1):
+        rows = frame[frame.segment == seg]
+        if start is not None:
+            rows = rows[rows.step < start]
+        if len(rows):
+            parts.append(rows)
+            start = rows.step.iloc[0] if start is None else min(start, rows.step.iloc[0])
+    return pd.concat(parts[::-1]) if parts else frame.iloc[:0]
+
+
+def window_stats(steps: np.ndarray, values: np.ndarray, window: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, std and count of the finite values in [step - window, step) for every point."""
+    finite = np.isfinite(values)
+    s, v = steps[finite], values[finite]
+    offset = np.median(v) if len(v) else 0.0     # keeps the running sums well conditioned
+    c1 = np.concatenate([[0.0], np.cumsum(v - offset)])
+    c2 = np.concatenate([[0.0], np.cumsum((v - offset) ** 2)])
+    hi = np.searchsorted(s, steps, side="left")
+    lo = np.searchsorted(s, steps - window, side="left")
+    n = (hi - lo).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (c1[hi] - c1[lo]) / n
+        var = (c2[hi] - c2[lo]) / n - mean ** 2
+        std = np.sqrt(np.maximum(var * n / np.maximum(n - 1, 1), 0))
+    return mean + offset, std, n
+
+
+def rolling_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
+    """Median of the finite values in [step - window, step), via pandas on a step index."""
+    s = pd.Series(values, index=pd.to_timedelta(steps, unit="s"))
+    med = s.where(np.isfinite(values)).rolling(f"{window}s", closed="left", min_periods=1).median()
+    return med.to_numpy()
+
+
+def ema(values: np.ndarray, span: int = 50) -> float | None:
+    """The exponential moving average (span 50: alpha 2/51) at the last finite value."""
+    v = values[np.isfinite(values)]
+    if not len(v):
+        return None
+    return float(pd.Series(v).ewm(span=span, adjust=False).mean().iloc[-1])
+
+
+def widen(steps: np.ndarray, window: int, points: int) -> int:
+    """A window in steps, widened so that a sparse log still has `points` points in it."""
+    if len(steps) < 2:
+        return window
+    interval = float(np.median(np.diff(steps)))
+    return int(max(window, points * interval))
+
+
+def rolling_robust(steps: np.ndarray, values: np.ndarray, window: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Median, MAD-based std and count of finite values in [step - window, step)."""
+    s = pd.Series(np.where(np.isfinite(values), values, np.nan), index=pd.to_timedelta(steps, unit="s"))
+    roll = s.rolling(f"{window}s", closed="left", min_periods=1)
+    med = roll.median()
+    dev = (s - med).abs()
+    mad = dev.rolling(f"{window}s", closed="left", min_periods=1).median()
+    return med.to_numpy(), 1.4826 * mad.to_numpy(), roll.count().to_numpy()

@@ -1,0 +1,59 @@
+"""Section 1 of the post-mortem: the incident's numbers, computed from the run only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from postmortem.diagnose.context import Context
+from postmortem.diagnose.detect import Event
+from postmortem.diagnose.models import Symptoms
+from postmortem.diagnose.series import effective_history, ema
+
+
+def _history(ctx: Context, segment: int):
+    return effective_history(ctx.log, segment) if segment else ctx.frame[ctx.frame.segment == 0]
+
+
+def recovered(ctx: Context, event: Event) -> bool:
+    """Back within mean + 0.5 std of the pre-spike window inside 50 steps of the peak."""
+    h = _history(ctx, event.segment)
+    after = h[(h.step > event.peak_step) & (h.step <= event.peak_step + ctx.th.recovery_window)].loss
+    limit = event.window_mean + ctx.th.recovery_sigma * event.window_std
+    return bool((after <= limit).any())
+
+
+def _value_at(rows, name: str, step: int):
+    if name not in rows:
+        return None
+    at = rows[rows.step == step][name]
+    if not len(at):
+        return None
+    v = at.iloc[-1]
+    if isinstance(v, str):
+        return v
+    return float(v) if np.isfinite(v) else None
+
+
+def symptoms(ctx: Context, event: Event) -> Symptoms:
+    h = _history(ctx, event.segment)
+    step = event.step
+    before = h[(h.step < step) & (h.step >= step - 500)]
+    pre = ema(before.loss.to_numpy()) if "loss" in h else None
+    peak_loss = event.peak if event.metric == "loss" and np.isfinite(event.peak) else None
+    if event.kind == "nan":
+        peak_loss = None
+    recovery: float | str | None = None
+    if "loss" in h:
+        later = h[(h.step >= event.peak_step + ctx.th.recovery_window) & np.isfinite(h.loss)]
+        ok = recovered(ctx, event) if event.kind == "spike" and event.metric == "loss" else bool(len(later))
+        if event.kind == "divergence":
+            ok = False
+        recovery = float(later.loss.iloc[0]) if ok and len(later) else "did not recover"
+    batch = _value_at(h, "batch_index", step)
+    tokens = _value_at(h, "unusual_tokens", step)
+    return Symptoms(
+        spike_step=step, pre_spike_loss_ema50=pre, peak_loss=peak_loss, peak_step=event.peak_step,
+        recovery_loss=recovery, grad_norm_pre_clip=_value_at(h, "grad_norm", step),
+        lr=_value_at(h, "lr", step), dtype=ctx.log.dtype,
+        batch_index=int(batch) if isinstance(batch, float) else None,
+        unusual_tokens=tokens if isinstance(tokens, str) else None)

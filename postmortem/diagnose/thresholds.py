@@ -1,0 +1,60 @@
+"""Every threshold of the checklists in one place; a user can override any of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Thresholds(BaseModel):
+    """Named after what they bound; the tree nodes cite them by name."""
+
+    model_config = ConfigDict(extra="forbid")
+    # tree A: did the run start right
+    start_loss_vs_ln_v: float = 0.5          # |loss[0] - ln V| at most this
+    first_grad_norm_min: float = 0.1
+    first_grad_norm_max: float = 10.0
+    warmup_reach: float = 0.05               # LR at end of warmup within 5% of lr_max
+    clipping_share_max: float = 0.9          # clipped on more than 90% of steps: always clipping
+    dead_grad_norm: float = 1e-6
+    early_window: int = 200                  # loss must move over the first 200 steps
+    early_min_drop: float = 0.05             # ... by at least 5%
+    val_gap_max: float = 0.5                 # val - train above 50% of train: overfitting or leak
+    # tree B: dynamics
+    spike_window: int = 100                  # steps before the point
+    spike_sigma: float = 3.0
+    spike_min_rise: float = 0.10             # and at least 10% above the window mean
+    spike_min_points: int = 10               # a sparse log's window widens to hold these
+    sparse_rise: float = 0.3                 # too few points for a std: 30% above their max
+    recovery_window: int = 50
+    recovery_sigma: float = 0.5
+    merge_gap: int = 10                      # spike points this close are one incident
+    grad_spike_sigma: float = 3.0            # robust z (median, MAD) of log10(grad norm)
+    grad_spike_min_ratio: float = 5.0        # and at least 5x the recent median
+    cascade_halvings: int = 3                # 8x down ...
+    cascade_window: int = 50                 # ... within 50 steps
+    cascade_stable_before: int = 50          # after a stable scale (not the start-up calibration)
+    divergence_window: int = 200
+    divergence_smooth: int = 50
+    divergence_min_points: int = 20          # a sparse log's windows widen to hold these
+    divergence_rising_share: float = 0.8
+    divergence_min_rise: float = 0.1         # 10% of the level
+    weight_norm_change: float = 2.0
+    resume_gap_factor: float = 20.0          # a wall-clock gap 20x the median step is a restart
+    # hypotheses
+    long_tail_grad_ratio: float = 30.0       # grad norm at the spike over its rolling mean
+    lr_jump_ratio: float = 1.5               # LR step-to-step change that is not a schedule
+    after_resume_steps: int = 20
+    low_confidence_score: float = 0.5
+    low_confidence_margin: float = 0.15
+    low_confidence_support: float = 2.5      # one weak observation is not a diagnosis
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: list[str] = ()) -> "Thresholds":
+        data = json.loads(Path(path).read_text()) if path else {}
+        for item in overrides:
+            key, _, value = item.partition("=")
+            data[key.strip()] = float(value)
+        return cls.model_validate(data)

@@ -1,0 +1,325 @@
+"""Tree A (configuration) and tree B (dynamics) as data: ids, questions, thresholds, leaves.
+
+Each node's test is a small function over the Context; `walk` runs them all and
+returns every node as pass, fail (with the leaf it leads to) or skipped with why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from postmortem.diagnose.context import Context
+from postmortem.diagnose.models import Check
+
+Outcome = tuple[str, str]            # (status, detail)
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    question: str
+    thresholds: tuple[str, ...]
+    leaf: str | None
+    test: Callable[[Context], Outcome]
+
+
+def skip(why: str) -> Outcome:
+    return "skipped", why
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+# --- tree A: did the run start right ----------------------------------------------
+
+def a_start_loss(ctx: Context) -> Outcome:
+    if not ctx.has("loss"):
+        return skip("no training loss")
+    if ctx.ln_v is None:
+        return skip("vocab_size unknown (manifest.json)")
+    steps, loss = ctx.series("loss", 0)
+    if steps[0] > 10:
+        return skip(f"the log starts at step {steps[0]}")
+    d = loss[0] - ctx.ln_v
+    ok = abs(d) <= ctx.th.start_loss_vs_ln_v
+    return ("pass" if ok else "fail"), f"loss {_fmt(loss[0])} at step {steps[0]}, ln V = {_fmt(ctx.ln_v)}"
+
+
+def a_first_grad_norm(ctx: Context) -> Outcome:
+    if not ctx.has("grad_norm"):
+        return skip("no grad norm logged")
+    steps, gn = ctx.series("grad_norm", 0)
+    if steps[0] > 10:
+        return skip(f"the log starts at step {steps[0]}")
+    ok = ctx.th.first_grad_norm_min <= gn[0] <= ctx.th.first_grad_norm_max
+    return ("pass" if ok else "fail"), f"grad norm {_fmt(gn[0])} at step {steps[0]}"
+
+
+def a_schedule_applies(ctx: Context) -> Outcome:
+    if not ctx.has("lr"):
+        return skip("no LR logged")
+    _, lr = ctx.series("lr")
+    lr = lr[np.isfinite(lr)]
+    if len(lr) < 3:
+        return skip("fewer than 3 LR values")
+    c = ctx.config
+    planned = c is not None and (c.schedule not in (None, "constant") or (c.warmup_steps or 0) > 0)
+    if lr.max() > lr.min():
+        return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}"
+    if not planned:
+        return "pass", f"LR constant at {_fmt(lr[0])}; no schedule configured (manifest.json)"
+    return "fail", f"LR constant at {_fmt(lr[0])} although the config plans a {c.schedule or 'warmup'} schedule"
+
+
+def a_warmup(ctx: Context) -> Outcome:
+    c = ctx.config
+    if not ctx.has("lr"):
+        return skip("no LR logged")
+    if not c or not c.lr_max or not c.warmup_steps:
+        return skip("lr_max / warmup_steps unknown (manifest.json)")
+    steps, lr = ctx.series("lr", 0)
+    at = np.searchsorted(steps, c.warmup_steps - 1)
+    if at >= len(steps):
+        return skip("the log ends before warmup does")
+    got = lr[at]
+    off = abs(got / c.lr_max - 1)
+    detail = f"LR {_fmt(got)} at step {steps[at]} (end of warmup), lr_max {_fmt(c.lr_max)}"
+    return ("pass" if off <= ctx.th.warmup_reach else "fail"), detail
+
+
+def a_grad_regime(ctx: Context) -> Outcome:
+    if not ctx.has("grad_norm"):
+        return skip("no grad norm logged")
+    _, gn = ctx.series("grad_norm")
+    gn = gn[np.isfinite(gn)]
+    dead = (gn < ctx.th.dead_grad_norm).mean()
+    if dead > 0.5:
+        return "fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead)"
+    clip = ctx.config.clip if ctx.config else None
+    if not clip:
+        return "pass", "not dead; clipping unknown (clip not in manifest.json)"
+    share = (gn > clip).mean()
+    ok = share <= ctx.th.clipping_share_max
+    return ("pass" if ok else "fail"), f"grad norm above clip {clip:g} on {share:.0%} of steps"
+
+
+def a_loss_moves(ctx: Context) -> Outcome:
+    if not ctx.has("loss"):
+        return skip("no training loss")
+    steps, loss = ctx.series("loss", 0)
+    early = np.isfinite(loss) & (steps <= steps[0] + ctx.th.early_window)
+    if early.sum() < 5:
+        return skip("fewer than 5 losses in the first 200 steps")
+    v = loss[early]
+    head, tail = np.median(v[: max(1, len(v) // 5)]), np.median(v[-max(1, len(v) // 5):])
+    drop = (head - tail) / abs(head) if head else 0.0
+    ok = drop >= ctx.th.early_min_drop
+    return ("pass" if ok else "fail"), f"loss {_fmt(head)} -> {_fmt(tail)} over the first {ctx.th.early_window} steps"
+
+
+def a_val_gap(ctx: Context) -> Outcome:
+    if not ctx.has("val_loss") or not ctx.has("loss"):
+        return skip("no validation loss")
+    f = ctx.frame
+    vs, vl = ctx.series("val_loss")
+    ts, tl = ctx.series("loss")
+    fin = np.isfinite(tl)
+    ts, tl = ts[fin], tl[fin]
+    if not len(tl):
+        return skip("no finite training loss")
+    v, step = vl[-1], vs[-1]
+    near = tl[max(0, np.searchsorted(ts, step) - 20):np.searchsorted(ts, step) + 1]
+    t = np.median(near) if len(near) else tl[-1]
+    gap = (v - t) / abs(t)
+    if gap < -ctx.th.val_gap_max:
+        return "fail", f"val {_fmt(v)} far below train {_fmt(t)} at step {step}: a leak?"
+    del f
+    ok = gap <= ctx.th.val_gap_max
+    return ("pass" if ok else "fail"), f"val {_fmt(v)} vs train {_fmt(t)} at step {step}"
+
+
+def a_weight_growth(ctx: Context) -> Outcome:
+    # Embeddings grow several-fold from their init early on; runaway growth is later.
+    cols = [c for c in ctx.frame.columns if c.startswith("weight_norm/")]
+    if not cols:
+        return skip("no per-layer weight norms recorded")
+    worst, name = 1.0, cols[0]
+    for c in cols:
+        s, w = ctx.series(c, 0)
+        w = w[np.isfinite(w) & (s >= s[0] + ctx.th.early_window)] if len(s) else w
+        if len(w) >= 2 and w[0] > 0:
+            r = max(w.max() / w[0], w[0] / max(w.min(), 1e-12))
+            if r > worst:
+                worst, name = r, c
+    ok = worst <= ctx.th.weight_norm_change
+    return ("pass" if ok else "fail"), f"largest weight-norm change {worst:.2f}x ({name})"
+
+
+def a_moments(ctx: Context) -> Outcome:
+    cols = [c for c in ctx.frame.columns if c.startswith("adam_v_norm/")]
+    if not cols:
+        return skip("no Adam moment norms recorded")
+    _, v = ctx.series(cols[0], 0)
+    ok = len(v) > 0 and np.all(v[np.isfinite(v)] > 0)
+    return ("pass" if ok else "fail"), f"{cols[0]} {'accumulates' if ok else 'is zero'} ({len(v)} records)"
+
+
+# --- tree B: what happened -----------------------------------------------------------
+
+def b_resume(ctx: Context) -> Outcome:
+    if not ctx.resumes:
+        return "pass", "one segment, no wall-clock gap"
+    shown = ", ".join(f"step {r['step']} ({r['how']})" for r in ctx.resumes[:4])
+    return "fail", f"{len(ctx.resumes)} restart(s): {shown}"
+
+
+def b_nonfinite(ctx: Context) -> Outcome:
+    if not (ctx.has("loss") or ctx.has("grad_norm") or ctx.has("nan_iterations")):
+        return skip("neither loss nor grad norm logged")
+    bad = ctx.nonfinite
+    if not bad.any():
+        return "pass", "every logged loss and grad norm is finite"
+    first = int(ctx.frame.step.to_numpy()[bad][0])
+    return "fail", f"{int(bad.sum())} non-finite step(s), first at {first}"
+
+
+def b_nonfinite_dtype(ctx: Context) -> Outcome:
+    if not ctx.nonfinite.any():
+        return skip("no non-finite value")
+    dtype = ctx.log.dtype
+    if dtype is None:
+        return skip("dtype unknown")
+    return "fail", f"non-finite values in a {dtype} run"
+
+
+def b_loss_spike(ctx: Context) -> Outcome:
+    if not ctx.has("loss"):
+        return skip("no training loss")
+    ev = ctx.loss_spikes
+    if not ev:
+        return "pass", "no loss above mean + 3 std of the previous 100 steps"
+    return "fail", f"{len(ev)} spike(s): " + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in ev[:4])
+
+
+def b_recovery(ctx: Context) -> Outcome:
+    from postmortem.diagnose.symptoms import recovered
+    if not ctx.loss_spikes:
+        return skip("no loss spike")
+    bad = [e for e in ctx.loss_spikes if not recovered(ctx, e)]
+    if not bad:
+        return "pass", "every spike came back within mean + 0.5 std inside 50 steps"
+    return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}"
+
+
+def b_grad_spike(ctx: Context) -> Outcome:
+    if not ctx.has("grad_norm"):
+        return skip("no grad norm logged")
+    ev = ctx.grad_spikes
+    if not ev:
+        return "pass", "no grad norm 3 std (log scale) and 3x above its rolling median"
+    return "fail", f"{len(ev)} grad-norm spike(s): " + ", ".join(
+        f"step {e.step} ({e.notes['ratio']:.0f}x)" for e in ev[:4])
+
+
+def b_loss_scale(ctx: Context) -> Outcome:
+    if not ctx.has("loss_scale"):
+        return skip("no loss scale logged (bf16 or fp32, or not printed)")
+    ev = ctx.cascades
+    if not ev:
+        return "pass", "no cascade (single halvings, the fp16 sawtooth, are normal)"
+    return "fail", f"{len(ev)} cascade(s): " + ", ".join(
+        f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g})" for e in ev[:4])
+
+
+def b_divergence(ctx: Context) -> Outcome:
+    if not ctx.has("loss"):
+        return skip("no training loss")
+    ev = ctx.divergences
+    if not ev:
+        return "pass", f"no {ctx.th.divergence_window}-step rise of the smoothed loss"
+    e = ev[0]
+    return "fail", f"smoothed loss rising from step {e.step} (+{e.notes['rise']:.0%})"
+
+
+def _trend(ctx: Context, name: str, start: int) -> float | None:
+    if not ctx.has(name):
+        return None
+    steps, v = ctx.series(name)
+    keep = (steps >= start) & np.isfinite(v)
+    if keep.sum() < 5:
+        return None
+    v = v[keep]
+    return float(np.median(v[-max(1, len(v) // 5):]) / max(np.median(v[: max(1, len(v) // 5)]), 1e-12))
+
+
+def b_lr_rising(ctx: Context) -> Outcome:
+    if not ctx.divergences:
+        return skip("no divergence")
+    r = _trend(ctx, "lr", ctx.divergences[0].step)
+    if r is None:
+        return skip("no LR logged")
+    return ("fail" if r > 1.05 else "pass"), f"LR x{r:.2f} over the divergence"
+
+
+def b_weight_norm(ctx: Context) -> Outcome:
+    if not ctx.divergences:
+        return skip("no divergence")
+    cols = [c for c in ctx.frame.columns if c.startswith("weight_norm/")]
+    if not cols:
+        return skip("no weight norms recorded")
+    r = max((_trend(ctx, c, ctx.divergences[0].step) or 1.0) for c in cols)
+    return ("fail" if r > ctx.th.weight_norm_change else "pass"), f"weight norm x{r:.2f} over the divergence"
+
+
+def b_grad_trend(ctx: Context) -> Outcome:
+    if not ctx.divergences:
+        return skip("no divergence")
+    r = _trend(ctx, "grad_norm", ctx.divergences[0].step)
+    if r is None:
+        return skip("no grad norm logged")
+    return ("fail" if r > 2 else "pass"), f"grad norm x{r:.2f} over the divergence"
+
+
+TREE_A = (
+    Node("A1", "Did the run start? Loss at step 0 near ln V", ("start_loss_vs_ln_v",), "bad-init", a_start_loss),
+    Node("A2", "Is the first grad norm in a sane range?", ("first_grad_norm_min", "first_grad_norm_max"), "bad-init", a_first_grad_norm),
+    Node("A3", "Is the LR schedule applying (the LR changes)?", (), "schedule-misconfigured", a_schedule_applies),
+    Node("A4", "Does warmup reach lr_max, without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
+    Node("A5", "Is the grad norm alive and not always clipped?", ("dead_grad_norm", "clipping_share_max"), "lr-too-high", a_grad_regime),
+    Node("A6", "Does the loss move over the first 200 steps?", ("early_window", "early_min_drop"), "schedule-misconfigured", a_loss_moves),
+    Node("A7", "Is the val-train gap sane (no overfit, no leak)?", ("val_gap_max",), "bad-data", a_val_gap),
+    Node("A8", "Do weight norms hold after the first 200 steps (within 2x)?", ("early_window", "weight_norm_change"), "weight-decay", a_weight_growth),
+    Node("A9", "Do the Adam moments accumulate?", (), "optimizer-reset", a_moments),
+)
+TREE_B = (
+    Node("B0", "Did the run restart (steps back, a wall-clock gap)?", ("resume_gap_factor",), "optimizer-reset", b_resume),
+    Node("B1", "Is any loss or grad norm NaN or Inf?", (), "numerics", b_nonfinite),
+    Node("B1.1", "In which dtype regime did it go non-finite?", (), "fp16-overflow", b_nonfinite_dtype),
+    Node("B2", "Is there a loss spike (mean + 3 std of the previous 100 steps)?", ("spike_window", "spike_sigma", "spike_min_rise"), "long-tail-token", b_loss_spike),
+    Node("B2.1", "Did each spike recover (mean + 0.5 std within 50 steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
+    Node("B2.2", "Is there a grad-norm spike?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
+    Node("B3", "Does the fp16 loss scale cascade down?", ("cascade_halvings", "cascade_window"), "fp16-overflow", b_loss_scale),
+    Node("B4", "Is the loss slowly diverging over 200 steps?", ("divergence_window", "divergence_min_rise"), "lr-too-high", b_divergence),
+    Node("B4.1", "Is the LR rising while it diverges?", (), "schedule-misconfigured", b_lr_rising),
+    Node("B4.2", "Do weight norms change by over 2x?", ("weight_norm_change",), "weight-decay", b_weight_norm),
+    Node("B4.3", "Is the grad norm trending up?", (), "lr-too-high", b_grad_trend),
+)
+
+
+def walk(ctx: Context) -> list[Check]:
+    """Every node of both trees, in order, with its outcome."""
+    out = []
+    for node in (*TREE_A, *TREE_B):
+        status, detail = node.test(ctx)
+        th = ", ".join(f"{t}={getattr(ctx.th, t)}" for t in node.thresholds) or None
+        if node.id == "B1.1" and status == "fail" and ctx.log.dtype not in ("fp16",):
+            leaf = "numerics"
+        else:
+            leaf = node.leaf if status == "fail" else None
+        out.append(Check(id=node.id, question=node.question, status=status, detail=detail,
+                         threshold=th, leaf=leaf))
+    return out

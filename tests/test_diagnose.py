@@ -1,0 +1,218 @@
+"""Diagnosis on the sample runs (known causes) and on real public logs (INDEX.md)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.minigpt.samples import SAMPLES
+from postmortem.run import read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED_KIND = {"long-tail-token": "spike", "fp16-overflow": "nan", "lr-discontinuity": "spike",
+                 "optimizer-reset": "spike", "numerics": "nan", "bad-init": "bad-start",
+                 "schedule-misconfigured": "divergence", "bad-data": "spike"}
+
+
+@pytest.mark.parametrize("name", [n for n in SAMPLES if n != "healthy"])
+def test_each_sample_ranks_its_injected_cause_first(name):
+    cfg = SAMPLES[name][0]
+    log = read_run(ROOT / "sample_runs" / name)
+    result = analyze(log)
+    assert result.incidents, name
+    inc = result.incidents[0]
+    assert inc.kind == EXPECTED_KIND[name]
+    assert inc.hypotheses[0].pattern == cfg.injection.kind
+    inj = cfg.injection
+    expected_step = {"optimizer-reset": inj.resume_from + 1, "bad-init": 0,
+                     "bad-data": inj.step + inj.length}.get(name, inj.step)
+    if name != "schedule-misconfigured":          # a slow divergence has no single step
+        assert abs(inc.step - expected_step) <= 1, (inc.step, expected_step)
+    top = inc.hypotheses[0]
+    assert top.supported_by and all(o.panel in ("loss", "lr", "grad-norm", "loss-scale", "batch",
+                                                "optimizer-moments", "weight-norm", "per-token-loss",
+                                                "activations") for o in top.supported_by)
+    assert top.discriminate
+
+
+def test_healthy_sample_has_no_incident():
+    assert analyze(read_run(ROOT / "sample_runs" / "healthy")).incidents == []
+
+
+def direct_symptoms(f: pd.DataFrame, spike: int, peak: int, mean: float, std: float):
+    """The template's numbers, computed here by hand from the metrics."""
+    before = f[(f.step < spike) & (f.step >= spike - 500)].loss.to_numpy()
+    before = before[np.isfinite(before)]
+    ema = before[0]
+    for v in before[1:]:
+        ema = 2 / 51 * v + (1 - 2 / 51) * ema
+    after = f[(f.step > peak) & (f.step <= peak + 50)].loss
+    recovered = bool((after <= mean + 0.5 * std).any())
+    at50 = f[f.step >= peak + 50].loss
+    row = f[f.step == spike].iloc[0]
+    return {"pre_spike_loss_ema50": ema, "peak_loss": f[f.step == peak].loss.item(),
+            "recovery_loss": at50.iloc[0] if recovered else "did not recover",
+            "grad_norm_pre_clip": row.grad_norm, "lr": row.lr, "batch_index": int(row.batch_index)}
+
+
+def test_symptoms_equal_the_numbers_computed_directly():
+    log = read_run(ROOT / "sample_runs" / "long-tail-token")
+    inc = analyze(log).incidents[0]
+    f = log.frame
+    prev = f[(f.step < 250) & (f.step >= 150)].loss
+    want = direct_symptoms(f, 250, 250, prev.mean(), prev.std())
+    got = inc.symptoms
+    assert got.spike_step == 250 and got.peak_step == 250 and got.dtype == "fp32"
+    assert got.pre_spike_loss_ema50 == pytest.approx(want["pre_spike_loss_ema50"], rel=1e-9)
+    assert got.peak_loss == want["peak_loss"] and got.recovery_loss == want["recovery_loss"]
+    assert got.grad_norm_pre_clip == want["grad_norm_pre_clip"] and got.lr == want["lr"]
+    assert got.batch_index == want["batch_index"] == 250
+
+
+def test_nan_symptoms_say_did_not_recover():
+    inc = analyze(read_run(ROOT / "sample_runs" / "numerics")).incidents[0]
+    assert inc.symptoms.recovery_loss == "did not recover" and inc.symptoms.peak_loss is None
+    fp16 = analyze(read_run(ROOT / "sample_runs" / "fp16-overflow")).incidents[0]
+    assert isinstance(fp16.symptoms.recovery_loss, float)             # skipped, then fine again
+    assert any("loss_scale cascade" in r for r in fp16.related)
+
+
+def incidents(real_runs, name, **th):
+    return analyze(read_run(real_runs / name), Thresholds(**th)).incidents
+
+
+def steps_of(incs, metric=None):
+    return {i.step for i in incs if metric is None or i.metric == metric}
+
+
+def near(steps, target, tol=3):
+    return any(abs(s - target) <= tol for s in steps)
+
+
+def test_index_spikes_are_found(real_runs):
+    assert near(steps_of(incidents(real_runs, "bloom-tr11-176B-chronicles")), 31219)
+    tr8 = steps_of(incidents(real_runs, "bloom-tr8-104B-chronicles"))
+    assert near(tr8, 7010) and near(tr8, 8741)
+    tr1 = incidents(real_runs, "bloom-tr1-13B-chronicles")
+    assert near(steps_of(tr1), 29050) and any("loss_scale cascade" in r for i in tr1 for r in i.related)
+    tr8b = incidents(real_runs, "bloom-tr8b-104B-chronicles")
+    hit = [i for i in tr8b if abs(i.step - 17062) <= 2]
+    assert hit and hit[0].hypotheses[0].pattern == "fp16-overflow"
+    llmc = steps_of(incidents(real_runs, "llmc-modded-nanogpt-llmc"), "grad_norm")
+    assert near(llmc, 7435) and near(llmc, 9025)
+    star = steps_of(incidents(real_runs, "hf-trainer-star-gnspikes"), "grad_norm")
+    assert {4700, 10600, 22360, 33900, 34060, 35440, 36000, 37700} <= star
+    for run in ("modded-nanogpt-muon", "modded-nanogpt-soap"):
+        found = steps_of(incidents(real_runs, run), "loss")
+        assert {919, 947, 5335} <= found, run
+
+
+def test_data_order_spikes_line_up_across_optimizers(real_runs):
+    muon = steps_of(incidents(real_runs, "modded-nanogpt-muon"), "loss")
+    soap = steps_of(incidents(real_runs, "modded-nanogpt-soap"), "loss")
+    assert len(muon & soap) >= 0.5 * min(len(muon), len(soap))
+
+
+@pytest.mark.parametrize("name", ["deepspeed-chat-sft-opt1.3b", "megatron-deepspeed-moe-0.125B",
+                                  "hf-trainer-tinyllama-evalrows", "hf-trainer-viz-evalrows",
+                                  "hf-trainer-cpt-predictrows", "hf-trainer-tb-serial-lain",
+                                  "deepspeed-chat-rlhf-opt1.3b"])
+def test_benign_runs_have_no_incident(real_runs, name):
+    assert incidents(real_runs, name) == []
+
+
+def write(tmp_path, rows):
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return read_run(tmp_path)
+
+
+def noisy(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return 3.0 + 0.02 * rng.standard_normal(n)
+
+
+def test_nan_never_poisons_a_window(tmp_path):
+    loss = noisy(300)
+    rows = [{"step": s, "loss": float(v)} for s, v in enumerate(loss)]
+    rows[150]["loss"] = float("nan")
+    rows[200]["loss"] = 4.0
+    incs = analyze(write(tmp_path, rows)).incidents
+    assert [(i.kind, i.step) for i in incs] == [("nan", 150), ("spike", 200)]
+
+
+def test_windows_are_in_steps_for_a_sparse_log(tmp_path):
+    loss = noisy(300)
+    loss[200] = 4.0
+    rows = [{"step": s * 20, "loss": float(v)} for s, v in enumerate(loss)]   # every 20 steps
+    incs = analyze(write(tmp_path, rows)).incidents
+    assert [(i.kind, i.step) for i in incs] == [("spike", 4000)]
+
+
+def test_relative_magnitudes(tmp_path):
+    # an fp16 run whose grad norm is normally 1e5 has no spike; a jump to 1e6 is one
+    rng = np.random.default_rng(1)
+    gn = 1e5 * np.exp(0.1 * rng.standard_normal(300))
+    gn[250] = 1e6
+    rows = [{"step": s, "loss": float(v), "grad_norm": float(g)} for s, (v, g) in enumerate(zip(noisy(300), gn))]
+    incs = analyze(write(tmp_path, rows)).incidents
+    assert [(i.metric, i.step) for i in incs] == [("grad_norm", 250)]
+
+
+def test_loss_zero_beside_nan_grad_norm_is_flagged(tmp_path):
+    rows = [{"step": s, "loss": float(v), "grad_norm": 1.0} for s, v in enumerate(noisy(100))]
+    rows[60] = {"step": 60, "loss": 0.0, "grad_norm": float("nan")}
+    incs = analyze(write(tmp_path, rows)).incidents
+    assert [(i.kind, i.step) for i in incs] == [("nan", 60)]
+
+
+def test_eval_rows_never_count_as_train_spikes(tmp_path):
+    rows = [{"step": s, "loss": float(v)} for s, v in enumerate(noisy(300))]
+    for s in range(0, 300, 50):
+        rows[s]["val_loss"] = 9.0 if s == 250 else 3.1
+    assert analyze(write(tmp_path, rows)).incidents == []
+
+
+def test_thresholds_are_overridable(tmp_path):
+    loss = noisy(300)
+    loss[200] = 3.3
+    rows = [{"step": s, "loss": float(v)} for s, v in enumerate(loss)]
+    log = write(tmp_path, rows)
+    assert analyze(log).incidents
+    assert analyze(log, Thresholds(spike_sigma=50)).incidents == []
+    checks = {c.id: c for c in analyze(log, Thresholds(spike_sigma=50)).checks}
+    assert "spike_sigma=50" in checks["B2"].threshold
+
+
+def test_thin_evidence_says_low_confidence(tmp_path):
+    loss = noisy(300)
+    loss[200] = 3.5
+    log = write(tmp_path, [{"step": s, "loss": float(v)} for s, v in enumerate(loss)])
+    [inc] = analyze(log).incidents
+    assert inc.confidence == "low"
+
+
+def test_every_node_has_an_outcome_and_a_reason(real_runs):
+    result = analyze(read_run(real_runs / "wandb-alpaca-9am288wn"))
+    ids = [c.id for c in result.checks]
+    assert ids[:2] == ["A1", "A2"] and "B4.3" in ids
+    for c in result.checks:
+        assert c.status in ("pass", "fail", "skipped") and c.detail
+        if c.status == "fail":
+            assert c.leaf
+    a1 = next(c for c in result.checks if c.id == "A1")
+    assert a1.status == "skipped" and "vocab_size" in a1.detail
+
+
+def test_human_output_fits_100_columns(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(ROOT / "sample_runs" / "optimizer-reset")],
+                         capture_output=True, text=True, env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert max(len(line) for line in out.stdout.splitlines()) <= 100
+    assert "optimizer-reset" in out.stdout and "path" in out.stdout
