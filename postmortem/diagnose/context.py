@@ -10,6 +10,7 @@ import numpy as np
 
 from postmortem.diagnose import detect
 from postmortem.diagnose.nan import nan_rows
+from postmortem.diagnose.series import effective_history
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -34,6 +35,14 @@ class Context:
         f = self.frame if segment is None else self.frame[self.frame.segment == segment]
         rows = f[f[name].notna()]
         return rows.step.to_numpy(), rows[name].to_numpy()
+
+    def history(self, segment: int):
+        """The effective history of a segment (see series.effective_history), cached."""
+        cache = self.__dict__.setdefault("_histories", {})
+        if segment not in cache:
+            cache[segment] = (effective_history(self.log, segment) if segment
+                              else self.frame[self.frame.segment == 0])
+        return cache[segment]
 
     @cached_property
     def loss_spikes(self):

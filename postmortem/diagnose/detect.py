@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
 
-from postmortem.diagnose.series import (effective_history, rolling_robust, widen,
-                                        window_stats)
+from postmortem.diagnose.series import effective_history, widen, window_stats
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -45,9 +45,10 @@ def _window_max(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarra
 
 def _segment_views(log: RunLog):
     """(segment id, effective history frame, mask of that segment's own rows)."""
-    for seg in sorted(log.frame.segment.unique()):
-        hist = effective_history(log, seg) if seg else log.frame[log.frame.segment == 0]
-        yield int(seg), hist, (hist.segment == seg).to_numpy()
+    segments = log.frame.segment.to_numpy()
+    for seg in range(int(segments[-1]) + 1 if len(segments) else 0):
+        hist = effective_history(log, seg) if seg else log.frame.iloc[:np.searchsorted(segments, 1)]
+        yield seg, hist, (hist.segment == seg).to_numpy()
 
 
 def loss_spikes(log: RunLog, th: Thresholds) -> list[Event]:
@@ -80,27 +81,48 @@ def loss_spikes(log: RunLog, th: Thresholds) -> list[Event]:
     return events
 
 
+def _trailing_median(values: np.ndarray, k: int) -> np.ndarray:
+    """Median of the k points before each point (fewer at the start)."""
+    out = np.full(len(values), np.nan)
+    if len(values) > k:
+        out[k:] = np.median(sliding_window_view(values, k)[:-1], axis=1)
+    for i in range(1, min(k, len(values))):
+        out[i] = np.median(values[:i])
+    return out
+
+
 def grad_norm_spikes(log: RunLog, th: Thresholds) -> list[Event]:
-    """On log10(grad norm): heavy tails are normal, a jump of decades is not."""
+    """On log10(grad norm): heavy tails are normal, a jump of decades is not.
+
+    Baseline: the median of the last 10 points (it follows a warm-up's decay).
+    A point at least `grad_spike_min_ratio` above it is a candidate; it is a spike
+    when its residual is `grad_spike_sigma` robust deviations (MAD) above the
+    residuals of the window. Only candidates pay for the robust spread.
+    """
     if "grad_norm" not in log.frame:
         return []
     events = []
     for seg, hist, _ in _segment_views(log):
-        h = hist[hist.grad_norm.notna() & (hist.grad_norm > 0)]
+        h = hist[hist.grad_norm.notna() & (hist.grad_norm > 0) & np.isfinite(hist.grad_norm)]
         steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy()
         own = (h.segment == seg).to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lg = np.log10(gn)
-        window = widen(steps, th.spike_window, th.spike_min_points)
-        # Baseline: the median of the last few points (it follows a warm-up's decay);
-        # scale: the robust spread of the residuals over the window.
-        base, _, _ = rolling_robust(steps, lg, widen(steps, 10, 10))
+        lg = np.log10(gn)
+        base = _trailing_median(lg, 10)
         resid = lg - base
-        _, spread, n = rolling_robust(steps, resid, window)
-        med = 10 ** base
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        lo = np.searchsorted(steps, steps - window, side="left")
         with np.errstate(invalid="ignore"):
-            flagged = (own & np.isfinite(lg) & (n >= th.spike_min_points)
-                       & (resid > th.grad_spike_sigma * spread) & (gn > th.grad_spike_min_ratio * med))
+            candidates = np.flatnonzero(own & (resid > np.log10(th.grad_spike_min_ratio)))
+        flagged = np.zeros(len(steps), dtype=bool)
+        spread = np.full(len(steps), np.nan)
+        for i in candidates:
+            r = resid[lo[i]:i]
+            r = r[np.isfinite(r)]
+            if len(r) < th.spike_min_points:
+                continue
+            spread[i] = 1.4826 * np.median(np.abs(r - np.median(r)))
+            flagged[i] = resid[i] > th.grad_spike_sigma * spread[i]
+        med = 10 ** base
         for group in _group(steps, flagged, th.merge_gap):
             peak = group[np.argmax(gn[group])]
             events.append(Event("spike", "grad_norm", int(steps[group[0]]), seg, int(steps[peak]),
@@ -122,10 +144,9 @@ def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
         steps, scale = rows.step.to_numpy(), rows.loss_scale.to_numpy()
         if len(steps) < 2:
             continue
-        i = 1
-        while i < len(steps):
-            if scale[i] >= scale[i - 1]:
-                i += 1
+        covered = 0
+        for i in np.flatnonzero(scale[1:] < scale[:-1]) + 1:     # only the drops
+            if i < covered:
                 continue
             start = i - 1
             j = i
@@ -142,7 +163,7 @@ def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
                                         "from": float(scale[start]), "to": float(scale[j]),
                                         "halvings": float(np.log2(drop)),
                                         "skipped": None if skipped is None else float(skipped)}))
-            i = j + 1
+            covered = j + 1
     return events
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event
 from postmortem.diagnose.models import PATTERNS, Hypothesis, Observation
-from postmortem.diagnose.series import effective_history
+from postmortem.diagnose.series import between
 
 DISCRIMINATE = {
     "long-tail-token": "replay the step with the batch swapped for a neighbour, and the batch "
@@ -61,7 +61,7 @@ def _near(steps, lo, hi):
 
 def measure(ctx: Context, ev: Event) -> Features:
     f = Features()
-    h = effective_history(ctx.log, ev.segment) if ev.segment else ctx.frame[ctx.frame.segment == 0]
+    h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, max(ev.peak_step, ev.step) + 50)
     st = h.step.to_numpy()
     if "grad_norm" in h:
         gn = h.grad_norm.to_numpy()
@@ -102,7 +102,7 @@ def measure(ctx: Context, ev: Event) -> Features:
         if len(first):
             v = first.iloc[-1]
             f.first_nonfinite = "+inf" if v == np.inf else "-inf" if v == -np.inf else "nan" if v != v else "finite"
-        later = h[(h.step > ev.step + 20)].loss
+        later = between(ctx.history(ev.segment), ev.step + 21, np.inf).loss
         f.recovers = bool(np.isfinite(later).any()) if len(later) else None
     return f
 
@@ -188,8 +188,7 @@ def _ev_bad_data(ctx, ev, f: Features, e: Evidence) -> None:
     elif f.hashes_logged:
         e.add(False, 1.0, "batch", f"the batch hash of step {ev.step} is new")
     if "batch_index" in ctx.frame:
-        hist = effective_history(ctx.log, ev.segment) if ev.segment else ctx.frame[ctx.frame.segment == 0]
-        h = hist[(hist.step <= ev.step) & (hist.step > ev.step - 100)].batch_index.dropna()
+        h = between(ctx.history(ev.segment), ev.step - 99, ev.step).batch_index.dropna()
         dup = int(h.duplicated().sum())
         if dup:
             e.add(True, 2.0, "batch", f"{dup} repeated batch index(es) in the 100 steps up to {ev.step}")

@@ -42,13 +42,6 @@ def window_stats(steps: np.ndarray, values: np.ndarray, window: int
     return mean + offset, std, n
 
 
-def rolling_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
-    """Median of the finite values in [step - window, step), via pandas on a step index."""
-    s = pd.Series(values, index=pd.to_timedelta(steps, unit="s"))
-    med = s.where(np.isfinite(values)).rolling(f"{window}s", closed="left", min_periods=1).median()
-    return med.to_numpy()
-
-
 def ema(values: np.ndarray, span: int = 50) -> float | None:
     """The exponential moving average (span 50: alpha 2/51) at the last finite value."""
     v = values[np.isfinite(values)]
@@ -65,12 +58,7 @@ def widen(steps: np.ndarray, window: int, points: int) -> int:
     return int(max(window, points * interval))
 
 
-def rolling_robust(steps: np.ndarray, values: np.ndarray, window: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Median, MAD-based std and count of finite values in [step - window, step)."""
-    s = pd.Series(np.where(np.isfinite(values), values, np.nan), index=pd.to_timedelta(steps, unit="s"))
-    roll = s.rolling(f"{window}s", closed="left", min_periods=1)
-    med = roll.median()
-    dev = (s - med).abs()
-    mad = dev.rolling(f"{window}s", closed="left", min_periods=1).median()
-    return med.to_numpy(), 1.4826 * mad.to_numpy(), roll.count().to_numpy()
+def between(frame: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
+    """Rows with lo <= step <= hi of a frame sorted by step, by position (no mask)."""
+    steps = frame.step.to_numpy()
+    return frame.iloc[np.searchsorted(steps, lo, "left"):np.searchsorted(steps, hi, "right")]

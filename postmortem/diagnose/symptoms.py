@@ -7,17 +7,13 @@ import numpy as np
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event
 from postmortem.diagnose.models import Symptoms
-from postmortem.diagnose.series import effective_history, ema
-
-
-def _history(ctx: Context, segment: int):
-    return effective_history(ctx.log, segment) if segment else ctx.frame[ctx.frame.segment == 0]
+from postmortem.diagnose.series import between, ema
 
 
 def recovered(ctx: Context, event: Event) -> bool:
     """Back within mean + 0.5 std of the pre-spike window inside 50 steps of the peak."""
-    h = _history(ctx, event.segment)
-    after = h[(h.step > event.peak_step) & (h.step <= event.peak_step + ctx.th.recovery_window)].loss
+    h = ctx.history(event.segment)
+    after = between(h, event.peak_step + 1, event.peak_step + ctx.th.recovery_window).loss
     limit = event.window_mean + ctx.th.recovery_sigma * event.window_std
     return bool((after <= limit).any())
 
@@ -25,7 +21,7 @@ def recovered(ctx: Context, event: Event) -> bool:
 def _value_at(rows, name: str, step: int):
     if name not in rows:
         return None
-    at = rows[rows.step == step][name]
+    at = between(rows, step, step)[name]
     if not len(at):
         return None
     v = at.iloc[-1]
@@ -35,16 +31,17 @@ def _value_at(rows, name: str, step: int):
 
 
 def symptoms(ctx: Context, event: Event) -> Symptoms:
-    h = _history(ctx, event.segment)
+    h = ctx.history(event.segment)
     step = event.step
-    before = h[(h.step < step) & (h.step >= step - 500)]
+    before = between(h, step - 500, step - 1)
     pre = ema(before.loss.to_numpy()) if "loss" in h else None
     peak_loss = event.peak if event.metric == "loss" and np.isfinite(event.peak) else None
     if event.kind == "nan":
         peak_loss = None
     recovery: float | str | None = None
     if "loss" in h:
-        later = h[(h.step >= event.peak_step + ctx.th.recovery_window) & np.isfinite(h.loss)]
+        later = between(h, event.peak_step + ctx.th.recovery_window, np.inf)
+        later = later[np.isfinite(later.loss)]
         ok = recovered(ctx, event) if event.kind == "spike" and event.metric == "loss" else bool(len(later))
         if event.kind == "divergence":
             ok = False
