@@ -131,6 +131,13 @@ class _Columns:
 def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifest | None,
                        header_lines: int, sentinel: bool = False, chunk_bytes: int = 0) -> RunLog:
     """Batches (pieces of the file, or one whole table) into a RunLog, a batch at a time."""
+    if isinstance(batches, list) and len(batches) == 1:
+        # One whole table: its columns are the result, no store to copy them into.
+        table = batches.pop()
+        step_name = _step_column(table.column_names, path)
+        st, columns, nan_masks = _convert(table, step_name, path, source, header_lines, sentinel, set())
+        del table
+        return build_runlog_wide(st, columns, source, manifest, nan_masks)
     store = None
     skipped: set[str] = set()
     step_name = None
