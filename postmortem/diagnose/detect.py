@@ -38,9 +38,17 @@ def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]
     return np.split(idx, breaks)
 
 
-def _window_max(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
-    s = pd.Series(np.where(np.isfinite(values), values, np.nan), index=pd.to_timedelta(steps, unit="s"))
-    return s.rolling(f"{window}s", closed="left", min_periods=1).max().to_numpy()
+def _window_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
+    """Median of the finite values in [step - window, step); only sparse points need it."""
+    out = np.full(len(steps), np.nan)
+    lo = np.searchsorted(steps, steps - window, side="left")
+    sparse = np.flatnonzero(np.arange(len(steps)) - lo < 10)
+    for i in sparse:
+        v = values[lo[i]:i]
+        v = v[np.isfinite(v)]
+        if len(v):
+            out[i] = np.median(v)
+    return out
 
 
 def _segment_views(log: RunLog):
@@ -66,9 +74,9 @@ def loss_spikes(log: RunLog, th: Thresholds) -> list[Event]:
                        & (loss > mean + th.spike_sigma * std)
                        & (loss > mean * (1 + th.spike_min_rise)))
             # Pasted snippets and very sparse logs: too few points for a std.
-            peak_before = _window_max(steps, loss, window)
+            typical = _window_median(steps, loss, window)
             flagged |= (own & np.isfinite(loss) & (n >= 1) & (n < th.spike_min_points)
-                        & (loss > peak_before * (1 + th.sparse_rise)))
+                        & (loss > typical * (1 + th.sparse_rise)))
         for group in _group(steps, flagged, th.merge_gap):
             first = group[0]
             # The peak: the highest loss from the first flag until it comes back down.
@@ -150,7 +158,11 @@ def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
                 continue
             start = i - 1
             j = i
-            while j + 1 < len(steps) and scale[j + 1] <= scale[j] and steps[j + 1] - steps[start] <= th.cascade_window:
+            # Across a gap in the log the halvings were not seen one by one: time the
+            # cascade from the first point after the gap.
+            gap = steps[i] - steps[start] > th.cascade_window
+            anchor = steps[i] if gap else steps[start]
+            while j + 1 < len(steps) and scale[j + 1] <= scale[j] and steps[j + 1] - anchor <= th.cascade_window:
                 j += 1
             drop = scale[start] / scale[j]
             # The scaler calibrates in the first steps of training (not of a pasted excerpt).
@@ -161,7 +173,7 @@ def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
                 events.append(Event("cascade", "loss_scale", int(steps[start + 1]), int(seg), int(steps[j]),
                                     float(scale[j]), float(scale[start]), notes={
                                         "from": float(scale[start]), "to": float(scale[j]),
-                                        "halvings": float(np.log2(drop)),
+                                        "halvings": float(np.log2(drop)), "across_gap": bool(gap),
                                         "skipped": None if skipped is None else float(skipped)}))
             covered = j + 1
     return events

@@ -176,7 +176,7 @@ def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifes
 
 
 _CSV_CONVERT = dict(null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True)
-_CHUNK = 32 << 20
+_CHUNK = 16 << 20
 # The system allocator hands each piece's memory back at once; arrow's default pool
 # keeps it, which would double the peak for nothing.
 _POOL = pa.system_memory_pool()
