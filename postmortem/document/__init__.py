@@ -1,0 +1,1 @@
+"""The post-mortem document: the seven sections, rendered to Markdown, parsed back, linted."""

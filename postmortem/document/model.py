@@ -1,0 +1,85 @@
+"""PostMortem: the seven sections of the template, each in the shape the template asks."""
+
+from __future__ import annotations
+
+import re
+from datetime import date as Date
+from typing import Literal
+
+from pydantic import BaseModel, field_validator
+
+from postmortem.diagnose.models import Symptoms
+
+SCHEMA_VERSION = 1
+SECTIONS = ("Symptoms", "Hypotheses", "Discriminating evidence", "Root cause", "Remediation",
+            "Verification", "Lesson")
+PLACEHOLDER = "TODO"        # what a draft leaves in a section for the author
+
+
+class HypothesisEntry(BaseModel):
+    """One ranked hypothesis: its pattern, the panel it cites and what the panel shows."""
+
+    pattern: str
+    panel: str
+    observation: str
+    dismissed: str | None = None        # the reason, when the author dismissed it
+
+
+class EvidenceRow(BaseModel):
+    panel: str
+    observation: str
+    favors: list[str] = []
+    rules_out: list[str] = []
+
+
+_EXPECT = re.compile(
+    r"^(?:step\s+(?P<step>\d+)\s+(?P<m1>[\w/.-]+)"
+    r"|(?P<agg>max|min|mean)\s+(?P<m2>[\w/.-]+)\s+in\s+\[\s*(?P<lo>\d+)\s*,\s*(?P<hi>\d+)\s*\])"
+    r"\s*(?P<op><=|>=|<|>)\s*(?P<value>[-+\d.eE]+)$")
+
+
+class Expectation(BaseModel):
+    """`step 312 loss < 2.5` or `max grad_norm in [300, 400] < 3.0`."""
+
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def _parses(cls, v: str) -> str:
+        if not _EXPECT.match(v.strip()):
+            raise ValueError(f"not an expectation: {v!r} (want 'step N METRIC < X' or "
+                             f"'max METRIC in [A, B] < X')")
+        return v.strip()
+
+    @property
+    def parts(self) -> dict:
+        return _EXPECT.match(self.text).groupdict()
+
+
+class Verification(BaseModel):
+    seed: int | None = None
+    epsilon: float | None = None
+    through_step: int | None = None
+    expectations: list[Expectation] = []
+
+
+class PostMortem(BaseModel):
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    learner: str
+    pattern: str | None = None
+    spike_step: int | None = None
+    date: Date
+    run: str | None = None                  # where the run was read from
+    incident: Literal["nan", "spike", "divergence", "bad-start"] = "spike"
+    symptoms: Symptoms
+    hypotheses: list[HypothesisEntry] = []
+    evidence: list[EvidenceRow] = []
+    root_cause: str = ""
+    remediation: list[str] = []
+    verification: Verification = Verification()
+    lesson: str = ""
+
+    @property
+    def filename(self) -> str:
+        return f"{self.date.isoformat()}-{self.run_id}.md"
