@@ -105,13 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
     p.set_defaults(func=cmd_sample)
+    from postmortem import cli_docs
+    cli_docs.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    commands = {"info", "export", "analyze", "sample", "-h", "--help", "--version"}
+    commands = {"info", "export", "analyze", "sample", "new", "check", "commit", "lessons",
+                "similar", "verify", "-h", "--help", "--version"}
     if argv and argv[0] not in commands:
         argv = ["analyze", *argv]     # `postmortem RUN` analyzes the run
     args = parser.parse_args(argv)

@@ -1,0 +1,216 @@
+"""Command line of the post-mortem and the knowledge base: new, check, commit, lessons,
+similar, verify. Imported only when one of them runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date as Date
+from pathlib import Path
+
+from postmortem.run.model import RunReadError
+
+
+def _fail(path, problem: str):
+    raise RunReadError(path, problem)
+
+
+def _doc(path: str):
+    from postmortem.document.markdown import DocumentError, read
+    try:
+        return read(path)
+    except DocumentError as err:
+        _fail(path, str(err))
+
+
+def cmd_new(args) -> int:
+    from postmortem.document.draft import draft
+    from postmortem.document.markdown import render
+    from postmortem.kb.lessons import KBError, check_learner
+    from postmortem.run import read_run
+    try:
+        check_learner(args.learner)
+    except KBError as err:
+        _fail(args.learner, str(err))
+    pm = draft(read_run(args.run, format=args.format), args.learner, args.step)
+    out = Path(args.output or pm.filename)
+    if out.exists() and not args.force:
+        _fail(out, "exists; --force overwrites it")
+    out.write_text(render(pm), encoding="utf-8")
+    print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
+          f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
+          file=sys.stderr)
+    return 0
+
+
+def _problems(path: str, run: str | None):
+    from postmortem.document.lint import check_text
+    pm = _doc(path)
+    log = None
+    if run:
+        from postmortem.run import read_run
+        log = read_run(run)
+    return pm, check_text(Path(path).read_text(encoding="utf-8"), pm, log)
+
+
+def cmd_check(args) -> int:
+    _, problems = _problems(args.file, args.run)
+    if args.json:
+        print(json.dumps({"ok": not problems, "problems": [
+            {"section": p.section, "problem": p.problem} for p in problems]}, indent=2))
+    else:
+        for p in problems:
+            print(p)
+        if not problems:
+            print(f"{args.file}: complete" + (" and true to the run" if args.run else ""))
+    return 1 if problems else 0
+
+
+def cmd_commit(args) -> int:
+    import git
+
+    from postmortem.kb.lessons import KBError
+    from postmortem.kb.repo import commit
+    run = args.run
+    pm, problems = _problems(args.file, run)
+    if problems:
+        for p in problems:
+            print(p)
+        print(f"postmortem: not committed: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    pm.learner = args.learner
+    from postmortem.document.markdown import render
+    try:
+        done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init)
+    except KBError as err:
+        _fail(args.file, str(err))
+    except git.GitCommandError as err:
+        _fail(args.file, f"git: {(err.stderr or str(err)).strip().splitlines()[-1]}")
+    print(f"committed {done.sha[:10]}: {done.postmortem.name} and {done.lessons.name}")
+    return 0
+
+
+def cmd_lessons(args) -> int:
+    from postmortem.kb.lessons import read_all
+    from postmortem.kb.repo import open_repo
+    from postmortem.kb.lessons import KBError
+    try:
+        root = Path(open_repo(Path(args.repo or ".")).working_tree_dir)
+    except KBError:
+        root = Path(args.repo or ".")
+    rows = read_all(root)
+    if args.pattern:
+        rows = [r for r in rows if r.pattern == args.pattern]
+    if args.learner:
+        rows = [r for r in rows if r.learner == args.learner]
+    if args.search:
+        rows = [r for r in rows if args.search.lower() in (r.lesson + " " + r.run_id).lower()]
+    rows.sort(key=lambda r: r.date, reverse=True)
+    groups: dict[str, list] = {}
+    for r in rows:
+        groups.setdefault(r.pattern, []).append(r)
+    if args.json:
+        print(json.dumps({"count": len(rows), "patterns": [
+            {"pattern": p, "count": len(g), "lessons": [
+                {**r.to_dict(), "postmortem": f"learners/{r.learner}/{r.link}"} for r in g]}
+            for p, g in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}, indent=2))
+        return 0
+    if not rows:
+        print("no lessons" + (" match" if args.pattern or args.learner or args.search else " yet"))
+    for pattern, group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"{pattern} ({len(group)})")
+        for r in group:
+            print(f"  {r.date}  {r.learner}  {r.run_id}: {r.lesson}  -> learners/{r.learner}/{r.link}")
+    return 0
+
+
+def cmd_similar(args) -> int:
+    from postmortem.kb.similar import compare, past_postmortems, signature
+    target = Path(args.target)
+    if target.suffix == ".md" and target.is_file():
+        pm = _doc(args.target)
+        sig, own = signature(pm.pattern, pm.symptoms), pm
+    else:
+        from postmortem.diagnose.analyze import analyze
+        from postmortem.run import read_run
+        log = read_run(target)
+        result = analyze(log)
+        if not result.incidents:
+            _fail(target, "no incident to compare")
+        inc = result.incidents[0]
+        sig, own = signature(inc.hypotheses[0].pattern, inc.symptoms, log.manifest), None
+    root = Path(args.repo or ".")
+    matches = []
+    for path, pm in past_postmortems(root):
+        if own is not None and pm.run_id == own.run_id and pm.date == own.date:
+            continue
+        score, why = compare(sig, signature(pm.pattern, pm.symptoms))
+        matches.append((score, path, pm, why))
+    matches.sort(key=lambda m: -m[0])
+    if args.json:
+        print(json.dumps([{"score": round(s, 3), "postmortem": str(p), "run_id": pm.run_id,
+                           "pattern": pm.pattern, "why": why} for s, p, pm, why in matches[:args.top]], indent=2))
+        return 0
+    if not matches:
+        print("no past post-mortems under learners/")
+    for score, path, pm, why in matches[:args.top]:
+        print(f"{score:.2f}  {path}  ({pm.run_id}, {pm.pattern})")
+        for w in why:
+            print(f"      {w}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from postmortem.document.verify import verify
+    from postmortem.run import read_run
+    pm = _doc(args.file)
+    baseline = args.baseline or pm.run
+    base_log = read_run(baseline) if baseline and Path(baseline).exists() else None
+    outcomes = verify(pm, read_run(args.run), base_log)
+    if not outcomes:
+        _fail(args.file, "the Verification section has nothing to check")
+    for o in outcomes:
+        print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("new", help="write a draft post-mortem from the diagnosis")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--learner", required=True)
+    p.add_argument("--step", type=int, help="the incident nearest this step (default: the first)")
+    p.add_argument("-o", "--output", metavar="FILE")
+    p.add_argument("--format")
+    p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.set_defaults(func=cmd_new)
+    p = sub.add_parser("check", help="lint a post-mortem: complete, true to the run, argued")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--run", help="recompute the Symptoms from this run and compare")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("commit", help="check, write learners/<name>/..., append the lesson, git commit")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--learner", required=True)
+    p.add_argument("--run", help="check the Symptoms against this run first")
+    p.add_argument("--repo", help="the knowledge-base repository (default: the one you stand in)")
+    p.add_argument("--amend", action="store_true", help="replace the post-mortem of the same run and date")
+    p.add_argument("--init", action="store_true", help="make a git repository here if there is none")
+    p.set_defaults(func=cmd_commit)
+    p = sub.add_parser("lessons", help="lessons across learners, grouped by pattern")
+    p.add_argument("--pattern")
+    p.add_argument("--learner")
+    p.add_argument("--search", metavar="TEXT")
+    p.add_argument("--repo")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_lessons)
+    p = sub.add_parser("similar", help="past post-mortems closest to a run or a post-mortem")
+    p.add_argument("target", metavar="RUN|FILE")
+    p.add_argument("--repo")
+    p.add_argument("--top", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_similar)
+    p = sub.add_parser("verify", help="check the Verification section against a re-run")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--run", required=True, metavar="NEWRUN")
+    p.add_argument("--baseline", help="the original run (default: the document's `run`)")
+    p.set_defaults(func=cmd_verify)

@@ -1,0 +1,46 @@
+"""`new`: a draft post-mortem with Symptoms and ranked Hypotheses filled from the diagnosis."""
+
+from __future__ import annotations
+
+from datetime import date as Date
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.models import SPIKE_PATTERNS, Incident
+from postmortem.document.lint import panel_has_data
+from postmortem.document.model import HypothesisEntry, PostMortem
+from postmortem.run import RunLog
+from postmortem.run.model import RunReadError
+
+
+def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Incident:
+    if not incidents:
+        raise RunReadError(path, "no incident to write a post-mortem about (analyze found none)")
+    if step is None:
+        return incidents[0]
+    best = min(incidents, key=lambda i: abs(i.step - step))
+    if abs(best.step - step) > 50:
+        steps = ", ".join(str(i.step) for i in incidents[:8])
+        raise RunReadError(path, f"no incident near step {step} (incidents at {steps})")
+    return best
+
+
+def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None) -> PostMortem:
+    result = analyze(log)
+    inc = pick_incident(result.incidents, step, log.source.path)
+    hyps = []
+    for h in inc.hypotheses:
+        # What the diagnosis supports, and the four spike patterns always: the evidence
+        # section then has to rule each one out or keep it.
+        if h.score <= 0 and h.pattern not in SPIKE_PATTERNS:
+            continue
+        seen = h.supported_by + h.contradicted_by
+        # cite a panel the run has data for (the check asks for it)
+        cited = [o for o in seen if panel_has_data(log, o.panel)] or seen
+        if not cited:
+            continue
+        panel = cited[0].panel if panel_has_data(log, cited[0].panel) else "loss"
+        hyps.append(HypothesisEntry(pattern=h.pattern, panel=panel, observation=cited[0].observation))
+    return PostMortem(run_id=log.run_id, learner=learner, spike_step=inc.step, incident=inc.kind,
+                      pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
+                      date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
+                      hypotheses=hyps)

@@ -1,0 +1,160 @@
+"""`check`: a post-mortem is complete, true to the run, and argued from its evidence."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from postmortem.diagnose.models import PANELS, PATTERNS, Symptoms
+from postmortem.document.markdown import sections, _split_front, _table
+from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem
+
+NUMERIC = ("spike_step", "pre_spike_loss_ema50", "peak_loss", "peak_step", "grad_norm_pre_clip", "lr",
+           "batch_index")
+# The columns behind each panel: a cited panel must have data in the run.
+PANEL_COLUMNS = {"loss": ("loss",), "lr": ("lr",), "grad-norm": ("grad_norm",),
+                 "loss-scale": ("loss_scale",), "batch": ("batch_index", "batch_hash"),
+                 "optimizer-moments": ("adam_m_norm/", "adam_v_norm/"),
+                 "weight-norm": ("weight_norm/",), "activations": ("activations/",),
+                 "per-token-loss": ("per_token_loss", "unusual_tokens")}
+_SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
+
+
+@dataclass
+class Problem:
+    section: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.section}: {self.problem}"
+
+
+def _sentences(text: str) -> int:
+    # "e.g." and decimals are not sentence ends; a final end counts once
+    cleaned = re.sub(r"\b(e\.g|i\.e|etc|vs)\.", r"\1", text)
+    cleaned = re.sub(r"(\d)\.(\d)", r"\1\2", cleaned)
+    return max(1, len(_SENTENCE_END.findall(cleaned.strip())))
+
+
+def panel_has_data(run_log, panel: str) -> bool:
+    cols = PANEL_COLUMNS.get(panel, ())
+    for c in run_log.frame.columns:
+        if any(c == p or (p.endswith("/") and c.startswith(p)) for p in cols):
+            if run_log.frame[c].notna().any():
+                return True
+    return False
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
+    """Every problem of the document, each with its section."""
+    problems: list[Problem] = []
+    _, body = _split_front(text)
+    secs = sections(body)
+    for name in SECTIONS:
+        if name not in secs:
+            problems.append(Problem(name, "section missing"))
+        elif PLACEHOLDER in " ".join(t.content for t in secs[name] if t.type == "inline"):
+            problems.append(Problem(name, f"still has a {PLACEHOLDER} placeholder"))
+    # 1. Symptoms: filled, numbers only, and (with the run) equal to what the run says
+    rows = {r[0]: r[1] for r in _table(secs.get("Symptoms", [])) if len(r) >= 2}
+    if all(v in ("", "null") for v in rows.values()):
+        problems.append(Problem("Symptoms", "empty"))
+    for key in NUMERIC:
+        raw = rows.get(key, "null")
+        try:
+            if raw not in ("null", ""):
+                float(raw)
+        except ValueError:
+            problems.append(Problem("Symptoms", f"{key} is {raw!r}, not a number"))
+    rec = rows.get("recovery_loss", "null")
+    if rec not in ("null", "did not recover"):
+        try:
+            float(rec)
+        except ValueError:
+            problems.append(Problem("Symptoms", f"recovery_loss is {rec!r}: a number or 'did not recover'"))
+    if run_log is not None:
+        problems += _against_run(pm, run_log)
+    # 2. Hypotheses: ranked, each citing a panel that exists
+    if not pm.hypotheses:
+        problems.append(Problem("Hypotheses", "no hypothesis"))
+    for h in pm.hypotheses:
+        if h.panel not in PANELS:
+            problems.append(Problem("Hypotheses", f"{h.pattern} cites {h.panel!r}, not a panel "
+                                                  f"({', '.join(PANELS)})"))
+        elif run_log is not None and not panel_has_data(run_log, h.panel):
+            problems.append(Problem("Hypotheses", f"{h.pattern} cites the {h.panel} panel, which has no data in the run"))
+    # 3. Evidence: rows, panels, and the argument
+    if not pm.evidence:
+        problems.append(Problem("Discriminating evidence", "no evidence row"))
+    for e in pm.evidence:
+        if e.panel not in PANELS:
+            problems.append(Problem("Discriminating evidence", f"{e.panel!r} is not a panel"))
+        for p in e.favors + e.rules_out:
+            if p not in PATTERNS:
+                problems.append(Problem("Discriminating evidence", f"{p!r} is not a pattern id"))
+    root = pm.pattern
+    if root is None:
+        problems.append(Problem("Lesson", "no pattern (front matter `pattern`)"))
+    elif root not in PATTERNS:
+        problems.append(Problem("Lesson", f"pattern {root!r} is not one of {', '.join(PATTERNS)}"))
+    else:
+        favored = {p for e in pm.evidence for p in e.favors}
+        ruled_out = {p for e in pm.evidence for p in e.rules_out}
+        if pm.evidence and root not in favored:
+            problems.append(Problem("Discriminating evidence", f"no row favors the root cause's pattern {root}"))
+        if root in ruled_out:
+            problems.append(Problem("Discriminating evidence", f"a row rules out the root cause's pattern {root}"))
+        for h in pm.hypotheses:
+            if h.pattern != root and h.pattern not in ruled_out:
+                problems.append(Problem("Discriminating evidence", f"nothing rules out {h.pattern}"))
+    # 4-7
+    if not pm.root_cause:
+        problems.append(Problem("Root cause", "empty"))
+    elif _sentences(pm.root_cause) > 1:
+        problems.append(Problem("Root cause", f"{_sentences(pm.root_cause)} sentences; one is asked"))
+    if not pm.remediation:
+        problems.append(Problem("Remediation", "empty"))
+    v = pm.verification
+    if v.seed is None and v.epsilon is None and v.through_step is None and not v.expectations:
+        problems.append(Problem("Verification", "empty: seed, epsilon, through step, expectations"))
+    if not pm.lesson:
+        problems.append(Problem("Lesson", "empty"))
+    elif "\n" in pm.lesson.strip():
+        problems.append(Problem("Lesson", "more than one line"))
+    # A section still waiting for its author says so once, not twice.
+    waiting = {p.section for p in problems if PLACEHOLDER in p.problem}
+    redundant = ("empty", "no hypothesis", "no evidence row")
+    seen, out = set(), []
+    for p in problems:
+        if p.section in waiting and (p.problem in redundant or p.problem.startswith("empty:")):
+            continue
+        if str(p) not in seen:
+            seen.add(str(p))
+            out.append(p)
+    return out
+
+
+def _against_run(pm: PostMortem, run_log) -> list[Problem]:
+    from postmortem.diagnose.analyze import analyze
+    if pm.run_id != run_log.run_id:
+        return [Problem("Symptoms", f"the document is about run {pm.run_id}, the run given is {run_log.run_id}")]
+    result = analyze(run_log)
+    match = [i for i in result.incidents if i.step == pm.spike_step]
+    if not match:
+        steps = ", ".join(str(i.step) for i in result.incidents[:6]) or "none"
+        return [Problem("Symptoms", f"the run has no incident at step {pm.spike_step} (incidents: {steps})")]
+    want: Symptoms = match[0].symptoms
+    problems = []
+    for key, value in pm.symptoms.model_dump().items():
+        if key == "unusual_tokens" and value and not want.unusual_tokens:
+            continue           # the author may name the tokens the run did not log
+        if not _close(value, getattr(want, key)):
+            problems.append(Problem("Symptoms", f"{key} is {value!r} but the run says {getattr(want, key)!r}"))
+    return problems

@@ -1,0 +1,70 @@
+"""`verify`: the Verification section's expectations, checked against a re-run."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from postmortem.document.model import PostMortem
+
+OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+@dataclass
+class Outcome:
+    expectation: str
+    ok: bool
+    measured: str
+
+
+def _column(log, metric: str):
+    from postmortem.run.aliases import canonical_name
+    name = canonical_name(metric)
+    if name not in log.frame:
+        return None
+    last = log.frame[log.frame.segment == log.frame.segment.max()]
+    return last.set_index("step")[name]
+
+
+def verify(pm: PostMortem, new_log, baseline_log=None) -> list[Outcome]:
+    v = pm.verification
+    out = []
+    if v.through_step is not None and v.epsilon is not None:
+        text = f"loss within {v.epsilon:g} of the baseline through step {v.through_step}"
+        if baseline_log is None:
+            out.append(Outcome(text, False, "no baseline run (front matter `run`, or --baseline)"))
+        else:
+            a, b = _column(new_log, "loss"), _column(baseline_log, "loss")
+            common = a.index.intersection(b.index)
+            common = common[common <= v.through_step]
+            if not len(common):
+                out.append(Outcome(text, False, "no common steps"))
+            else:
+                diff = np.abs(a.loc[common].to_numpy() - b.loc[common].to_numpy())
+                worst = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("inf")
+                at = int(common[int(np.nanargmax(diff))]) if np.isfinite(diff).any() else None
+                out.append(Outcome(text, worst <= v.epsilon, f"max difference {worst:.3g}"
+                                   + (f" at step {at}" if at is not None else "")))
+    for e in v.expectations:
+        p = e.parts
+        metric = p["m1"] or p["m2"]
+        col = _column(new_log, metric)
+        if col is None:
+            out.append(Outcome(e.text, False, f"the re-run has no {metric}"))
+            continue
+        if p["step"]:
+            step = int(p["step"])
+            if step not in col.index or not np.isfinite(col.loc[step]):
+                out.append(Outcome(e.text, False, f"no {metric} at step {step}"))
+                continue
+            value = float(col.loc[step])
+        else:
+            window = col[(col.index >= int(p["lo"])) & (col.index <= int(p["hi"]))].dropna()
+            if not len(window):
+                out.append(Outcome(e.text, False, f"no {metric} in [{p['lo']}, {p['hi']}]"))
+                continue
+            value = float(getattr(window, p["agg"])())
+        out.append(Outcome(e.text, bool(OPS[p["op"]](value, float(p["value"]))), f"{metric} = {value:.4g}"))
+    return out

@@ -1,0 +1,1 @@
+"""The knowledge base: post-mortems and lessons per learner, committed with git."""
