@@ -80,6 +80,8 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
     (replace_row if amend else append)(root / rel_lessons, lesson)
     message = f"post-mortem {pm.run_id} ({pm.pattern}): {pm.lesson.strip()}"
     repo.git.add("--", rel_pm, rel_lessons)
+    if repo.head.is_valid() and not repo.git.diff("--cached", "--name-only", "HEAD", "--", rel_pm, rel_lessons):
+        raise KBError(f"{rel_pm} is already committed as it is: nothing to amend")
     # --only: exactly these two files, whatever else is staged or dirty
     repo.git.commit("-m", message, "--only", "--", rel_pm, rel_lessons)
     return Committed(target, root / rel_lessons, repo.head.commit.hexsha, message)

@@ -1,0 +1,114 @@
+"""The post-mortem document: round trip, the lint on purpose-broken documents, new, verify."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from postmortem.document.lint import check_text
+from postmortem.document.markdown import DocumentError, parse, render
+from postmortem.document.verify import verify
+from postmortem.run import read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"
+RUN = ROOT / "sample_runs" / "long-tail-token"
+
+
+def pm(*args):
+    return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def problems(text, run=None):
+    return [str(p) for p in check_text(text, parse(text), read_run(run) if run else None)]
+
+
+def test_the_example_passes_the_lint_against_its_run():
+    text = EXAMPLE.read_text()
+    assert problems(text, RUN) == []
+    r = pm("check", EXAMPLE, "--run", RUN)
+    assert r.returncode == 0 and "true to the run" in r.stdout
+
+
+def test_render_parse_render_is_the_identity():
+    text = EXAMPLE.read_text()
+    assert render(parse(text)) == text
+    doc = parse(text)
+    assert doc.pattern == "long-tail-token" and doc.spike_step == 250 and len(doc.evidence) == 5
+    assert doc.verification.expectations[0].text == "step 250 loss < 2.0"
+
+
+def test_new_writes_a_draft_with_symptoms_and_hypotheses(tmp_path):
+    out = tmp_path / "draft.md"
+    r = pm("new", ROOT / "sample_runs" / "lr-discontinuity", "--learner", "ana", "-o", out)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    doc = parse(text)
+    assert doc.symptoms.spike_step == 251 and doc.symptoms.lr is not None
+    assert doc.hypotheses[0].pattern == "lr-discontinuity"
+    assert render(doc) == text
+    lint = problems(text, ROOT / "sample_runs" / "lr-discontinuity")
+    assert "Root cause: still has a TODO placeholder" in lint
+    assert not any(p.startswith("Symptoms") for p in lint)      # the numbers are the run's
+    assert pm("new", ROOT / "sample_runs" / "lr-discontinuity", "--learner", "ana", "-o", out).returncode == 2
+
+
+BROKEN = [
+    # (what to break, the problem the lint must report)
+    (lambda t: t.replace("## 5. Remediation", "## 5. Fixes"), "Remediation: section missing"),
+    (lambda t: re.sub(r"(## 4. Root cause\n\n<!--.*-->\n\n).*\n", r"\1TODO later\n", t), "Root cause: still has a TODO"),
+    (lambda t: t.replace("| peak_loss | 5.157378196716309 |", "| peak_loss | about five |"), "Symptoms: peak_loss is 'about five', not a number"),
+    (lambda t: t.replace("| peak_loss | 5.157378196716309 |", "| peak_loss | 5.2 |"), "Symptoms: peak_loss is 5.2 but the run says 5.157378196716309"),
+    (lambda t: t.replace("[grad-norm] grad norm 13.2", "[gradients] grad norm 13.2"), "cites 'gradients', not a panel"),
+    (lambda t: t.replace("4. **optimizer-reset** [loss]", "4. **optimizer-reset** [activations]"), "activations panel, which has no data"),
+    (lambda t: t.replace("that the model had almost never seen.", "that the model had almost never seen. It spiked."), "Root cause: 2 sentences"),
+    (lambda t: t.replace("suspecting the optimizer.", "suspecting\nthe optimizer."), "Lesson: more than one line"),
+    (lambda t: t.replace("| long-tail-token | optimizer-reset, bad-init |", "| long-tail-token | bad-init |")
+     .replace("| long-tail-token | lr-discontinuity, optimizer-reset, fp16-overflow |", "| long-tail-token | lr-discontinuity, fp16-overflow |"),
+     "nothing rules out optimizer-reset"),
+    (lambda t: t.replace("| long-tail-token | bad-data |", "| long-tail-token | bad-data, long-tail-token |"), "a row rules out the root cause's pattern"),
+    (lambda t: t.replace("| long-tail-token |", "|  |"), "no row favors the root cause's pattern"),
+]
+
+
+@pytest.mark.parametrize("breaker,expected", BROKEN)
+def test_the_lint_catches_each_defect(breaker, expected):
+    text = breaker(EXAMPLE.read_text())
+    assert text != EXAMPLE.read_text()
+    found = problems(text, RUN)
+    assert any(expected in p for p in found), found
+
+
+def test_check_cli_json_and_exit_code(tmp_path):
+    broken = tmp_path / "b.md"
+    broken.write_text(EXAMPLE.read_text().replace("suspecting the optimizer.", "suspecting\nthe optimizer."))
+    r = pm("check", broken, "--json")
+    assert r.returncode == 1
+    import json
+    data = json.loads(r.stdout)
+    assert data["ok"] is False and {"section": "Lesson", "problem": "more than one line"} in data["problems"]
+
+
+def test_unreadable_document_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "x.md"
+    bad.write_text("# no front matter\n")
+    r = pm("check", bad)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "front matter" in r.stderr
+    with pytest.raises(DocumentError):
+        parse("---\nrun_id: [\n---\n")
+
+
+def test_verify_against_a_rerun(tmp_path):
+    doc = parse(EXAMPLE.read_text())
+    healthy = read_run(ROOT / "sample_runs" / "healthy")        # the same seed without the junk shard
+    outcomes = verify(doc, healthy, read_run(RUN))
+    assert [o.ok for o in outcomes] == [True, True, True], [(o.expectation, o.measured) for o in outcomes]
+    assert outcomes[0].measured.startswith("max difference 0")
+    again = verify(doc, read_run(RUN), read_run(RUN))              # the spike is still there
+    assert [o.ok for o in again] == [True, False, False]
+    r = pm("verify", EXAMPLE, "--run", ROOT / "sample_runs" / "healthy")
+    assert r.returncode == 0 and r.stdout.count("pass") == 3
