@@ -125,26 +125,22 @@ def cmd_lessons(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    from postmortem.kb.similar import compare, past_postmortems, signature
+    from postmortem.kb.similar import compare, of_document, of_run, past_postmortems
+    root = Path(args.repo or ".")
     target = Path(args.target)
     if target.suffix == ".md" and target.is_file():
-        pm = _doc(args.target)
-        sig, own = signature(pm.pattern, pm.symptoms), pm
+        own = _doc(args.target)
+        sig = of_document(own, root)
     else:
-        from postmortem.diagnose.analyze import analyze
         from postmortem.run import read_run
-        log = read_run(target)
-        result = analyze(log)
-        if not result.incidents:
+        own, sig = None, of_run(read_run(target))
+        if sig.peak_ratio is None and sig.recovery is None:
             _fail(target, "no incident to compare")
-        inc = result.incidents[0]
-        sig, own = signature(inc.hypotheses[0].pattern, inc.symptoms, log.manifest), None
-    root = Path(args.repo or ".")
     matches = []
     for path, pm in past_postmortems(root):
         if own is not None and pm.run_id == own.run_id and pm.date == own.date:
             continue
-        score, why = compare(sig, signature(pm.pattern, pm.symptoms))
+        score, why = compare(sig, of_document(pm, root))
         matches.append((score, path, pm, why))
     matches.sort(key=lambda m: -m[0])
     if args.json:

@@ -64,6 +64,39 @@ def compare(a: Signature, b: Signature) -> tuple[float, list[str]]:
     return (score / total if total else 0.0), why
 
 
+def grad_lead(incident) -> int | None:
+    """How many steps the grad-norm spike came before the loss went up (0: together)."""
+    for r in incident.related:
+        if r.startswith("grad_norm spike at step "):
+            return max(0, incident.step - int(r.rsplit(" ", 1)[1]))
+    return None
+
+
+def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:
+    """The signature of a run's incident (the first, or the one at `step`)."""
+    from postmortem.diagnose.analyze import analyze
+    incidents = analyze(log).incidents
+    if step is not None:
+        incidents = [i for i in incidents if i.step == step] or incidents
+    if not incidents:
+        return Signature(pattern, log.dtype, None, None, None, None)
+    inc = incidents[0]
+    return signature(pattern or inc.hypotheses[0].pattern, inc.symptoms, log.manifest, grad_lead(inc))
+
+
+def of_document(pm, root: Path) -> Signature:
+    """A post-mortem's signature; with its run still on disk, phase and grad-norm lead too."""
+    from postmortem.run import RunReadError, read_run
+    if pm.run:
+        path = Path(pm.run) if Path(pm.run).is_absolute() else root / pm.run
+        if path.exists():
+            try:
+                return of_run(read_run(path), pm.spike_step, pm.pattern)
+            except RunReadError:
+                pass
+    return signature(pm.pattern, pm.symptoms)
+
+
 def past_postmortems(root: Path) -> list[tuple[Path, object]]:
     out = []
     for f in sorted((root / "learners").glob("*/postmortems/*.md")):
