@@ -268,16 +268,59 @@ def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
     return wall, step, scalars
 
 
+def _trim() -> None:
+    """Hand the chunk's freed scratch memory back to the OS (glibc keeps it otherwise)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+try:
+    import ctypes
+    _LIBC = ctypes.CDLL("libc.so.6")
+    _LIBC.malloc_trim  # noqa: B018 - glibc only
+except (OSError, AttributeError):
+    _LIBC = None
+
 _CHUNK = 16 << 20   # bytes read at a time: memory stays near the size of the result
 
 
-def read_event_file(path: Path, source: Source, order_base: int = 0
-                    ) -> tuple[dict[str, tuple[list, list, list]], np.ndarray, float]:
-    """All scalars of one event file: {tag: (record no, step, value) chunks}, wall times, first wall."""
+class _Walls:
+    """Wall times: of every record when several files must interleave, otherwise only of
+    the first tag's points (that is all the wall_time column needs, and 6x less memory)."""
+
+    def __init__(self, every_record: bool):
+        self.every_record = every_record
+        self.records: list[np.ndarray] = []
+        self.tag: str | None = None
+        self.points: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (order, step, wall)
+
+    def add_chunk(self, wall: np.ndarray) -> None:
+        if self.every_record:
+            self.records.append(wall)
+
+    def add_points(self, tag: str, order, step, wall) -> None:
+        if self.tag is None:
+            self.tag = tag
+        if tag == self.tag and not self.every_record:
+            self.points.append((order, step, wall))
+
+    def per_record(self) -> np.ndarray:
+        return np.concatenate(self.records) if self.records else np.empty(0)
+
+    def series(self) -> Series | None:
+        if not self.points:
+            return None
+        order = np.concatenate([p[0] for p in self.points])
+        by = np.argsort(order, kind="stable")
+        return Series("wall_time", order[by], np.concatenate([p[1] for p in self.points])[by],
+                      np.concatenate([p[2] for p in self.points])[by])
+
+
+def read_event_file(path: Path, source: Source, walls: _Walls) -> dict[str, tuple[list, list, list]]:
+    """All scalars of one event file: {tag: (record no, step, value) chunks}."""
     tags: dict[str, tuple[list, list, list]] = {}
-    walls: list[np.ndarray] = []
     carry = b""
-    base = order_base
+    base = 0
     with open(path, "rb") as f:
         while True:
             data = f.read(_CHUNK)
@@ -286,18 +329,19 @@ def read_event_file(path: Path, source: Source, order_base: int = 0
             buf = np.frombuffer(raw, dtype=np.uint8)
             offsets, lengths, end = _frame_records(buf, path, source, final)
             if len(offsets):
-                keep, stop = _check_crcs(buf, offsets, lengths, path, source, base == order_base)
-                walls.append(_decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source))
+                keep, stop = _check_crcs(buf, offsets, lengths, path, source, base == 0)
+                _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls, path, source)
                 base += len(offsets)
                 if stop:
                     break
-            elif final and base == order_base:
+            elif final and base == 0:
                 source.warn(f"{path.name}: no whole record")
             carry = raw[end:]
+            del buf, raw
+            _trim()
             if final:
                 break
-    wall = np.concatenate(walls) if walls else np.empty(0)
-    return tags, wall, float(wall[0]) if len(wall) else float("inf")
+    return tags
 
 
 def _compact(ints: np.ndarray) -> np.ndarray:
@@ -307,8 +351,8 @@ def _compact(ints: np.ndarray) -> np.ndarray:
     return ints
 
 
-def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) -> np.ndarray:
-    """Decode one chunk's records into `tags`; returns their wall times."""
+def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls: _Walls, path, source) -> None:
+    """Decode one chunk's records into `tags` (and their wall times into `walls`)."""
     starts, ends = offsets + 12, offsets + 12 + lengths
     ok, wall, step, tag_start, tag_len, value = _fast_scalars(buf, starts, ends)
     ok &= keep
@@ -325,6 +369,7 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) ->
             chunk[0].append(_compact(order[sel]))
             chunk[1].append(_compact(step[sel]))
             chunk[2].append(value[sel])
+            walls.add_points(tag, order[sel], step[sel], wall[sel])
     bad = 0
     for i in np.flatnonzero(keep & ~ok):
         try:
@@ -338,9 +383,10 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, path, source) ->
             chunk[0].append(np.array([order[i]]))
             chunk[1].append(np.array([s], dtype=np.int64))
             chunk[2].append(np.array([v], dtype=np.float64))
+            walls.add_points(tag, order[i:i + 1], np.array([s], dtype=np.int64), wall[i:i + 1])
+    walls.add_chunk(wall)
     if bad:
         source.warn(f"{path.name}: {bad} record(s) are not valid events and were skipped")
-    return wall
 
 
 def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Series]:
@@ -349,18 +395,21 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
     Files written at the same time (Keras' train/ and validation/, HF's hparams
     file) interleave by wall time; a later writer whose steps go back is a resume.
     """
+    several = len(files) > 1
     per_file = []
     for path in files:
-        tags, wall, _ = read_event_file(path, source, 0)
-        per_file.append((path, tags, wall))
-    if len(per_file) > 1:
+        walls = _Walls(every_record=several)
+        per_file.append((path, read_event_file(path, source, walls), walls))
+    if several:
         # Global order: wall time first, then file, then record within the file.
-        sizes = [len(w) for _, _, w in per_file]
-        walls = np.concatenate([w for _, _, w in per_file])
+        record_walls = [w.per_record() for _, _, w in per_file]
+        sizes = [len(w) for w in record_walls]
+        all_walls = np.concatenate(record_walls)
         file_no = np.repeat(np.arange(len(per_file)), sizes)
         rec_no = np.concatenate([np.arange(n) for n in sizes])
-        rank = np.empty(len(walls), dtype=np.int64)
-        rank[np.lexsort((rec_no, file_no, walls))] = np.arange(len(walls))
+        by_rank = np.lexsort((rec_no, file_no, all_walls))
+        rank = np.empty(len(all_walls), dtype=np.int64)
+        rank[by_rank] = np.arange(len(all_walls))
         bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     dirs_of_tag: dict[str, set[Path]] = {}
     for path, tags, _ in per_file:
@@ -373,10 +422,9 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
             # Keras writes train/ and validation/ with the same tags: keep them apart.
             name = f"{sub}/{tag}" if len(dirs_of_tag[tag]) > 1 and sub else tag
             dst = merged.setdefault(name, ([], [], []))
-            dst[0].extend(rank[bases[i] + oo] if len(per_file) > 1 else oo for oo in o)
+            dst[0].extend(rank[bases[i] + oo] if several else oo for oo in o)
             dst[1].extend(s)
             dst[2].extend(v)
-    for _, tags, _ in per_file:
         tags.clear()               # merged holds the only references now
     if not merged:
         raise RunReadError(root, "the TensorBoard event files hold no scalars")
@@ -385,21 +433,12 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
         o, s, v = merged.pop(tag)
         series.append(Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v)))
         del o, s, v
-    _add_wall_time(series, per_file, source)
-    return series
-
-
-def _add_wall_time(series: list[Series], per_file, source: Source) -> None:
-    """wall_time per step, from the most logged tag's events (resumes show as gaps)."""
-    main = max(series, key=lambda s: len(s.step))
-    walls = np.concatenate([w for _, _, w in per_file])
-    if len(per_file) == 1:
-        wall = walls[main.order]
+    if several:
+        # wall_time per step from the most logged tag (resumes show as gaps)
+        main = max(series, key=lambda s: len(s.step))
+        series.append(Series("wall_time", main.order, main.step, all_walls[by_rank[main.order]]))
     else:
-        # order is a rank over all records; map it back through the sort
-        sizes = [len(w) for _, _, w in per_file]
-        file_no = np.repeat(np.arange(len(per_file)), sizes)
-        rec_no = np.concatenate([np.arange(n) for n in sizes])
-        by_rank = np.lexsort((rec_no, file_no, walls))
-        wall = walls[by_rank[main.order]]
-    series.append(Series("wall_time", main.order, main.step, wall))
+        wall = per_file[0][2].series()
+        if wall is not None:
+            series.append(wall)
+    return series
