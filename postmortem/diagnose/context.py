@@ -74,13 +74,16 @@ class Context:
         return math.log(m.vocab_size) if m and m.vocab_size else None
 
     def scheduled_lr(self, step: int) -> float | None:
-        """The LR the manifest's config promises at `step` (warmup + cosine), if it says enough."""
-        c = self.config
-        if not c or not c.lr_max or c.schedule not in ("cosine", None) or not c.total_steps:
-            return None
-        warm = c.warmup_steps or 0
-        if step < warm:
-            return c.lr_max * (step + 1) / warm
-        min_lr = getattr(c, "min_lr", None) or 0.0
-        progress = min(1.0, (step - warm) / max(1, c.total_steps - warm))
-        return min_lr + (c.lr_max - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
+        return scheduled_lr(self.config, step)
+
+
+def scheduled_lr(c, step: int) -> float | None:
+    """The LR a manifest's config promises at `step` (warmup + cosine), if it says enough."""
+    if not c or not c.lr_max or c.schedule not in ("cosine", None) or not c.total_steps:
+        return None
+    warm = c.warmup_steps or 0
+    if step < warm:
+        return c.lr_max * (step + 1) / warm
+    min_lr = getattr(c, "min_lr", None) or 0.0
+    progress = min(1.0, (step - warm) / max(1, c.total_steps - warm))
+    return min_lr + (c.lr_max - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))

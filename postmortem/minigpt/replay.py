@@ -28,12 +28,44 @@ class Replay:
 
     def load(self, state: dict, optimizer: bool = True) -> None:
         self.trainer.load(state, optimizer=optimizer)
+        if not optimizer:                       # a fresh optimizer, as a bad resume makes one
+            self.trainer.optimizer = self.optimizer = self.trainer.new_optimizer()
+            self.trainer.scheduler.optimizer = self.optimizer
+            for g in self.optimizer.param_groups:
+                g["lr"] = self.trainer.scheduler.get_last_lr()[0]
+                g["initial_lr"] = self.trainer.cfg.lr_max
+
+    def set_dtype(self, dtype: str) -> None:
+        """The fp32 arm: the same step without autocast and without the loss scaler."""
+        self.trainer.cfg.dtype = dtype
+        if dtype == "fp32":
+            self.trainer.scaler = self.scaler = torch.amp.GradScaler(self.trainer.dev.type, enabled=False)
+
+    @property
+    def token_frequency(self):
+        return self.trainer.data.freq
+
+    def decode(self, token: int) -> str:
+        return self.trainer.data.tokenizer.id_to_token(int(token)) or str(token)
 
     def train_step(self, step: int) -> dict:
         """One step exactly as the run did it; returns the logged row."""
         row = self.trainer.train_step(step)
         self.trainer.finish_step(row)
         return row
+
+    # The engine's finer hooks: forward+backward, then the optimizer step.
+    def forward_backward(self, step: int, batch=None) -> dict:
+        return self.trainer.train_step(step, batch)
+
+    def optimizer_step(self, row: dict) -> None:
+        self.trainer.finish_step(row)
+
+    def modules(self):
+        """Every module a probe may hook, the loss functions included."""
+        yield from self.model.named_modules(prefix="model")
+        yield "loss", self.trainer.loss_fn
+        yield "loss (hand-written log-softmax)", self.trainer.naive_loss_fn
 
 
 def make_replay(manifest: RunManifest, run_dir: str | Path,

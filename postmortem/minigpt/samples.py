@@ -31,7 +31,7 @@ SAMPLES: dict[str, tuple[TrainConfig, str]] = {
                     injection=Injection(kind="optimizer-reset", step=250, resume_from=200)),
         "lr_max 5e-2 after a 150-step warmup. The run crashes after step 249 and resumes from the step-200 checkpoint "
         "with the model and scheduler restored but a fresh AdamW (m, v and step reset); the "
-        "log carries on from step 201."),
+        "log carries on from step 200."),
     "numerics": (
         TrainConfig(run_id="numerics-001",
                     injection=Injection(kind="numerics", step=250, factor=200)),

@@ -88,8 +88,9 @@ class Trainer:
                 logits = logits * inj.factor      # the temperature bug that feeds log(0)
             return self.loss_for(step)(logits, y)
 
-    def train_step(self, step: int) -> dict:
-        x, y = (t.to(self.dev) for t in self.data.batch_at(step))
+    def train_step(self, step: int, batch=None) -> dict:
+        """Forward and backward of one step (the replay may hand it another batch)."""
+        x, y = (t.to(self.dev) for t in (batch or self.data.batch_at(step)))
         lr = self.optimizer.param_groups[0]["lr"]
         loss = self.forward(step, x, y).mean()
         self.scaler.scale(loss).backward()
@@ -168,9 +169,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, dev: torch.device | None = None
                 trainer.optimizer = trainer.new_optimizer()
                 trainer.scheduler.optimizer = trainer.optimizer
                 for g in trainer.optimizer.param_groups:
-                    g["lr"] = applied_lr(cfg, inj.resume_from + 1)
+                    g["lr"] = applied_lr(cfg, inj.resume_from)
                     g["initial_lr"] = cfg.lr_max
-                step, crash = inj.resume_from + 1, None
+                # checkpoint N holds the state after N steps: training goes on at step N
+                step, crash = inj.resume_from, None
                 continue
             row = trainer.train_step(step)
             if rec.wants_layers(step):

@@ -1,0 +1,319 @@
+"""The replay engine: the faithful arm first, then one counterfactual arm per hypothesis,
+each from the same checkpoint; probes around the incident; evidence rows that re-rank."""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from postmortem.diagnose.context import scheduled_lr
+from postmortem.diagnose.models import Hypothesis, Incident
+from postmortem.replay import loading, probes
+from postmortem.run import RunLog
+from postmortem.run.model import RunReadError
+
+ARMS = ("faithful", "fp32", "scheduled-lr", "restored-moments", "swap-batch", "earlier-checkpoint")
+TESTS = {"fp32": ["fp16-overflow"], "scheduled-lr": ["lr-discontinuity"],
+         "restored-moments": ["optimizer-reset"], "swap-batch": ["long-tail-token", "bad-data"],
+         "earlier-checkpoint": ["long-tail-token", "bad-data", "optimizer-reset"]}
+Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
+
+
+class Cancelled(Exception):
+    pass
+
+
+@dataclass
+class Evidence:
+    panel: str
+    observation: str
+    favors: list[str] = field(default_factory=list)
+    rules_out: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ArmResult:
+    name: str
+    losses: dict[int, float]
+    skipped: str | None = None
+
+
+@dataclass
+class ReplayResult:
+    run_id: str
+    incident_step: int
+    checkpoint: int
+    device: str
+    faithful_max_diff: float | None
+    faithful: bool
+    arms: dict[str, ArmResult]
+    probes: dict
+    evidence: list[Evidence]
+    hypotheses: list[Hypothesis]
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "incident_step": self.incident_step, "checkpoint": self.checkpoint,
+                "device": self.device, "faithful": self.faithful,
+                "faithful_max_diff": self.faithful_max_diff,
+                "arms": {k: {"losses": {str(s): v for s, v in a.losses.items()}, "skipped": a.skipped}
+                         for k, a in self.arms.items()},
+                "probes": self.probes, "evidence": [e.__dict__ for e in self.evidence],
+                "hypotheses": [h.model_dump() for h in self.hypotheses]}
+
+
+class Replayer:
+    def __init__(self, log: RunLog, incident: Incident, device: str = "cpu",
+                 progress: Progress | None = None, cancel: threading.Event | None = None,
+                 tail: int = 10):
+        import torch
+        self.torch = torch
+        self.log, self.inc = log, incident
+        self.run_dir = Path(log.source.path)
+        if self.run_dir.is_file():
+            self.run_dir = self.run_dir.parent
+        self.device = torch.device(device)
+        self.progress = progress or (lambda *a: None)
+        self.cancel = cancel or threading.Event()
+        self.fn = loading.entry_point(log.manifest, self.run_dir)
+        self.ckpts = loading.checkpoints(log.manifest, self.run_dir)
+        # A resumed segment starts from the checkpoint it resumed from.
+        seg_rows = log.frame[log.frame.segment == incident.segment]
+        # Checkpoint N is the state after N steps. A resumed segment starts from the one
+        # it resumed from; otherwise the last one before the incident.
+        anchor = int(seg_rows.step.iloc[0]) if incident.segment else incident.step - 1
+        self.ckpt = loading.before(self.ckpts, anchor, self.run_dir)
+        peak = incident.symptoms.peak_step if incident.kind == "spike" else None
+        self.end = max(incident.step, peak or incident.step) + tail
+        self.optimizer_as_logged = True      # False once a replay shows the resume dropped it
+        hist = seg_rows if incident.segment else log.frame[log.frame.segment == 0]
+        self.logged = dict(zip(hist.step.to_numpy().tolist(), hist.loss.to_numpy().tolist()))
+        self.clip = log.manifest.config.clip if log.manifest and log.manifest.config.clip else None
+
+    # -- running one arm -------------------------------------------------------------
+
+    def fresh(self, optimizer: bool | None = None):
+        optimizer = self.optimizer_as_logged if optimizer is None else optimizer
+        r = loading.make(self.fn, self.log.manifest, self.run_dir, self.device)
+        r.load(loading.load_state(self.ckpts[self.ckpt]), optimizer=optimizer)
+        return r
+
+    def run(self, name: str, r, *, batch_for=None, lr_for=None, on_step=None) -> ArmResult:
+        losses = {}
+        steps = range(self.ckpt, self.end + 1)
+        for i, s in enumerate(steps):
+            if self.cancel.is_set():
+                raise Cancelled(name)
+            if lr_for is not None:
+                for g in r.optimizer.param_groups:
+                    g["lr"] = lr_for(s)
+            if on_step is not None:
+                on_step(r, s)
+            row = r.forward_backward(s, batch_for(s) if batch_for else None)
+            r.optimizer_step(row)
+            losses[s] = float(row["loss"])
+            self.progress(name, s, i + 1, len(steps))
+        return ArmResult(name, losses)
+
+    # -- the whole replay ------------------------------------------------------------
+
+    def replay(self, arms: tuple[str, ...] = ARMS) -> ReplayResult:
+        inc = self.inc
+        evidence: list[Evidence] = []
+        found: dict = {}
+        results: dict[str, ArmResult] = {}
+        snapshot = {}
+
+        def keep_state(r, s):
+            if s == inc.step:      # the state just before the incident step, for the probes
+                snapshot["state"] = copy.deepcopy({"model": r.model.state_dict(),
+                                                   "optimizer": r.optimizer.state_dict()})
+                found["per_token"] = probes.per_token(r, s)
+                found["hashes"] = probes.hashes(r, s)
+
+        resumed = inc.segment > 0
+        faithful = self.run("faithful", self.fresh(optimizer=True), on_step=keep_state)
+        diff = self._diff(faithful.losses)
+        if resumed and diff > 1e-6 and "restored-moments" in arms:
+            # The run's resume may have dropped the optimizer: is that what was logged?
+            reset = self.run("resume-with-fresh-optimizer", self.fresh(optimizer=False), on_step=keep_state)
+            if self._diff(reset.losses) < diff:
+                results["restored-moments"] = ArmResult("restored-moments", faithful.losses)
+                faithful = reset
+                diff = self._diff(reset.losses)
+                self.optimizer_as_logged = False
+                evidence.append(Evidence("optimizer-moments", f"the logged losses after the resume at step "
+                                         f"{self.ckpt} are those of a fresh optimizer (max difference {diff:.3g}), "
+                                         f"not of the checkpoint's moments", favors=["optimizer-reset"]))
+        results["faithful"] = faithful
+        is_faithful = diff <= 1e-5 if self.device.type == "cpu" else diff <= 1e-2
+        evidence.append(Evidence("loss", f"faithful replay from the step-{self.ckpt} checkpoint through "
+                                 f"{self.end}: max |replayed - logged| loss = {diff:.3g}"
+                                 + ("" if is_faithful else ": NOT faithful, counterfactuals are suspect")))
+        base = self._baseline()
+        spike = self._peak(faithful.losses)
+        # probes at the incident step
+        r = self.fresh()
+        if "state" in snapshot:
+            r.model.load_state_dict(snapshot["state"]["model"])
+            r.optimizer.load_state_dict(snapshot["state"]["optimizer"])
+            row = r.forward_backward(inc.step)
+            found["layers"] = probes.layer_stats(r)
+            r.optimizer.zero_grad(set_to_none=True)
+            if not math.isfinite(row["loss"]) or not math.isfinite(row["grad_norm"]):
+                r2 = self.fresh()
+                r2.model.load_state_dict(snapshot["state"]["model"])
+                r2.optimizer.load_state_dict(snapshot["state"]["optimizer"])
+                found["first_nonfinite"] = probes.first_nonfinite(r2, inc.step)
+        # counterfactual arms
+        for arm in arms:
+            if arm == "faithful" or arm in results:
+                continue
+            res = self._arm(arm)
+            results[arm] = res
+        for arm, res in results.items():
+            if arm != "faithful":
+                evidence += self._judge(arm, res, base, spike)
+        evidence += self._probe_evidence(found)
+        return ReplayResult(self.log.run_id, inc.step, self.ckpt, str(self.device), diff, is_faithful,
+                            results, found, evidence, rerank(inc.hypotheses, evidence))
+
+    def _arm(self, arm: str) -> ArmResult:
+        inc = self.inc
+        if arm == "fp32":
+            if (self.log.dtype or "fp32") == "fp32":
+                return ArmResult(arm, {}, "the run is already fp32")
+            r = self.fresh()
+            if not hasattr(r, "set_dtype"):
+                return ArmResult(arm, {}, "the replay entry point has no set_dtype")
+            r.set_dtype("fp32")
+            return self.run(arm, r)
+        if arm == "scheduled-lr":
+            cfg = self.log.manifest.config if self.log.manifest else None
+            if scheduled_lr(cfg, inc.step) is None:
+                return ArmResult(arm, {}, "the manifest does not say the schedule (lr_max, warmup, total)")
+            return self.run(arm, self.fresh(), lr_for=lambda s: scheduled_lr(cfg, s))
+        if arm == "restored-moments":
+            return ArmResult(arm, {}, "the incident is not right after a resume")
+        if arm == "swap-batch":
+            r = self.fresh()
+            neighbour = inc.step - 1
+            return self.run(arm, r, batch_for=lambda s: r.batch_at(neighbour) if s == inc.step else None)
+        if arm == "earlier-checkpoint":
+            earlier = [s for s in self.ckpts if s < self.ckpt]
+            if not earlier:
+                return ArmResult(arm, {}, "no earlier checkpoint kept")
+            r = loading.make(self.fn, self.log.manifest, self.run_dir, self.device)
+            r.load(loading.load_state(self.ckpts[max(earlier)]))
+            with self.torch.no_grad():
+                x, y = r.batch_at(inc.step)
+                suspect = float(r.loss_fn(inc.step, x, y).float().mean())
+                xn, yn = r.batch_at(inc.step - 1)
+                neighbour = float(r.loss_fn(inc.step - 1, xn, yn).float().mean())
+            return ArmResult(arm, {inc.step: suspect, inc.step - 1: neighbour},
+                             skipped=None if math.isfinite(suspect) else "non-finite")
+        raise RunReadError(arm, f"unknown arm; known: {', '.join(ARMS)}")
+
+    # -- judging -----------------------------------------------------------------------
+
+    def _diff(self, losses: dict[int, float]) -> float:
+        diffs = []
+        for s, v in losses.items():
+            want = self.logged.get(s)
+            if want is None:
+                continue
+            if not (math.isfinite(want) and math.isfinite(v)):
+                diffs.append(0.0 if (math.isnan(want) and math.isnan(v)) or want == v else math.inf)
+            else:
+                diffs.append(abs(v - want))
+        return max(diffs) if diffs else math.inf
+
+    def _baseline(self) -> float:
+        before = [v for s, v in self.logged.items() if self.inc.step - 50 <= s < self.inc.step and math.isfinite(v)]
+        return float(np.median(before)) if before else math.nan
+
+    def _peak(self, losses: dict[int, float]) -> float:
+        window = [losses[s] for s in range(self.inc.step, self.end + 1) if s in losses]
+        if any(not math.isfinite(v) for v in window):
+            return math.inf
+        return max(window) if window else math.nan
+
+    def _gone(self, arm_peak: float, base: float, spike: float) -> bool:
+        if not math.isfinite(arm_peak):
+            return False
+        if not math.isfinite(spike):
+            return True
+        return arm_peak < base + 0.25 * (spike - base)
+
+    def _judge(self, arm: str, res: ArmResult, base: float, spike: float) -> list[Evidence]:
+        tested = TESTS.get(arm, [])
+        if res.skipped:
+            return [Evidence("loss", f"{arm} arm skipped: {res.skipped}")]
+        if arm == "earlier-checkpoint":
+            s, n = res.losses[self.inc.step], res.losses[self.inc.step - 1]
+            hard = s > 1.5 * n
+            return [Evidence("batch", f"on an earlier checkpoint the batch of step {self.inc.step} scores "
+                             f"{s:.3g} against {n:.3g} for its neighbour: "
+                             + ("the data, not the state" if hard else "not a hard batch"),
+                             favors=["long-tail-token"] if hard else [],
+                             rules_out=["optimizer-reset"] if hard else ["long-tail-token"])]
+        peak = self._peak(res.losses)
+        gone = self._gone(peak, base, spike)
+        panel = {"fp32": "loss-scale", "scheduled-lr": "lr", "swap-batch": "batch",
+                 "restored-moments": "optimizer-moments"}.get(arm, "loss")
+        text = (f"{arm} arm: peak loss {peak:.3g} from step {self.inc.step} (faithful {spike:.3g}, "
+                f"before {base:.3g}): the incident {'is gone' if gone else 'stays'}")
+        if gone:
+            others = [p for p in ("long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset")
+                      if p not in tested]
+            # the same data, weights and LR without this one cause: the others did not do it
+            return [Evidence(panel, text, favors=tested, rules_out=others if arm != "swap-batch" else
+                             [p for p in others if p != "bad-data"])]
+        return [Evidence(panel, text, rules_out=tested)]
+
+    def _probe_evidence(self, found: dict) -> list[Evidence]:
+        out = []
+        nf = found.get("first_nonfinite")
+        if nf and nf.get("forward"):
+            mod = nf["forward"]["module"]
+            if mod.startswith("loss"):
+                out.append(Evidence("loss", f"first non-finite tensor in the forward pass: the output of {mod} "
+                                    f"({nf['forward']['output']}) with finite inputs", favors=["numerics"],
+                                    rules_out=["fp16-overflow"] if (self.log.dtype or "fp32") != "fp16" else []))
+            else:
+                out.append(Evidence("activations", f"first non-finite tensor in the forward pass: {mod} "
+                                    f"output {nf['forward']['output']}",
+                                    favors=["fp16-overflow"] if self.log.dtype == "fp16" else ["numerics"]))
+        pt = found.get("per_token")
+        if pt and pt.get("rare_share_of_tail") is not None:
+            share = pt["rare_share_of_tail"]
+            out.append(Evidence("per-token-loss", f"{share:.0%} of the tokens behind the top 10% of per-token "
+                                f"losses were seen at most twice in training (p50 {pt['p50']:.3g}, "
+                                f"p99 {pt['p99']:.3g})", favors=["long-tail-token"] if share >= 0.5 else []))
+        hs = found.get("hashes")
+        if hs:
+            mine = hs.get(self.inc.step)
+            same = [s for s, h in hs.items() if h == mine and s != self.inc.step]
+            out.append(Evidence("batch", f"batch hash of step {self.inc.step} {'repeats at steps ' + str(same) if same else 'is unlike its neighbours'}",
+                                favors=["bad-data"] if same else [], rules_out=[] if same else ["bad-data"]))
+        return out
+
+
+def rerank(hypotheses: list[Hypothesis], evidence: list[Evidence]) -> list[Hypothesis]:
+    """The diagnosis' ranking moved by the replay's evidence: each row favoring a pattern
+    adds, a row ruling it out sends it to the bottom."""
+    out = []
+    for h in hypotheses:
+        favored = sum(h.pattern in e.favors for e in evidence)
+        ruled = any(h.pattern in e.rules_out for e in evidence)
+        score = 0.0 if ruled else min(1.0, h.score + 0.3 * favored)
+        out.append(h.model_copy(update={"score": round(score, 3)}))
+    out.sort(key=lambda h: -h.score)
+    for i, h in enumerate(out, 1):
+        h.rank = i
+    return out
