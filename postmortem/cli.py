@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sample)
     from postmortem import cli_docs
     cli_docs.register(sub)
+    cli_docs.register_replay(sub)
     return parser
 
 
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     commands = {"info", "export", "analyze", "sample", "new", "check", "commit", "lessons",
-                "similar", "verify", "-h", "--help", "--version"}
+                "similar", "verify", "replay", "-h", "--help", "--version"}
     if argv and argv[0] not in commands:
         argv = ["analyze", *argv]     # `postmortem RUN` analyzes the run
     args = parser.parse_args(argv)

@@ -73,6 +73,8 @@ class Replayer:
                  tail: int = 10):
         import torch
         self.torch = torch
+        if device == "cpu":
+            torch.set_num_threads(1)     # the same sums in the same order as a 1-thread run
         self.log, self.inc = log, incident
         self.run_dir = Path(log.source.path)
         if self.run_dir.is_file():
@@ -272,9 +274,9 @@ class Replayer:
             others = [p for p in ("long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset")
                       if p not in tested]
             # the same data, weights and LR without this one cause: the others did not do it
-            return [Evidence(panel, text, favors=tested, rules_out=others if arm != "swap-batch" else
-                             [p for p in others if p != "bad-data"])]
-        return [Evidence(panel, text, rules_out=tested)]
+            return [Evidence(panel, text, favors=tested, rules_out=others)]
+        # One swapped batch does not test a loader that repeated many batches before.
+        return [Evidence(panel, text, rules_out=["long-tail-token"] if arm == "swap-batch" else tested)]
 
     def _probe_evidence(self, found: dict) -> list[Evidence]:
         out = []
@@ -297,10 +299,19 @@ class Replayer:
                                 f"p99 {pt['p99']:.3g})", favors=["long-tail-token"] if share >= 0.5 else []))
         hs = found.get("hashes")
         if hs:
-            mine = hs.get(self.inc.step)
-            same = [s for s, h in hs.items() if h == mine and s != self.inc.step]
-            out.append(Evidence("batch", f"batch hash of step {self.inc.step} {'repeats at steps ' + str(same) if same else 'is unlike its neighbours'}",
-                                favors=["bad-data"] if same else [], rules_out=[] if same else ["bad-data"]))
+            before = [h for s, h in hs.items() if s <= self.inc.step]
+            counts: dict[str, int] = {}
+            for h in before:
+                counts[h] = counts.get(h, 0) + 1
+            worst = max(counts.values())
+            if worst > 1:
+                first = min(s for s, h in hs.items() if counts.get(h) == worst)
+                out.append(Evidence("batch", f"the batch of step {first} was trained {worst} times in the "
+                                    f"{len(before)} steps up to {self.inc.step}: a loader repeating a batch",
+                                    favors=["bad-data"]))
+            else:
+                out.append(Evidence("batch", f"all {len(before)} batches up to step {self.inc.step} are "
+                                    f"distinct (hashes)", rules_out=["bad-data"]))
         return out
 
 

@@ -112,5 +112,6 @@ def per_token(replay, step: int, top: int = 10) -> dict:
     }
 
 
-def hashes(replay, step: int, around: int = 3) -> dict[int, str]:
-    return {s: batch_hash(replay.batch_at(s)[0]) for s in range(max(0, step - around), step + around + 1)}
+def hashes(replay, step: int, before: int = 50, after: int = 3) -> dict[int, str]:
+    """Batch hashes of the 50 steps before the incident and a few after."""
+    return {s: batch_hash(replay.batch_at(s)[0]) for s in range(max(0, step - before), step + after + 1)}
