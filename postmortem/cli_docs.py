@@ -32,7 +32,7 @@ def cmd_new(args) -> int:
         check_learner(args.learner)
     except KBError as err:
         _fail(args.learner, str(err))
-    pm = draft(read_run(args.run, format=args.format), args.learner, args.step)
+    pm = draft(read_run(args.run, format=args.format), args.learner, args.step, replay=args.replay)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         _fail(out, "exists; --force overwrites it")
@@ -178,6 +178,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE")
     p.add_argument("--format")
     p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.add_argument("--replay", action="store_true",
+                   help="replay the incident first and fill section 3 with its evidence")
     p.set_defaults(func=cmd_new)
     p = sub.add_parser("check", help="lint a post-mortem: complete, true to the run, argued")
     p.add_argument("file", metavar="FILE")

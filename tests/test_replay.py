@@ -127,3 +127,17 @@ def test_cli_json_and_clear_errors(tmp_path):
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 3.0 + (s == 150)}) + "\n" for s in range(300)))
     r = subprocess.run([sys.executable, "-m", "postmortem", "replay", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 2 and "no replay entry point" in r.stderr and "Recorder" in r.stderr
+
+
+def test_new_with_replay_fills_the_evidence_section(tmp_path):
+    from postmortem.document.lint import check_text
+    from postmortem.document.markdown import parse
+    out = tmp_path / "d.md"
+    r = subprocess.run([sys.executable, "-m", "postmortem", "new", str(ROOT / "sample_runs" / "fp16-overflow"),
+                        "--learner", "ana", "--replay", "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = parse(out.read_text())
+    assert doc.pattern == "fp16-overflow" and doc.hypotheses[0].pattern == "fp16-overflow"
+    assert any("fp32 arm" in e.observation and e.favors == ["fp16-overflow"] for e in doc.evidence)
+    problems = [str(p) for p in check_text(out.read_text(), doc, read_run(ROOT / "sample_runs" / "fp16-overflow"))]
+    assert not any(p.startswith("Discriminating evidence") for p in problems), problems

@@ -7,7 +7,7 @@ from datetime import date as Date
 from postmortem.diagnose.analyze import analyze
 from postmortem.diagnose.models import SPIKE_PATTERNS, Incident
 from postmortem.document.lint import panel_has_data
-from postmortem.document.model import HypothesisEntry, PostMortem
+from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
 from postmortem.run import RunLog
 from postmortem.run.model import RunReadError
 
@@ -24,9 +24,19 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
     return best
 
 
-def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None) -> PostMortem:
+def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
+          replay: bool = False, device: str = "cpu") -> PostMortem:
+    """The draft; with `replay`, section 3 is filled from the replay's evidence and the
+    hypotheses come in the order the evidence left them."""
     result = analyze(log)
     inc = pick_incident(result.incidents, step, log.source.path)
+    evidence = []
+    if replay:
+        from postmortem.replay.engine import Replayer
+        done = Replayer(log, inc, device).replay()
+        inc = inc.model_copy(update={"hypotheses": done.hypotheses})
+        evidence = [EvidenceRow(panel=e.panel, observation=e.observation, favors=e.favors,
+                                rules_out=e.rules_out) for e in done.evidence if e.favors or e.rules_out]
     hyps = []
     for h in inc.hypotheses:
         # What the diagnosis supports, and the four spike patterns always: the evidence
@@ -43,4 +53,4 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
     return PostMortem(run_id=log.run_id, learner=learner, spike_step=inc.step, incident=inc.kind,
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
                       date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
-                      hypotheses=hyps)
+                      hypotheses=hyps, evidence=evidence)
