@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date as Date
 from pathlib import Path
 
 from postmortem.run.model import RunReadError

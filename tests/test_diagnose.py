@@ -1,7 +1,6 @@
 """Diagnosis on the sample runs (known causes) and on real public logs (INDEX.md)."""
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

@@ -1,7 +1,6 @@
 """The post-mortem document: round trip, the lint on purpose-broken documents, new, verify."""
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -220,7 +220,8 @@ def b_grad_spike(ctx: Context) -> Outcome:
         return skip("no grad norm logged")
     ev = ctx.grad_spikes
     if not ev:
-        return "pass", "no grad norm 3 std (log scale) and 3x above its rolling median"
+        return "pass", (f"no grad norm {ctx.th.grad_spike_sigma:g} robust std (log scale) and "
+                        f"{ctx.th.grad_spike_min_ratio:g}x above its recent median")
     return "fail", f"{len(ev)} grad-norm spike(s): " + ", ".join(
         f"step {e.step} ({e.notes['ratio']:.0f}x)" for e in ev[:4])
 
