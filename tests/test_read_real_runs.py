@@ -165,3 +165,22 @@ def test_mlflow_file_store(real_runs):
     assert at(log, 0, "loss") == pytest.approx(3.2727866172790527)
     assert any("never ended" in w for w in log.source.warnings)
     assert log.source.extras["params"]["EPOCHS"]
+
+
+def test_trainer_state_streamed_row_by_row_reads_the_same(real_runs, monkeypatch, tmp_path):
+    import postmortem.run.hf as hf
+    from postmortem.run import RunReadError
+    for name in ("hf-trainer-star-gnspikes", "hf-trainer-cpt-predictrows", "hf-trainer-viz-evalrows"):
+        whole = read_run(real_runs / name)
+        monkeypatch.setattr(hf, "_STREAM_FROM", 0)        # every file takes the streamed route
+        streamed = read_run(real_runs / name)
+        monkeypatch.setattr(hf, "_STREAM_FROM", 8 << 20)
+        assert streamed.frame.equals(whole.frame), name
+        assert streamed.source.extras.get("max_steps") == whole.source.extras.get("max_steps")
+        assert streamed.source.extras.get("summary") == whole.source.extras.get("summary")
+    monkeypatch.setattr(hf, "_STREAM_FROM", 0)
+    data = (real_runs / "hf-trainer-star-gnspikes" / "trainer_state.json").read_bytes()
+    cut = tmp_path / "trainer_state.json"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RunReadError, match="truncated"):
+        read_run(cut)

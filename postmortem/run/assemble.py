@@ -91,10 +91,12 @@ def _increasing(s: Series) -> bool:
 
 
 def _single_segment(series: list[Series], source: Source, manifest: RunManifest | None) -> RunLog:
-    """The common case, without the sorting the general route needs."""
+    """The common case, without the sorting the general route needs. Consumes `series`:
+    each one is freed once its column is built."""
     first = series[0].step
-    if all(len(s.step) == len(first) and (s.step == first).all() for s in series[1:]):
-        steps = first.astype(np.int64, copy=False)
+    same = all(len(s.step) == len(first) and (s.step == first).all() for s in series[1:])
+    if same:
+        steps = first.astype(np.int64)
     else:
         steps = np.unique(np.concatenate([s.step for s in series])).astype(np.int64)
     if steps[0] < 0 or steps[-1] >= (1 << _STEP_BITS):
@@ -102,22 +104,23 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
     n = len(steps)
     frame = {"segment": np.zeros(n, dtype=np.int64), "step": steps}
     logged_nan: dict[str, np.ndarray] = {}
-    for s in series:
-        rows = None if s.step is first and steps is first else np.searchsorted(steps, s.step)
+    while series:
+        s = series.pop(0)
         if s.value.dtype == object:
             col = np.full(n, None, dtype=object)
+            col[np.searchsorted(steps, s.step)] = s.value
+        elif same:                               # every metric on every step: no scatter
+            col = s.value.astype(np.float64, copy=False)
+            nan_rows = np.flatnonzero(np.isnan(col))
         else:
+            rows = np.searchsorted(steps, s.step)
             col = np.full(n, np.nan)
-        if rows is None and len(s.step) == n:
-            col[:] = s.value
-            rows = np.arange(n)
-        else:
             col[rows] = s.value
-        if col.dtype != object:
             nan_rows = rows[np.isnan(s.value)]
-            if len(nan_rows):
-                logged_nan[s.name] = nan_rows
+        if col.dtype != object and len(nan_rows):
+            logged_nan[s.name] = nan_rows
         frame[s.name] = col
+        del s
     names = _canonical_order([k for k in frame if k not in ("segment", "step")])
     df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
     return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
@@ -130,7 +133,8 @@ def build_runlog(series: list[Series], source: Source,
     `resumes` lists order positions known to start a new segment (a Lightning
     version directory of a resumed run) even where the steps carry on.
     """
-    series = [s for s in _merge_aliases(series, source) if s.name not in ("step", "segment")]
+    given, series = series, [s for s in _merge_aliases(series, source) if s.name not in ("step", "segment")]
+    given.clear()        # the caller's list let go: each array is freed once it is placed
     series = [s for s in series if len(s.step)]
     if not series:
         raise RunReadError(source.path, "no per-step metrics found")
@@ -266,22 +270,28 @@ def to_number(value) -> float | None:
 
 
 class Collector:
-    """Points appended record by record into compact typed arrays (8 bytes a value).
+    """Points appended record by record into compact typed arrays.
 
     Each `add` is one record (a log line, a JSON row) at one position in the
-    file; a NaN value is a logged NaN, an absent key is simply not a point.
+    file; a NaN value is a logged NaN, an absent key is simply not a point. A
+    record's step is kept once; each metric keeps the record's number (4 bytes)
+    and its value (8 bytes).
     """
 
     def __init__(self, source: Source, where: str = "step"):
         self.source, self.where = source, where
-        self.cols: dict[str, tuple[array, array, array]] = {}
-        self.hashes: dict[str, tuple[list, list, list]] = {}
+        self.steps = array("q")
+        self.cols: dict[str, tuple[array, array]] = {}
+        self.hashes: dict[str, tuple[list, list]] = {}
         self.dropped: dict[str, str] = {}
-        self.count = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.steps)
 
     def add(self, step: int, values: dict) -> None:
-        order = self.count
-        self.count += 1
+        record = len(self.steps)
+        self.steps.append(step)
         cols = self.cols
         for name, raw in values.items():
             if raw is None:
@@ -294,20 +304,18 @@ class Collector:
                 except (TypeError, ValueError):
                     num = to_number(raw)
                     if num is None:
-                        self._not_a_number(name, raw, step, order)
+                        self._not_a_number(name, raw, step, record)
                         continue
             col = cols.get(name)
             if col is None:
-                col = cols[name] = (array("q"), array("q"), array("d"))
-            col[0].append(order)
-            col[1].append(step)
-            col[2].append(num)
+                col = cols[name] = (array("i"), array("d"))
+            col[0].append(record)
+            col[1].append(num)
 
-    def _not_a_number(self, name: str, raw, step: int, order: int) -> None:
+    def _not_a_number(self, name: str, raw, step: int, record: int) -> None:
         if name == "batch_hash":
-            o, s, v = self.hashes.setdefault(name, ([], [], []))
-            o.append(order)
-            s.append(step)
+            r, v = self.hashes.setdefault(name, ([], []))
+            r.append(record)
             v.append(str(raw))
         elif canonical_name(name) in STRICT:
             raise RunReadError(self.source.path, f"{self.where} {step}: {name} is {raw!r}, not a number")
@@ -320,11 +328,18 @@ class Collector:
     def series(self) -> list[Series]:
         for name, example in self.dropped.items():
             self.source.warn(f"{name}: not numeric (e.g. {example}); kept out of the table")
-        out = [Series(name, np.frombuffer(o, dtype=np.int64), np.frombuffer(s, dtype=np.int64),
-                      np.frombuffer(v, dtype=np.float64))
-               for name, (o, s, v) in self.cols.items() if name not in self.dropped]
-        out += [Series(name, np.array(o, dtype=np.int64), np.array(s, dtype=np.int64),
-                       np.array(v, dtype=object)) for name, (o, s, v) in self.hashes.items()]
+        steps = np.frombuffer(self.steps, dtype=np.int64)
+        if len(steps) and 0 <= steps.min() and steps.max() < (1 << 31):
+            steps = steps.astype(np.int32)
+        out = []
+        for name, (records, values) in self.cols.items():
+            if name in self.dropped:
+                continue
+            idx = np.frombuffer(records, dtype=np.int32)
+            out.append(Series(name, idx, steps[idx], np.frombuffer(values, dtype=np.float64)))
+        for name, (records, values) in self.hashes.items():
+            idx = np.array(records, dtype=np.int64)
+            out.append(Series(name, idx, steps[idx], np.array(values, dtype=object)))
         return out
 
 

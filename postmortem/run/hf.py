@@ -44,8 +44,11 @@ def _row_kind(row: dict) -> str:
     return "train"
 
 
-def read_trainer_state(path: Path, source: Source) -> list[Series]:
-    """Train, eval, predict and summary rows told apart; bare NaN/Infinity accepted."""
+_STREAM_FROM = 8 << 20     # bigger files are parsed row by row: json.load would hold them as objects
+_KEY = '"log_history"'
+
+
+def _load_whole(path: Path) -> tuple[dict, list]:
     try:
         state = json.loads(path.read_bytes())
     except json.JSONDecodeError as err:
@@ -56,6 +59,57 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise RunReadError(path, "no log_history list")
+    return state, history
+
+
+def _stream_rows(path: Path, state: dict):
+    """log_history's rows one at a time, decoded from 4 MiB of text at a time; the other
+    top-level keys land in `state` at the end."""
+    decoder = json.JSONDecoder()
+    with open(path, encoding="utf-8", errors="strict") as f:
+        buf, pos = "", -1
+        while pos < 0:                                # the text before the list
+            more = f.read(4 << 20)
+            if not more:
+                raise RunReadError(path, "no log_history list")
+            buf += more
+            pos = buf.find(_KEY)
+        at = buf.index("[", pos + len(_KEY))
+        head, buf, i = buf[:at], buf[at + 1:], 0
+        while True:
+            while i < len(buf) and buf[i] in " \t\r\n,":
+                i += 1
+            if i < len(buf) and buf[i] == "]":
+                break
+            try:
+                row, end = decoder.raw_decode(buf, i)
+            except json.JSONDecodeError:
+                more = f.read(4 << 20)
+                if not more:
+                    raise RunReadError(path, "not valid JSON inside log_history; truncated?") from None
+                buf, i = buf[i:] + more, 0
+                continue
+            yield row
+            i = end
+            if i > (1 << 20):                          # drop what is parsed
+                buf, i = buf[i:], 0
+        tail = buf[i + 1:] + f.read()
+    try:
+        state.update(json.loads(head + "[]" + tail))
+    except json.JSONDecodeError as err:
+        raise RunReadError(path, f"not valid JSON after log_history ({err.msg}); truncated?") from None
+
+
+def read_trainer_state(path: Path, source: Source) -> list[Series]:
+    """Train, eval, predict and summary rows told apart; bare NaN/Infinity accepted."""
+    state: dict = {}
+    try:
+        if path.stat().st_size > _STREAM_FROM:
+            history = _stream_rows(path, state)
+        else:
+            state, history = _load_whole(path)
+    except UnicodeDecodeError:
+        raise RunReadError(path, "not UTF-8 text") from None
     out = Collector(source)
     extras = source.extras
     for row in history:

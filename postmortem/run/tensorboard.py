@@ -369,7 +369,7 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls: _Walls, p
             chunk[0].append(_compact(order[sel]))
             chunk[1].append(_compact(step[sel]))
             chunk[2].append(value[sel])
-            walls.add_points(tag, order[sel], step[sel], wall[sel])
+            walls.add_points(tag, _compact(order[sel]), _compact(step[sel]), wall[sel])
     bad = 0
     for i in np.flatnonzero(keep & ~ok):
         try:
