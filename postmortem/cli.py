@@ -72,6 +72,11 @@ def cmd_sample(args) -> int:
     return 0
 
 
+def cmd_tui(args) -> int:
+    from postmortem.tui.app import run
+    return run(args.run, args.format)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="postmortem",
@@ -105,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
     p.set_defaults(func=cmd_sample)
+    p = run_command("tui", "the dashboard: panels, incidents, the checklist walk")
+    p.set_defaults(func=cmd_tui)
     from postmortem import cli_docs
     cli_docs.register(sub)
     cli_docs.register_replay(sub)
@@ -115,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     commands = {"info", "export", "analyze", "sample", "new", "check", "commit", "lessons",
-                "similar", "verify", "replay", "-h", "--help", "--version"}
+                "similar", "verify", "replay", "tui", "-h", "--help", "--version"}
     if argv and argv[0] not in commands:
-        argv = ["analyze", *argv]     # `postmortem RUN` analyzes the run
+        # `postmortem RUN`: the dashboard in a terminal, the analysis in a pipe or a script
+        argv = ["tui" if sys.stdout.isatty() and sys.stdin.isatty() else "analyze", *argv]
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -1,0 +1,226 @@
+"""`postmortem tui RUN`: the dashboard of a run, its incidents and the checklist walk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from postmortem.tui.widgets.panel import MetricPanel
+
+# dashboard panel -> the canonical column it draws, and whether on a log scale
+PANELS = (("loss", "loss", True), ("lr", "lr", False), ("grad-norm", "grad_norm", True),
+          ("loss-scale", "loss_scale", True))
+HELP = {
+    "MetricPanel": "A panel: the metric over steps, the incident in red, the cursor in blue. "
+                   "left/right move the cursor (shift: 10x), z zooms to the incident and back.",
+    "incidents": "The incidents analyze found; enter picks one, the panels mark it.",
+    "checks": "Tree A and tree B: every node pass, fail (and the leaf it points to) or skipped, and why.",
+}
+
+
+class ErrorScreen(ModalScreen):
+    """A run that cannot be read: the one-line reason, not a traceback."""
+
+    BINDINGS = [Binding("escape,q", "app.quit", "Quit", id="error.quit")]
+
+    def __init__(self, message: str):
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]Cannot read this run[/b]\n\n{self.message}\n\nPress q to quit.", id="error")
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,f1,question_mark", "app.pop_screen", "Close", id="help.close")]
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.text, id="error")
+
+
+class PostmortemApp(App):
+    """Dashboard: panels, incidents, checks. The run is read and analyzed in a worker."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "postmortem"
+    BINDINGS = [
+        Binding("ctrl+q,q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
+        Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
+        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, tooltip="Cursor one step left"),
+        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, tooltip="Cursor one step right"),
+        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, tooltip="Cursor 10 steps left"),
+        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, tooltip="Cursor 10 steps right"),
+        Binding("n", "incident(1)", "Next incident", id="incident.next", tooltip="Mark the next incident"),
+        Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
+        Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
+        Binding("t", "toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
+    ]
+
+    def __init__(self, run: str, format: str | None = None):
+        super().__init__()
+        self.run_path, self.format = run, format
+        self.runlog = None
+        self.analysis = None
+        self.current = 0
+        self.cursor: int | None = None
+        self.zoomed = False
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="body"):
+            yield Vertical(id="panels")
+            with Vertical(id="side"):
+                incidents = DataTable(id="incidents", cursor_type="row")
+                incidents.border_title = "incidents"
+                yield incidents
+                checks = DataTable(id="checks", cursor_type="row")
+                checks.border_title = "checks (tree A, tree B)"
+                yield checks
+        yield Static("reading...", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.run_path
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        """Read and analyze off the UI thread; the result comes back through call_from_thread."""
+        from postmortem.diagnose.analyze import analyze
+        from postmortem.run import RunReadError, read_run
+        try:
+            log = read_run(self.run_path, format=self.format)
+            result = analyze(log)
+        except RunReadError as err:
+            self.call_from_thread(self.push_screen, ErrorScreen(str(err)))
+            return
+        self.call_from_thread(self.show, log, result)
+
+    def show(self, log, result) -> None:
+        self.runlog, self.analysis = log, result
+        panels = self.query_one("#panels")
+        frame = log.frame[log.frame.segment == log.frame.segment.max()] if len(log.segments()) > 1 else log.frame
+        for panel, column, log_scale in PANELS:
+            if column in frame and frame[column].notna().any():
+                rows = frame[frame[column].notna()]
+                panels.mount(MetricPanel(panel, column, rows.step.to_numpy(), rows[column].to_numpy(dtype=float),
+                                         log_scale=log_scale, id=f"panel-{panel}"))
+        layers = [c for c in log.metrics if c.startswith("grad_norm/")]
+        room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
+        for name in layers[:room]:
+            rows = frame[frame[name].notna()]
+            panels.mount(MetricPanel("grad-norm", name, rows.step.to_numpy(), rows[name].to_numpy(dtype=float),
+                                     log_scale=True))
+        table = self.query_one("#incidents", DataTable)
+        table.add_columns("kind", "step", "metric", "top cause", "score")
+        for inc in result.incidents:
+            top = inc.hypotheses[0] if inc.hypotheses else None
+            table.add_row(inc.kind, str(inc.step), inc.metric, top.pattern if top else "-",
+                          f"{top.score:.2f}" if top else "-")
+        checks = self.query_one("#checks", DataTable)
+        checks.add_columns("node", "", "detail")
+        marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
+        for c in result.checks:
+            leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
+            checks.add_row(c.id, marks[c.status], f"{c.detail}{leaf}")
+        self.mark(0)
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def incident(self):
+        if not self.analysis or not self.analysis.incidents:
+            return None
+        return self.analysis.incidents[self.current]
+
+    def mark(self, index: int) -> None:
+        inc = None
+        if self.analysis and self.analysis.incidents:
+            self.current = index % len(self.analysis.incidents)
+            inc = self.incident
+        for panel in self.query(MetricPanel):
+            panel.marks = [inc.step] if inc else []
+            panel.window = self._window() if self.zoomed else None
+            panel.cursor = self.cursor
+            panel.redraw()
+        self.cursor = inc.step if inc and self.cursor is None else self.cursor
+        self.update_status()
+
+    def _window(self) -> tuple[int, int] | None:
+        inc = self.incident
+        if inc is None:
+            return None
+        return inc.step - 100, max(inc.step, inc.symptoms.peak_step or inc.step) + 50
+
+    def update_status(self) -> None:
+        status = self.query_one("#status", Static)
+        if self.analysis is None:
+            return
+        if not self.analysis.incidents:
+            status.update(f"{self.runlog.run_id}: no incident (no NaN, no spike, no divergence)")
+            return
+        inc = self.incident
+        values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
+                           if self.cursor is not None)
+        status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)})"
+                      f"  cursor {self.cursor}  {values}")
+
+    # -- actions ----------------------------------------------------------------------
+
+    def action_zoom(self) -> None:
+        self.zoomed = not self.zoomed
+        self.mark(self.current)
+
+    def action_move(self, delta: int) -> None:
+        if self.cursor is None:
+            return
+        self.cursor += delta
+        for panel in self.query(MetricPanel):
+            panel.cursor = self.cursor
+            panel.redraw()
+        self.update_status()
+
+    def action_incident(self, delta: int) -> None:
+        self.cursor = None
+        self.mark(self.current + delta)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "incidents":
+            self.cursor = None
+            self.mark(event.cursor_row)
+
+    def action_help(self) -> None:
+        focused = self.focused
+        key = type(focused).__name__ if isinstance(focused, MetricPanel) else getattr(focused, "id", None)
+        self.push_screen(HelpScreen(HELP.get(key, "q quits, z zooms to the incident, n/p pick the incident, "
+                                                  "left/right move the cursor, t switches the theme.")))
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}" if np.isfinite(v) else str(v)
+
+
+def run(path: str, format: str | None = None) -> int:
+    PostmortemApp(path, format).run()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    run(sys.argv[1] if len(sys.argv) > 1 else str(Path.cwd()))

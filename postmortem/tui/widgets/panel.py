@@ -1,0 +1,59 @@
+"""One dashboard panel: a metric over steps, the incident marked, a cursor, zoom."""
+
+from __future__ import annotations
+
+import numpy as np
+from textual_plotext import PlotextPlot
+
+from postmortem.tui.decimate import decimate
+
+
+class MetricPanel(PlotextPlot):
+    """Plots `column` of the run on a log scale where asked; knows its panel id."""
+
+    DEFAULT_CSS = ""
+
+    def __init__(self, panel: str, column: str, steps: np.ndarray, values: np.ndarray,
+                 log_scale: bool = False, **kw):
+        super().__init__(**kw)
+        self.panel, self.column, self.log_scale = panel, column, log_scale
+        self.steps, self.values = steps, values
+        self.marks: list[int] = []
+        self.cursor: int | None = None
+        self.window: tuple[int, int] | None = None
+        self.border_title = panel
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def value_at(self, step: int) -> float | None:
+        if not len(self.steps):
+            return None
+        i = int(np.clip(np.searchsorted(self.steps, step), 0, len(self.steps) - 1))
+        return float(self.values[i])
+
+    def redraw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        steps, values = self.steps, self.values
+        if self.window is not None:
+            inside = (steps >= self.window[0]) & (steps <= self.window[1])
+            steps, values = steps[inside], values[inside]
+        width = max(20, (self.size.width or 80) - 10)
+        keep = np.flatnonzero(np.isin(steps, self.marks))
+        idx = decimate(steps, values, width, keep)
+        s, v = steps[idx], values[idx]
+        finite = np.isfinite(v)
+        if self.log_scale:
+            finite &= v > 0
+            v = np.where(finite, np.log10(np.where(v > 0, v, 1)), np.nan)
+        plt.title(f"{self.column}{' (log10)' if self.log_scale else ''}")
+        if finite.any():
+            plt.plot(s[finite].tolist(), v[finite].tolist(), marker="braille")
+        for m in self.marks:
+            if len(s) and s[0] <= m <= s[-1]:
+                plt.vline(m, "red")
+        if self.cursor is not None:
+            plt.vline(self.cursor, "blue")
+        self.refresh()

@@ -1,0 +1,75 @@
+"""The dashboard through Textual's Pilot: real runs, real analysis, state asserted."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from postmortem.tui.app import ErrorScreen, PostmortemApp
+from postmortem.tui.decimate import decimate
+from postmortem.tui.widgets.panel import MetricPanel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def opened(app, pilot):
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+async def test_dashboard_of_a_sample_run():
+    app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        panels = {p.panel for p in app.query(MetricPanel)}
+        assert {"loss", "lr", "grad-norm"} <= panels
+        assert app.incident.step == 250 and app.cursor == 250
+        assert all(p.marks == [250] for p in app.query(MetricPanel))
+        table = app.query_one("#incidents")
+        assert table.row_count == 1 and table.get_row_at(0)[3] == "long-tail-token"
+        assert app.query_one("#checks").row_count == len(app.analysis.checks)
+        await pilot.press("z")
+        assert app.zoomed and all(p.window == (150, 300) for p in app.query(MetricPanel))
+        await pilot.press("right", "right", "shift+right")
+        assert app.cursor == 262
+        assert "cursor 262" in str(app.query_one("#status").render())
+        await pilot.press("z")
+        assert not app.zoomed and all(p.window is None for p in app.query(MetricPanel))
+
+
+@pytest.mark.asyncio
+async def test_a_run_with_no_incident_still_shows_its_panels():
+    app = PostmortemApp(str(ROOT / "sample_runs" / "healthy"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened(app, pilot)
+        assert app.query(MetricPanel) and app.incident is None
+        assert "no incident" in str(app.query_one("#status").render())
+
+
+@pytest.mark.asyncio
+async def test_a_run_that_cannot_be_read_opens_an_error_screen(tmp_path):
+    bad = tmp_path / "junk.bin"
+    bad.write_bytes(b"\x00\x01" * 100)
+    app = PostmortemApp(str(bad))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened(app, pilot)
+        assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
+
+
+def test_decimation_keeps_every_spike_point():
+    import numpy as np
+    steps = np.arange(1_000_000)
+    values = np.sin(steps / 1000.0)
+    values[123_457] = 50.0
+    values[777_777] = np.nan
+    idx = decimate(steps, values, 100, keep=np.array([500_000]))
+    assert len(idx) < 1000
+    assert {123_457, 777_777, 500_000} <= set(idx.tolist())
+
+
+def test_the_dashboard_imports_no_torch():
+    code = ("import sys; from postmortem.tui.app import PostmortemApp; "
+            "assert 'torch' not in sys.modules, 'torch'")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
