@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.run.model import RunReadError
 
 
 def _fail(path, problem: str):
+    from postmortem.run.model import RunReadError
     raise RunReadError(path, problem)
 
 
@@ -247,6 +247,7 @@ def cmd_replay(args) -> int:
             print("postmortem: replay cancelled", file=sys.stderr)
             return 130
         except Exception as err:        # the user's own code failed: say where, keep one line
+            from postmortem.run.model import RunReadError
             if isinstance(err, RunReadError):
                 raise
             _fail(args.run, f"the replay failed in the run's code: {type(err).__name__}: {err}")
