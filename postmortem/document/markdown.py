@@ -11,6 +11,7 @@ from string import Template
 
 import yaml
 from markdown_it import MarkdownIt
+from pydantic import ValidationError
 
 from postmortem.diagnose.models import Symptoms
 from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, Expectation,
@@ -213,8 +214,10 @@ def parse(text: str) -> PostMortem:
     data["lesson"] = "" if _todo(lesson) else lesson
     try:
         pm = PostMortem(**data)
-    except Exception as err:  # pydantic's message, first line
-        raise DocumentError(f"front matter: {str(err).splitlines()[0]} {str(err).splitlines()[1:2]}") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise DocumentError(f"front matter: {where}: {first['msg']}") from None
     pm.__dict__["missing_sections"] = missing
     return pm
 
