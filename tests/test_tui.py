@@ -73,3 +73,20 @@ def test_the_dashboard_imports_no_torch():
     code = ("import sys; from postmortem.tui.app import PostmortemApp; "
             "assert 'torch' not in sys.modules, 'torch'")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.asyncio
+async def test_lessons_browser_finds_the_example_lesson():
+    from postmortem.tui.lessons import LessonsScreen
+    app = PostmortemApp(str(ROOT / "sample_runs" / "healthy"), kb_root=ROOT)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("l")
+        assert isinstance(app.screen, LessonsScreen)
+        table = app.screen.query_one("#lessons")
+        assert table.row_count >= 1 and table.get_row_at(0)[3] == "19-spike-001"
+        await pilot.click("#filter")
+        await pilot.press(*"numerics")
+        assert table.row_count == 0 and "no lessons match" in str(app.screen.query_one("#status").render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, LessonsScreen)

@@ -65,11 +65,13 @@ class PostmortemApp(App):
         Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
         Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
         Binding("t", "toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
+        Binding("l", "lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
     ]
 
-    def __init__(self, run: str, format: str | None = None):
+    def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None):
         super().__init__()
         self.run_path, self.format = run, format
+        self.kb_root = kb_root or Path.cwd()
         self.runlog = None
         self.analysis = None
         self.current = 0
@@ -205,6 +207,10 @@ class PostmortemApp(App):
         key = type(focused).__name__ if isinstance(focused, MetricPanel) else getattr(focused, "id", None)
         self.push_screen(HelpScreen(HELP.get(key, "q quits, z zooms to the incident, n/p pick the incident, "
                                                   "left/right move the cursor, t switches the theme.")))
+
+    def action_lessons(self) -> None:
+        from postmortem.tui.lessons import LessonsScreen
+        self.push_screen(LessonsScreen(self.kb_root))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
