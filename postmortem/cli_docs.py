@@ -35,7 +35,8 @@ def cmd_new(args) -> int:
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         _fail(out, "exists; --force overwrites it")
-    out.write_text(render(pm), encoding="utf-8")
+    from postmortem.files import atomic_write
+    atomic_write(out, render(pm))
     print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)

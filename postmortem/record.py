@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from postmortem.files import atomic_write
 from postmortem.run.model import RunManifest
 
 
@@ -50,9 +50,7 @@ class Recorder:
 
     def write_manifest(self, manifest: RunManifest | dict) -> None:
         m = manifest if isinstance(manifest, RunManifest) else RunManifest.model_validate(manifest)
-        tmp = self.dir / ".manifest.json.tmp"
-        tmp.write_text(m.model_dump_json(indent=2, exclude_none=True) + "\n")
-        os.replace(tmp, self.dir / "manifest.json")
+        atomic_write(self.dir / "manifest.json", m.model_dump_json(indent=2, exclude_none=True) + "\n")
 
     def wants_layers(self, step: int) -> bool:
         return self.layer_every > 0 and step % self.layer_every == 0

@@ -8,6 +8,8 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from postmortem.files import atomic_write
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 HEADER = ("| date | pattern | run | lesson | post-mortem |\n"
           "|---|---|---|---|---|\n")
@@ -73,9 +75,7 @@ def replace_row(path: Path, lesson: Lesson) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     lines = [ln for ln in text.splitlines(keepends=True)
              if not ((m := _ROW.match(ln.rstrip("\n"))) and m[1] == lesson.date and m[3] == lesson.run_id)]
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, "".join(lines))
     append(path, lesson)
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from postmortem.document.model import PostMortem
+from postmortem.files import atomic_write
 from postmortem.kb.lessons import KBError, Lesson, append, check_learner, replace_row
 
 ATTRIBUTE = "learners/*/lessons.md merge=union"
@@ -31,14 +30,6 @@ def open_repo(start: Path, init: bool = False):
         raise KBError(f"{start} is not in a git repository (postmortem commit --init makes one here)") from None
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _dirty(repo, rel: str) -> bool:
     if not repo.head.is_valid():
         return False
@@ -52,7 +43,7 @@ def ensure_union_merge(repo) -> bool:
     text = attrs.read_text() if attrs.exists() else ""
     if ATTRIBUTE in text.splitlines():
         return False
-    _atomic_write(attrs, text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTE + "\n")
+    atomic_write(attrs, text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTE + "\n")
     repo.git.add("--", ".gitattributes")
     repo.git.commit("-m", "postmortem: lessons files merge by union", "--only", "--", ".gitattributes")
     return True
@@ -74,7 +65,7 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
         if _dirty(repo, rel):
             raise KBError(f"{rel} has uncommitted changes: commit or stash them first")
     ensure_union_merge(repo)
-    _atomic_write(target, rendered)
+    atomic_write(target, rendered)
     lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, pm.lesson.strip(),
                     f"postmortems/{pm.filename}", learner)
     (replace_row if amend else append)(root / rel_lessons, lesson)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from pandas.api.types import is_numeric_dtype
 
+from postmortem.files import atomic_write
 from postmortem.run.model import RunLog, RunReadError
 
 SUFFIXES = (".csv", ".parquet", ".jsonl")
@@ -46,19 +45,6 @@ def info(log: RunLog) -> dict:
         "warnings": log.source.warnings,
         "manifest": log.manifest.model_dump(exclude_none=True) if log.manifest else None,
     }
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write beside the target and rename over it: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _arrow_table(log: RunLog):
@@ -104,10 +90,10 @@ def export(log: RunLog, out: str | Path) -> Path:
                                 f"{', '.join(SUFFIXES)}")
     if suffix == ".parquet":
         import pyarrow.parquet as pq
-        _atomic_write(out, lambda p: pq.write_table(_arrow_table(log), p))
+        atomic_write(out, lambda p: pq.write_table(_arrow_table(log), p))
     elif suffix == ".csv":
         from pyarrow import csv
-        _atomic_write(out, lambda p: csv.write_csv(_arrow_table(log), p))
+        atomic_write(out, lambda p: csv.write_csv(_arrow_table(log), p))
     else:
-        _atomic_write(out, lambda p: _jsonl(log, p))
+        atomic_write(out, lambda p: _jsonl(log, p))
     return out
