@@ -40,17 +40,17 @@ class Context:
         """The effective history of a segment (see series.effective_history), cached."""
         cache = self.__dict__.setdefault("_histories", {})
         if segment not in cache:
-            cache[segment] = (effective_history(self.log, segment) if segment
-                              else self.frame[self.frame.segment == 0])
+            cache[segment] = effective_history(self.log, segment) if segment else \
+                self.frame.iloc[:int(np.searchsorted(self.frame.segment.to_numpy(), 1))]
         return cache[segment]
 
     @cached_property
     def loss_spikes(self):
-        return detect.loss_spikes(self.log, self.th)
+        return detect.loss_spikes(self.log, self.th, self.history)
 
     @cached_property
     def grad_spikes(self):
-        return detect.grad_norm_spikes(self.log, self.th)
+        return detect.grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
     def cascades(self):

@@ -51,19 +51,27 @@ def _window_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.nda
     return out
 
 
-def _segment_views(log: RunLog):
-    """(segment id, effective history frame, mask of that segment's own rows)."""
+def _history(log: RunLog, seg: int):
+    segments = log.frame.segment.to_numpy()
+    return effective_history(log, seg) if seg else log.frame.iloc[:np.searchsorted(segments, 1)]
+
+
+def _segment_views(log: RunLog, history=None):
+    """(segment id, effective history frame, mask of that segment's own rows).
+
+    `history(seg)` is the Context's cached one when given, so detectors share it."""
+    history = history or (lambda seg: _history(log, seg))
     segments = log.frame.segment.to_numpy()
     for seg in range(int(segments[-1]) + 1 if len(segments) else 0):
-        hist = effective_history(log, seg) if seg else log.frame.iloc[:np.searchsorted(segments, 1)]
+        hist = history(seg)
         yield seg, hist, (hist.segment == seg).to_numpy()
 
 
-def loss_spikes(log: RunLog, th: Thresholds) -> list[Event]:
+def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     if "loss" not in log.frame:
         return []
     events = []
-    for seg, hist, own in _segment_views(log):
+    for seg, hist, own in _segment_views(log, history):
         h = hist[hist.loss.notna()]
         steps, loss = h.step.to_numpy(), h.loss.to_numpy()
         own = (h.segment == seg).to_numpy()
@@ -99,7 +107,7 @@ def _trailing_median(values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def grad_norm_spikes(log: RunLog, th: Thresholds) -> list[Event]:
+def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     """On log10(grad norm): heavy tails are normal, a jump of decades is not.
 
     Baseline: the median of the last 10 points (it follows a warm-up's decay).
@@ -110,7 +118,7 @@ def grad_norm_spikes(log: RunLog, th: Thresholds) -> list[Event]:
     if "grad_norm" not in log.frame:
         return []
     events = []
-    for seg, hist, _ in _segment_views(log):
+    for seg, hist, _ in _segment_views(log, history):
         h = hist[hist.grad_norm.notna() & (hist.grad_norm > 0) & np.isfinite(hist.grad_norm)]
         steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy()
         own = (h.segment == seg).to_numpy()
