@@ -40,7 +40,11 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
         peak_loss = None
     recovery: float | str | None = None
     if "loss" in h:
-        later = between(h, event.peak_step + ctx.th.recovery_window, np.inf)
+        # the loss at peak + 50; a sparse log gives the nearest point that is not far past it
+        w = ctx.th.recovery_window
+        later = between(h, event.peak_step + w, event.peak_step + 2 * w)
+        if not np.isfinite(later.loss).any():
+            later = between(h, event.peak_step + 1, event.peak_step + w).iloc[::-1]
         later = later[np.isfinite(later.loss)]
         ok = recovered(ctx, event) if event.kind == "spike" and event.metric == "loss" else bool(len(later))
         if event.kind == "divergence":
