@@ -90,3 +90,14 @@ async def test_lessons_browser_finds_the_example_lesson():
         assert table.row_count == 0 and "no lessons match" in str(app.screen.query_one("#status").render())
         await pilot.press("escape")
         assert not isinstance(app.screen, LessonsScreen)
+
+
+@pytest.mark.asyncio
+async def test_the_command_palette_knows_the_apps_commands():
+    app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        titles = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"Zoom to the incident", "Next incident", "Lessons"} <= set(titles)
+        titles["Zoom to the incident"].callback()
+        assert app.zoomed

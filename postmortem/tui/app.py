@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
@@ -207,6 +207,16 @@ class PostmortemApp(App):
         key = type(focused).__name__ if isinstance(focused, MetricPanel) else getattr(focused, "id", None)
         self.push_screen(HelpScreen(HELP.get(key, "q quits, z zooms to the incident, n/p pick the incident, "
                                                   "left/right move the cursor, t switches the theme.")))
+
+    def get_system_commands(self, screen):
+        """The palette (ctrl+p) knows the app's own commands besides Textual's."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Zoom to the incident", "Zoom every panel to the incident window and back",
+                            self.action_zoom)
+        yield SystemCommand("Next incident", "Mark the next incident on every panel",
+                            lambda: self.action_incident(1))
+        yield SystemCommand("Previous incident", "Mark the previous incident", lambda: self.action_incident(-1))
+        yield SystemCommand("Lessons", "Lessons across learners, grouped by pattern", self.action_lessons)
 
     def action_lessons(self) -> None:
         from postmortem.tui.lessons import LessonsScreen
