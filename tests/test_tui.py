@@ -101,3 +101,33 @@ async def test_the_command_palette_knows_the_apps_commands():
         assert {"Zoom to the incident", "Next incident", "Lessons"} <= set(titles)
         titles["Zoom to the incident"].callback()
         assert app.zoomed
+
+
+@pytest.mark.asyncio
+async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
+    from postmortem.document.markdown import read
+    from postmortem.tui.editor import EditorScreen, draft_path
+    app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        assert "Root cause" in str(editor.query_one("#lint").render())
+        example = read(ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md")
+        editor.query_one("#root_cause").text = example.root_cause
+        editor.query_one("#lesson").text = example.lesson
+        editor.query_one("#remediation").text = "\n".join(example.remediation)
+        editor.query_one("#verification").text = "seed: 1234\nepsilon: 0.0\nthrough step: 249\nexpect: step 250 loss < 2.0"
+        editor.query_one("#evidence").text = "\n".join(
+            f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}" for e in example.evidence)
+        await pilot.pause(0.8)
+        assert str(editor.query_one("#lint").render()) == "complete: ready to commit", editor.problems
+        saved = read(draft_path(tmp_path, editor.pm))
+        assert saved.lesson == example.lesson and len(saved.evidence) == 5
+    # reopening the same run and incident offers the draft back
+    app2 = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
+    async with app2.run_test(size=(120, 40)) as pilot:
+        await opened(app2, pilot)
+        await pilot.press("e")
+        assert app2.screen.restored and app2.screen.query_one("#lesson").text == example.lesson

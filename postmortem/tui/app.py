@@ -66,6 +66,8 @@ class PostmortemApp(App):
         Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
         Binding("t", "toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
         Binding("l", "lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
+        Binding("e", "edit", "Write post-mortem", id="edit",
+                tooltip="The seven sections of this incident's post-mortem, saved as you type"),
     ]
 
     def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None):
@@ -217,6 +219,16 @@ class PostmortemApp(App):
                             lambda: self.action_incident(1))
         yield SystemCommand("Previous incident", "Mark the previous incident", lambda: self.action_incident(-1))
         yield SystemCommand("Lessons", "Lessons across learners, grouped by pattern", self.action_lessons)
+
+    def action_edit(self) -> None:
+        if self.incident is None:
+            self.notify("no incident to write about", severity="warning")
+            return
+        from postmortem.document.draft import draft
+        from postmortem.tui.editor import EditorScreen
+        import getpass
+        pm = draft(self.runlog, getpass.getuser() or "me", self.incident.step)
+        self.push_screen(EditorScreen(pm, self.kb_root, self.runlog))
 
     def action_lessons(self) -> None:
         from postmortem.tui.lessons import LessonsScreen
