@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from postmortem.diagnose.models import Symptoms
-from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, Expectation,
-                                       HypothesisEntry, PostMortem, Verification)
+from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, HypothesisEntry,
+                                       PostMortem, Verification, split_patterns)
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "postmortem.md"
 _FRONT = ("schema_version", "run_id", "learner", "pattern", "spike_step", "incident", "date", "run")
@@ -56,12 +56,7 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
     ev = "\n".join(f"| {_cell(e.panel)} | {_cell(e.observation)} | {_cell(', '.join(e.favors))} | "
                    f"{_cell(', '.join(e.rules_out))} |" for e in pm.evidence) or _TODO["evidence"]
     rem = "\n".join(f"- {r}" for r in pm.remediation) or _TODO["remediation"]
-    v = pm.verification
-    ver_lines = [f"- seed: {v.seed}" if v.seed is not None else None,
-                 f"- epsilon: {v.epsilon!r}" if v.epsilon is not None else None,
-                 f"- through step: {v.through_step}" if v.through_step is not None else None]
-    ver_lines += [f"- expect: {e.text}" for e in v.expectations]
-    ver = "\n".join(x for x in ver_lines if x) or _TODO["verification"]
+    ver = "\n".join(f"- {line}" for line in pm.verification.lines()) or _TODO["verification"]
     lesson = (f"Pattern: `{pm.pattern}`\n\n" if pm.pattern else "") + (pm.lesson or _TODO["lesson"])
     return Template(template.read_text()).substitute(
         front_matter=yaml.safe_dump(front, sort_keys=False).strip(), run_id=pm.run_id,
@@ -187,28 +182,15 @@ def parse(text: str) -> PostMortem:
     for row in _table(secs.get("Discriminating evidence", [])):
         if len(row) >= 4 and not _todo(row[0]):
             ev.append(EvidenceRow(panel=row[0], observation=row[1],
-                                  favors=[x.strip() for x in row[2].split(",") if x.strip()],
-                                  rules_out=[x.strip() for x in row[3].split(",") if x.strip()]))
+                                  favors=split_patterns(row[2]), rules_out=split_patterns(row[3])))
     data["evidence"] = ev
     root = _text(secs.get("Root cause", []))
     data["root_cause"] = "" if _todo(root) else root
     data["remediation"] = [r for r in _items(secs.get("Remediation", [])) if not _todo(r)]
-    ver = {"expectations": []}
-    for item in _items(secs.get("Verification", [])):
-        key, _, value = item.partition(":")
-        key, value = key.strip().lower(), value.strip()
-        try:
-            if key == "seed":
-                ver["seed"] = int(value)
-            elif key == "epsilon":
-                ver["epsilon"] = float(value)
-            elif key == "through step":
-                ver["through_step"] = int(value)
-            elif key == "expect":
-                ver["expectations"].append(Expectation(text=value))
-        except ValueError as err:
-            raise DocumentError(f"Verification: {item!r}: {str(err).splitlines()[-1]}") from None
-    data["verification"] = Verification(**ver)
+    try:
+        data["verification"] = Verification.from_lines(_items(secs.get("Verification", [])))
+    except ValueError as err:
+        raise DocumentError(f"Verification: {err}") from None
     lesson = "\n".join(line for line in _text(secs.get("Lesson", [])).splitlines()
                        if not line.startswith("Pattern:")).strip()
     data["lesson"] = "" if _todo(lesson) else lesson

@@ -62,6 +62,40 @@ class Verification(BaseModel):
     through_step: int | None = None
     expectations: list[Expectation] = []
 
+    def lines(self) -> list[str]:
+        """`seed: N`, `epsilon: X`, `through step: T`, `expect: ...`: one fact a line."""
+        out = [f"seed: {self.seed}" if self.seed is not None else None,
+               f"epsilon: {self.epsilon!r}" if self.epsilon is not None else None,
+               f"through step: {self.through_step}" if self.through_step is not None else None]
+        return [x for x in out if x] + [f"expect: {e.text}" for e in self.expectations]
+
+    @classmethod
+    def from_lines(cls, lines: list[str], strict: bool = True) -> "Verification":
+        """The inverse of `lines`; a line that does not parse raises ValueError when strict,
+        and is left out otherwise (an author still typing)."""
+        data: dict = {"expectations": []}
+        for line in lines:
+            key, _, value = line.partition(":")
+            key, value = key.strip().lower(), value.strip()
+            try:
+                if key == "seed":
+                    data["seed"] = int(value)
+                elif key == "epsilon":
+                    data["epsilon"] = float(value)
+                elif key == "through step":
+                    data["through_step"] = int(value)
+                elif key == "expect":
+                    data["expectations"].append(Expectation(text=value))
+            except ValueError as err:
+                if strict:
+                    raise ValueError(f"{line!r}: {str(err).splitlines()[-1]}") from None
+        return cls(**data)
+
+
+def split_patterns(text: str) -> list[str]:
+    """`a, b` -> ["a", "b"], as the evidence table writes favors and rules out."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
 
 class PostMortem(BaseModel):
     schema_version: int = SCHEMA_VERSION

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static, TextArea
 
-from postmortem.document.model import EvidenceRow, Expectation, PostMortem, Verification
+from postmortem.document.model import EvidenceRow, PostMortem, Verification, split_patterns
 
 FIELDS = ("pattern", "evidence", "root_cause", "remediation", "verification", "lesson")
 GUIDE = {
@@ -58,11 +58,7 @@ class EditorScreen(Screen):
                 "evidence": "\n".join(f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}"
                                       for e in pm.evidence),
                 "root_cause": pm.root_cause, "remediation": "\n".join(pm.remediation),
-                "verification": "\n".join(x for x in (
-                    f"seed: {pm.verification.seed}" if pm.verification.seed is not None else "",
-                    f"epsilon: {pm.verification.epsilon}" if pm.verification.epsilon is not None else "",
-                    f"through step: {pm.verification.through_step}" if pm.verification.through_step is not None else "",
-                    *(f"expect: {e.text}" for e in pm.verification.expectations)) if x),
+                "verification": "\n".join(pm.verification.lines()),
                 "lesson": pm.lesson}
             for n, name in enumerate(("evidence", "root_cause", "remediation", "verification", "lesson"), 3):
                 yield Label(f"{n}. {name.replace('_', ' ')}: {GUIDE[name]}")
@@ -104,28 +100,12 @@ class EditorScreen(Screen):
             if len(parts) >= 2 and parts[0]:
                 parts += [""] * (4 - len(parts))
                 rows.append(EvidenceRow(panel=parts[0], observation=parts[1],
-                                        favors=[x.strip() for x in parts[2].split(",") if x.strip()],
-                                        rules_out=[x.strip() for x in parts[3].split(",") if x.strip()]))
-        ver = {"expectations": []}
-        for line in get["verification"].splitlines():
-            key, _, value = line.partition(":")
-            key, value = key.strip().lower(), value.strip()
-            try:
-                if key == "seed":
-                    ver["seed"] = int(value)
-                elif key == "epsilon":
-                    ver["epsilon"] = float(value)
-                elif key == "through step":
-                    ver["through_step"] = int(value)
-                elif key == "expect":
-                    ver["expectations"].append(Expectation(text=value))
-            except ValueError:
-                continue
+                                        favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
         return self.pm.model_copy(update={
             "pattern": self.query_one("#pattern", Input).value.strip() or None, "evidence": rows,
             "root_cause": get["root_cause"].strip(), "lesson": get["lesson"].strip(),
             "remediation": [r.strip() for r in get["remediation"].splitlines() if r.strip()],
-            "verification": Verification(**ver)})
+            "verification": Verification.from_lines(get["verification"].splitlines(), strict=False)})
 
     def action_save(self) -> None:
         from postmortem.document.markdown import render
