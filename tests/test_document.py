@@ -71,7 +71,22 @@ BROKEN = [
      "nothing rules out optimizer-reset"),
     (lambda t: t.replace("| long-tail-token | bad-data |", "| long-tail-token | bad-data, long-tail-token |"), "a row rules out the root cause's pattern"),
     (lambda t: t.replace("| long-tail-token |", "|  |"), "no row favors the root cause's pattern"),
+    (lambda t: t.replace("1. **long-tail-token** [grad-norm] grad norm 13.2 at step 250 is 15.6x its rolling mean "
+                         "with a smooth LR", "1. ~~**long-tail-token**~~ [grad-norm] grad norm 13.2 (dismissed: no)"),
+     "the root cause's pattern long-tail-token is dismissed"),
 ]
+
+
+def test_a_dismissal_with_its_reason_stands_for_a_ruling_out():
+    text = (EXAMPLE.read_text()
+            .replace("| long-tail-token | optimizer-reset, bad-init |", "| long-tail-token | bad-init |")
+            .replace("| long-tail-token | lr-discontinuity, optimizer-reset, fp16-overflow |",
+                     "| long-tail-token | lr-discontinuity, fp16-overflow |"))
+    assert any("nothing rules out optimizer-reset" in p for p in problems(text, RUN))
+    dismissed = text.replace("4. **optimizer-reset** [loss] the run never restarted",
+                             "4. ~~**optimizer-reset**~~ [loss] the run never restarted (dismissed: one segment, "
+                             "no resume)")
+    assert dismissed != text and problems(dismissed, RUN) == []
 
 
 @pytest.mark.parametrize("breaker,expected", BROKEN)

@@ -113,7 +113,8 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         await pilot.press("e")
         editor = app.screen
         assert isinstance(editor, EditorScreen)
-        assert "Root cause" in str(editor.query_one("#lint").render())
+        assert "4 Root cause x" in str(editor.query_one("#sections").render())
+        assert "problem(s)" in str(editor.query_one("#lint").render())
         example = read(ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md")
         editor.query_one("#root_cause").text = example.root_cause
         editor.query_one("#lesson").text = example.lesson
@@ -122,7 +123,8 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         editor.query_one("#evidence").text = "\n".join(
             f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}" for e in example.evidence)
         await pilot.pause(0.8)
-        assert str(editor.query_one("#lint").render()) == "complete: ready to commit", editor.problems
+        assert str(editor.query_one("#lint").render()).startswith("complete: ready to commit"), editor.problems
+        assert " x" not in str(editor.query_one("#sections").render())
         saved = read(draft_path(tmp_path, editor.pm))
         assert saved.lesson == example.lesson and len(saved.evidence) == 5
     # reopening the same run and incident offers the draft back

@@ -35,8 +35,7 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
         from postmortem.replay.engine import Replayer
         done = Replayer(log, inc, device).replay()
         inc = inc.model_copy(update={"hypotheses": done.hypotheses})
-        evidence = [EvidenceRow(panel=e.panel, observation=e.observation, favors=e.favors,
-                                rules_out=e.rules_out) for e in done.evidence if e.favors or e.rules_out]
+        evidence = evidence_rows([e.__dict__ for e in done.evidence])
     hyps = []
     for h in inc.hypotheses:
         # What the diagnosis supports, and the four spike patterns always: the evidence
@@ -54,3 +53,22 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
                       date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence)
+
+
+def evidence_rows(rows: list[dict]) -> list[EvidenceRow]:
+    """The replay's rows that discriminate (favor or rule out something), as section 3 rows."""
+    return [EvidenceRow(panel=r["panel"], observation=r["observation"], favors=r["favors"],
+                        rules_out=r["rules_out"]) for r in rows if r["favors"] or r["rules_out"]]
+
+
+def apply_replay(pm: PostMortem, replay: dict) -> PostMortem:
+    """The document with a replay's evidence added to section 3 (rows already there kept,
+    none twice) and the hypotheses in the order the evidence left them; the author's own
+    hypotheses and dismissals stay."""
+    have = {(e.panel, e.observation) for e in pm.evidence}
+    new = [e for e in evidence_rows(replay["evidence"]) if (e.panel, e.observation) not in have]
+    order = {h["pattern"]: i for i, h in enumerate(replay["hypotheses"])}
+    hyps = sorted(pm.hypotheses, key=lambda h: (h.dismissed is not None, order.get(h.pattern, len(order))))
+    top = replay["hypotheses"][0]["pattern"] if replay["hypotheses"] else pm.pattern
+    return pm.model_copy(update={"evidence": pm.evidence + new, "hypotheses": hyps,
+                                 "pattern": pm.pattern or top})

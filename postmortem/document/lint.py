@@ -112,8 +112,12 @@ def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
         if root in ruled_out:
             problems.append(Problem("Discriminating evidence", f"a row rules out the root cause's pattern {root}"))
         for h in pm.hypotheses:
-            if h.pattern != root and h.pattern not in ruled_out:
-                problems.append(Problem("Discriminating evidence", f"nothing rules out {h.pattern}"))
+            if h.pattern == root and h.dismissed:
+                problems.append(Problem("Hypotheses", f"the root cause's pattern {root} is dismissed"))
+            # a dismissal carries its reason in section 2: it is the author's argument
+            elif h.pattern != root and h.pattern not in ruled_out and not h.dismissed:
+                problems.append(Problem("Discriminating evidence", f"nothing rules out {h.pattern} "
+                                        "(a row that rules it out, or dismiss it with a reason)"))
     # 4-7
     if not pm.root_cause:
         problems.append(Problem("Root cause", "empty"))

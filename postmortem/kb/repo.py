@@ -49,15 +49,31 @@ def ensure_union_merge(repo) -> bool:
     return True
 
 
+@dataclass
+class Plan:
+    """What a commit will write, shown before it is made."""
+
+    root: Path
+    postmortem: str         # paths relative to the repository's root
+    lessons: str
+    message: str
+
+
+def plan(pm: PostMortem, learner: str, repo) -> Plan:
+    check_learner(learner)
+    return Plan(Path(repo.working_tree_dir), f"learners/{learner}/postmortems/{pm.filename}",
+                f"learners/{learner}/lessons.md",
+                f"post-mortem {pm.run_id} ({pm.pattern}): {pm.lesson.strip()}")
+
+
 def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool = False,
            init: bool = False) -> Committed:
     check_learner(learner)
     repo = open_repo(start, init)
     if repo.head.is_valid() and repo.head.is_detached:
         raise KBError("HEAD is detached: check out a branch first")
-    root = Path(repo.working_tree_dir)
-    rel_pm = f"learners/{learner}/postmortems/{pm.filename}"
-    rel_lessons = f"learners/{learner}/lessons.md"
+    todo = plan(pm, learner, repo)
+    root, rel_pm, rel_lessons, message = todo.root, todo.postmortem, todo.lessons, todo.message
     target = root / rel_pm
     if target.exists() and not amend:
         raise KBError(f"{rel_pm} exists: a post-mortem of {pm.run_id} on {pm.date} (use --amend)")
@@ -69,7 +85,6 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
     lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, pm.lesson.strip(),
                     f"postmortems/{pm.filename}", learner)
     (replace_row if amend else append)(root / rel_lessons, lesson)
-    message = f"post-mortem {pm.run_id} ({pm.pattern}): {pm.lesson.strip()}"
     repo.git.add("--", rel_pm, rel_lessons)
     if repo.head.is_valid() and not repo.git.diff("--cached", "--name-only", "HEAD", "--", rel_pm, rel_lessons):
         raise KBError(f"{rel_pm} is already committed as it is: nothing to amend")

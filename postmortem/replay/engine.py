@@ -23,6 +23,7 @@ TESTS = {"fp32": ["fp16-overflow"], "scheduled-lr": ["lr-discontinuity"],
          "restored-moments": ["optimizer-reset"], "swap-batch": ["long-tail-token", "bad-data"],
          "earlier-checkpoint": ["long-tail-token", "bad-data", "optimizer-reset"]}
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
+Arrived = Callable[["Evidence"], None]                 # one evidence row, as soon as it is known
 
 
 class Cancelled(Exception):
@@ -70,7 +71,7 @@ class ReplayResult:
 class Replayer:
     def __init__(self, log: RunLog, incident: Incident, device: str = "cpu",
                  progress: Progress | None = None, cancel: threading.Event | None = None,
-                 tail: int = 10):
+                 tail: int = 10, on_evidence: Arrived | None = None):
         import torch
         self.torch = torch
         if device == "cpu":
@@ -81,6 +82,7 @@ class Replayer:
             self.run_dir = self.run_dir.parent
         self.device = torch.device(device)
         self.progress = progress or (lambda *a: None)
+        self.on_evidence = on_evidence or (lambda e: None)
         self.cancel = cancel or threading.Event()
         self.fn = loading.entry_point(log.manifest, self.run_dir)
         self.ckpts = loading.checkpoints(log.manifest, self.run_dir)
@@ -126,7 +128,7 @@ class Replayer:
 
     def replay(self, arms: tuple[str, ...] = ARMS) -> ReplayResult:
         inc = self.inc
-        evidence: list[Evidence] = []
+        evidence = _Streamed(self.on_evidence)
         found: dict = {}
         results: dict[str, ArmResult] = {}
         snapshot = {}
@@ -172,18 +174,18 @@ class Replayer:
                 r2.model.load_state_dict(snapshot["state"]["model"])
                 r2.optimizer.load_state_dict(snapshot["state"]["optimizer"])
                 found["first_nonfinite"] = probes.first_nonfinite(r2, inc.step)
-        # counterfactual arms
+        evidence += self._probe_evidence(found)
+        # counterfactual arms, each judged as soon as it has run
+        for arm, res in list(results.items()):
+            if arm != "faithful":
+                evidence += self._judge(arm, res, base, spike)
         for arm in arms:
             if arm == "faithful" or arm in results:
                 continue
-            res = self._arm(arm)
-            results[arm] = res
-        for arm, res in results.items():
-            if arm != "faithful":
-                evidence += self._judge(arm, res, base, spike)
-        evidence += self._probe_evidence(found)
+            results[arm] = self._arm(arm)
+            evidence += self._judge(arm, results[arm], base, spike)
         return ReplayResult(self.log.run_id, inc.step, self.ckpt, str(self.device), diff, is_faithful,
-                            results, found, evidence, rerank(inc.hypotheses, evidence))
+                            results, found, list(evidence), rerank(inc.hypotheses, evidence))
 
     def _arm(self, arm: str) -> ArmResult:
         inc = self.inc
@@ -313,6 +315,23 @@ class Replayer:
                 out.append(Evidence("batch", f"all {len(before)} batches up to step {self.inc.step} are "
                                     f"distinct (hashes)", rules_out=["bad-data"]))
         return out
+
+
+class _Streamed(list):
+    """A list of evidence rows that hands each row on as it is added."""
+
+    def __init__(self, arrived: Arrived):
+        super().__init__()
+        self.arrived = arrived
+
+    def append(self, row: Evidence) -> None:
+        super().append(row)
+        self.arrived(row)
+
+    def __iadd__(self, rows):
+        for row in rows:
+            self.append(row)
+        return self
 
 
 def rerank(hypotheses: list[Hypothesis], evidence: list[Evidence]) -> list[Hypothesis]:

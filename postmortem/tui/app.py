@@ -55,7 +55,8 @@ class PostmortemApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "postmortem"
     BINDINGS = [
-        Binding("ctrl+q,q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
+        Binding("q", "quit_dashboard", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
         Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
         Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, tooltip="Cursor one step left"),
         Binding("right", "move(1)", "Step +", id="cursor.right", show=False, tooltip="Cursor one step right"),
@@ -68,6 +69,8 @@ class PostmortemApp(App):
         Binding("l", "lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
         Binding("e", "edit", "Write post-mortem", id="edit",
                 tooltip="The seven sections of this incident's post-mortem, saved as you type"),
+        Binding("r", "replay", "Replay", id="replay",
+                tooltip="Replay the steps around the incident in counterfactual arms"),
     ]
 
     def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None):
@@ -79,6 +82,7 @@ class PostmortemApp(App):
         self.current = 0
         self.cursor: int | None = None
         self.zoomed = False
+        self.replays: dict[int, dict] = {}     # incident step -> the last replay's result
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -148,6 +152,11 @@ class PostmortemApp(App):
             return None
         return self.analysis.incidents[self.current]
 
+    def incident_at(self, step: int | None):
+        if not self.analysis:
+            return None
+        return next((i for i in self.analysis.incidents if i.step == step), None)
+
     def mark(self, index: int) -> None:
         inc = None
         if self.analysis and self.analysis.incidents:
@@ -210,6 +219,17 @@ class PostmortemApp(App):
         self.push_screen(HelpScreen(HELP.get(key, "q quits, z zooms to the incident, n/p pick the incident, "
                                                   "left/right move the cursor, t switches the theme.")))
 
+    DASHBOARD_ACTIONS = {"zoom", "move", "incident", "edit", "replay", "quit_dashboard"}
+
+    def action_quit_dashboard(self) -> None:
+        self.exit()
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """The dashboard's keys act (and show in the footer) on the dashboard only."""
+        if action in self.DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
     def get_system_commands(self, screen):
         """The palette (ctrl+p) knows the app's own commands besides Textual's."""
         yield from super().get_system_commands(screen)
@@ -219,6 +239,10 @@ class PostmortemApp(App):
                             lambda: self.action_incident(1))
         yield SystemCommand("Previous incident", "Mark the previous incident", lambda: self.action_incident(-1))
         yield SystemCommand("Lessons", "Lessons across learners, grouped by pattern", self.action_lessons)
+        yield SystemCommand("Replay", "Replay the steps around the incident in counterfactual arms",
+                            self.action_replay)
+        yield SystemCommand("Write the post-mortem", "The guided editor for the marked incident",
+                            self.action_edit)
 
     def action_edit(self) -> None:
         if self.incident is None:
@@ -229,6 +253,20 @@ class PostmortemApp(App):
         import getpass
         pm = draft(self.runlog, getpass.getuser() or "me", self.incident.step)
         self.push_screen(EditorScreen(pm, self.kb_root, self.runlog))
+
+    def action_replay(self) -> None:
+        if self.incident is None:
+            self.notify("no incident to replay", severity="warning")
+            return
+        from postmortem.tui.replay import ReplayScreen
+        step = self.incident.step
+
+        def keep(result: dict | None) -> None:
+            if result:
+                self.replays[step] = result
+                self.notify(f"replay evidence kept: {len(result['evidence'])} rows; "
+                            f"e writes the post-mortem with it")
+        self.push_screen(ReplayScreen(self.runlog, self.incident), keep)
 
     def action_lessons(self) -> None:
         from postmortem.tui.lessons import LessonsScreen

@@ -1,42 +1,159 @@
-"""The guided editor: the seven sections of one incident's post-mortem, the lint live,
-a draft saved every few seconds and on every change (a killed app loses seconds)."""
+"""The guided editor: the seven sections of one incident's post-mortem, the lint live by
+section, a Markdown preview, the pattern's usual remedies, and a draft saved every few
+seconds and on every change (a killed app loses seconds of typing at most)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import tempfile
 from pathlib import Path
 
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static, TextArea
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.suggester import SuggestFromList
+from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
-from postmortem.document.model import EvidenceRow, PostMortem, Verification, split_patterns
+from postmortem.diagnose.models import PATTERNS
+from postmortem.document.model import SECTIONS, EvidenceRow, HypothesisEntry, PostMortem, Verification, split_patterns
+from postmortem.document.remedies import remedies_for
 
-FIELDS = ("pattern", "evidence", "root_cause", "remediation", "verification", "lesson")
+AREAS = ("evidence", "root_cause", "remediation", "verification", "lesson")
 GUIDE = {
     "evidence": "one row a line: panel | observation | favors, ... | rules out, ...",
     "root_cause": "one sentence: what caused the incident",
-    "remediation": "one change a line",
+    "remediation": "one change a line (the usual remedies below: enter adds one)",
     "verification": "seed: N / epsilon: X / through step: T / expect: step N loss < X",
     "lesson": "one line for the lessons file",
 }
+SECTION_OF = dict(zip(("symptoms", "hypotheses", "evidence", "root_cause", "remediation", "verification",
+                       "lesson"), SECTIONS))
+
+SHORT = dict(zip(SECTIONS, ("Symptoms", "Hypotheses", "Evidence", "Root cause", "Remediation", "Verification",
+                            "Lesson")))
 
 
 def draft_path(root: Path, pm: PostMortem) -> Path:
     return root / ".postmortem" / "drafts" / f"{pm.run_id}-{pm.spike_step}.md"
 
 
+class AskScreen(ModalScreen[str | None]):
+    """One line from the author (a dismissal's reason, a new hypothesis); escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask.cancel")]
+
+    def __init__(self, prompt: str, placeholder: str = ""):
+        super().__init__()
+        self.prompt, self.placeholder = prompt, placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask"):
+            yield Label(self.prompt)
+            yield Input(placeholder=self.placeholder, id="answer")
+
+    def on_mount(self) -> None:
+        self.query_one("#answer", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HypothesesTable(DataTable):
+    """Section 2: the ranked hypotheses; the author reorders, adds and dismisses."""
+
+    BINDINGS = [
+        Binding("shift+up", "move(-1)", "Up", id="hypotheses.up", tooltip="Move the hypothesis up"),
+        Binding("shift+down", "move(1)", "Down", id="hypotheses.down", tooltip="Move the hypothesis down"),
+        Binding("d", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss",
+                tooltip="Dismiss with a reason (again: restore it)"),
+        Binding("a", "add", "Add", id="hypotheses.add", tooltip="Add a hypothesis: pattern | panel | observation"),
+    ]
+
+    def __init__(self, hypotheses: list[HypothesisEntry], **kw):
+        super().__init__(cursor_type="row", **kw)
+        self.hypotheses = list(hypotheses)
+
+    def on_mount(self) -> None:
+        self.add_columns("#", "pattern", "panel", "observation", "dismissed")
+        self.fill()
+
+    def fill(self, row: int | None = None) -> None:
+        self.clear()
+        for i, h in enumerate(self.hypotheses, 1):
+            self.add_row(str(i), h.pattern, h.panel, h.observation, h.dismissed or "")
+        if row is not None and self.hypotheses:
+            self.move_cursor(row=max(0, min(row, len(self.hypotheses) - 1)))
+        self.post_message(self.Changed())
+
+    class Changed(Message):
+        """The author changed section 2."""
+
+    def action_move(self, delta: int) -> None:
+        i = self.cursor_row
+        j = i + delta
+        if not (0 <= i < len(self.hypotheses) and 0 <= j < len(self.hypotheses)):
+            return
+        self.hypotheses[i], self.hypotheses[j] = self.hypotheses[j], self.hypotheses[i]
+        self.fill(j)
+
+    def action_dismiss_hypothesis(self) -> None:
+        i = self.cursor_row
+        if not 0 <= i < len(self.hypotheses):
+            return
+        h = self.hypotheses[i]
+        if h.dismissed:
+            self.hypotheses[i] = h.model_copy(update={"dismissed": None})
+            self.fill(i)
+            return
+
+        def done(reason: str | None) -> None:
+            if reason:
+                self.hypotheses[i] = h.model_copy(update={"dismissed": reason})
+                self.fill(i)
+        self.app.push_screen(AskScreen(f"Why dismiss {h.pattern}?", "the observation that rules it out"), done)
+
+    def action_add(self) -> None:
+        def done(text: str | None) -> None:
+            parts = [p.strip() for p in (text or "").split("|")]
+            if len(parts) == 3 and all(parts):
+                self.hypotheses.append(HypothesisEntry(pattern=parts[0], panel=parts[1], observation=parts[2]))
+                self.fill(len(self.hypotheses) - 1)
+            elif text:
+                self.app.notify("a hypothesis is: pattern | panel | observation", severity="warning")
+        self.app.push_screen(AskScreen("New hypothesis", "pattern | panel | observation"), done)
+
+
 class EditorScreen(Screen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="editor.back", tooltip="Back to the dashboard"),
-                Binding("ctrl+s", "save", "Save draft", id="editor.save", tooltip="Save the draft now")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="editor.back", tooltip="Back to the dashboard (saved)"),
+        Binding("ctrl+s", "save", "Save draft", id="editor.save", tooltip="Save the draft now"),
+        Binding("f2", "toggle_preview", "Preview", id="editor.preview", tooltip="The whole document as Markdown"),
+        Binding("ctrl+r", "replay", "Replay", id="editor.replay",
+                tooltip="Replay the incident; its evidence fills section 3 and re-ranks section 2"),
+        Binding("ctrl+o", "external_editor", "$EDITOR", id="editor.external",
+                tooltip="Open the focused section in $EDITOR"),
+        Binding("f5", "rederive", "Re-derive symptoms", id="editor.rederive", show=False,
+                tooltip="Symptoms again from the run (your unusual tokens kept)"),
+        Binding("ctrl+g", "commit", "Commit", id="editor.commit",
+                tooltip="Check the document, then commit it and its lesson with git"),
+    ]
 
     def __init__(self, pm: PostMortem, drafts_root: Path, run_log=None):
         super().__init__()
         self.pm, self.root, self.run_log = pm, drafts_root, run_log
         self.path = draft_path(drafts_root, pm)
         self.restored = False
+        self.problems: list = []
+        self.saved = ""              # the draft's text as last written
+        self.committed = None
         if self.path.exists():
             from postmortem.document.markdown import DocumentError, read
             try:
@@ -46,42 +163,74 @@ class EditorScreen(Screen):
 
     def compose(self) -> ComposeResult:
         pm = self.pm
-        with VerticalScroll(id="editor"):
-            sym = "  ".join(f"{k}={v}" for k, v in pm.symptoms.model_dump().items() if v is not None)
-            yield Static(f"[b]1. Symptoms[/b] (from the run)\n{escape(sym)}", id="symptoms")
-            hyps = "\n".join(escape(f"{i}. {h.pattern} [{h.panel}] {h.observation}")
-                             for i, h in enumerate(pm.hypotheses, 1))
-            yield Static(f"[b]2. Hypotheses[/b]\n{hyps or '-'}", id="hypotheses")
-            yield Label("pattern of the root cause")
-            yield Input(pm.pattern or "", id="pattern")
-            texts = {
-                "evidence": "\n".join(f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}"
-                                      for e in pm.evidence),
-                "root_cause": pm.root_cause, "remediation": "\n".join(pm.remediation),
-                "verification": "\n".join(pm.verification.lines()),
-                "lesson": pm.lesson}
-            for n, name in enumerate(("evidence", "root_cause", "remediation", "verification", "lesson"), 3):
-                yield Label(f"{n}. {name.replace('_', ' ')}: {GUIDE[name]}")
-                area = TextArea(texts[name], id=name)
-                area.styles.height = 4 if name != "evidence" else 6
-                yield area
+        with Horizontal(id="editor-body"):
+            with VerticalScroll(id="editor"):
+                yield Static(self._symptoms_text(), id="symptoms")
+                yield Label("unusual tokens (yours to name; the run logs none)")
+                yield Input(pm.symptoms.unusual_tokens or "", id="unusual_tokens",
+                            placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
+                yield Label("[b]2. Hypotheses[/b]: shift+up/down reorder, d dismisses with a reason, a adds")
+                yield HypothesesTable(pm.hypotheses, id="hypotheses")
+                yield Label("pattern of the root cause")
+                yield Input(pm.pattern or "", id="pattern", suggester=SuggestFromList(PATTERNS),
+                            placeholder=", ".join(PATTERNS[:4]) + ", ...")
+                texts = self._texts(pm)
+                for n, name in enumerate(AREAS, 3):
+                    yield Label(f"[b]{n}. {SECTION_OF[name]}[/b]: {escape(GUIDE[name])}")
+                    area = TextArea(texts[name], id=name, soft_wrap=True)
+                    area.styles.height = {"evidence": 8, "lesson": 3}.get(name, 5)
+                    yield area
+                    if name == "remediation":
+                        remedies = OptionList(id="remedies")
+                        remedies.border_title = "usual remedies"
+                        yield remedies
+            preview = Markdown("", id="preview")
+            preview.display = False
+            yield preview
+        yield Static("", id="sections")
         yield Static("", id="lint")
         yield Footer()
+
+    @staticmethod
+    def _texts(pm: PostMortem) -> dict[str, str]:
+        return {"evidence": "\n".join(f"{e.panel} | {e.observation} | {', '.join(e.favors)} | "
+                                      f"{', '.join(e.rules_out)}" for e in pm.evidence),
+                "root_cause": pm.root_cause, "remediation": "\n".join(pm.remediation),
+                "verification": "\n".join(pm.verification.lines()), "lesson": pm.lesson}
+
+    def _symptoms_text(self) -> str:
+        # shown to 4 significant digits; the document keeps every digit the run logged
+        sym = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in self.pm.symptoms.model_dump().items()
+                        if v is not None and k != "unusual_tokens")
+        return f"[b]1. Symptoms[/b] (from the run; f5 re-derives)\n{escape(sym)}"
 
     def on_mount(self) -> None:
         self.set_interval(5, self.action_save)
         if self.restored:
             self.notify(f"draft restored from {self.path}")
+        self.show_remedies()
+        kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
+        if kept:
+            self.apply_replay(kept)      # a replay run from the dashboard before opening
         self.relint()
+
+    # -- changes ----------------------------------------------------------------------
 
     def on_text_area_changed(self, event) -> None:
         self._changed()
 
-    def on_input_changed(self, event) -> None:
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "pattern":
+            self.show_remedies()
+        if event.input.id in ("pattern", "unusual_tokens"):
+            self._changed()
+
+    def on_hypotheses_table_changed(self, event) -> None:
         self._changed()
 
     def _changed(self) -> None:
-        # debounced: the lint and the save run once typing pauses
+        # debounced: the save, the lint and the preview run once typing pauses
         if getattr(self, "_timer", None) is not None:
             self._timer.stop()
         self._timer = self.set_timer(0.5, self._settle)
@@ -90,10 +239,26 @@ class EditorScreen(Screen):
         self.action_save()
         self.relint()
 
+    def show_remedies(self) -> None:
+        pattern = self.query_one("#pattern", Input).value.strip()
+        options = self.query_one("#remedies", OptionList)
+        options.clear_options()
+        options.add_options(remedies_for(pattern))
+        options.highlighted = 0 if options.option_count else None
+        options.border_title = f"usual remedies of {pattern}: enter adds one" if pattern else "usual remedies"
+        options.display = bool(remedies_for(pattern))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        area = self.query_one("#remediation", TextArea)
+        line = str(event.option.prompt)
+        if line not in area.text.splitlines():
+            area.text = (area.text.rstrip("\n") + "\n" + line).lstrip("\n")
+
+    # -- the document -------------------------------------------------------------------
+
     def collect(self) -> PostMortem:
         """The document as the inputs say it now (lines that do not parse are left out)."""
-        get = {name: self.query_one(f"#{name}").text for name in
-               ("evidence", "root_cause", "remediation", "verification", "lesson")}
+        get = {name: self.query_one(f"#{name}", TextArea).text for name in AREAS}
         rows = []
         for line in get["evidence"].splitlines():
             parts = [p.strip() for p in line.split("|")]
@@ -101,25 +266,140 @@ class EditorScreen(Screen):
                 parts += [""] * (4 - len(parts))
                 rows.append(EvidenceRow(panel=parts[0], observation=parts[1],
                                         favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
+        tokens = self.query_one("#unusual_tokens", Input).value.strip() or None
         return self.pm.model_copy(update={
+            "symptoms": self.pm.symptoms.model_copy(update={"unusual_tokens": tokens}),
+            "hypotheses": list(self.query_one("#hypotheses", HypothesesTable).hypotheses),
             "pattern": self.query_one("#pattern", Input).value.strip() or None, "evidence": rows,
             "root_cause": get["root_cause"].strip(), "lesson": get["lesson"].strip(),
             "remediation": [r.strip() for r in get["remediation"].splitlines() if r.strip()],
             "verification": Verification.from_lines(get["verification"].splitlines(), strict=False)})
 
+    def load(self, pm: PostMortem) -> None:
+        """Put a document into the inputs (after a replay or a re-derivation)."""
+        self.pm = pm
+        for name, text in self._texts(pm).items():
+            area = self.query_one(f"#{name}", TextArea)
+            if area.text != text:
+                area.text = text
+        table = self.query_one("#hypotheses", HypothesesTable)
+        table.hypotheses = list(pm.hypotheses)
+        table.fill(0)
+        self.query_one("#pattern", Input).value = pm.pattern or ""
+        self.query_one("#unusual_tokens", Input).value = pm.symptoms.unusual_tokens or ""
+        self.query_one("#symptoms", Static).update(self._symptoms_text())
+
     def action_save(self) -> None:
+        """Save the draft when it changed; not once committed (the commit holds it), nor
+        while another screen is on top (nothing here changes then)."""
         from postmortem.document.markdown import render
         from postmortem.files import atomic_write
+        if self.committed or not self.is_current:
+            return
         self.pm = self.collect()
-        atomic_write(self.path, render(self.pm))
+        text = render(self.pm)
+        if text != self.saved:
+            atomic_write(self.path, text)
+            self.saved = text
 
     def relint(self) -> None:
         from postmortem.document.lint import check_text
         from postmortem.document.markdown import parse, render
         text = render(self.collect())
         problems = check_text(text, parse(text), self.run_log)
-        sections = sorted({p.section for p in problems})
+        bad = {p.section for p in problems}
+        wide = self.size.width >= 100          # at 80 columns: the numbers only
+        self.query_one("#sections", Static).update(" ".join(
+            f"[{'red' if name in bad else 'green'}]{n}{' ' + SHORT[name] if wide else ''} "
+            f"{'x' if name in bad else 'ok'}[/]" for n, name in enumerate(SECTIONS, 1)))
         self.query_one("#lint", Static).update(escape(
-            "complete: ready to commit" if not problems else
-            f"{len(problems)} problem(s) in: {', '.join(sections)} - {problems[0]}"))
+            "complete: ready to commit (ctrl+g)" if not problems else
+            f"{len(problems)} problem(s); first: {problems[0]}"))
         self.problems = problems
+        preview = self.query_one("#preview", Markdown)
+        if preview.display:
+            preview.update(text)
+
+    # -- actions ------------------------------------------------------------------------
+
+    def action_toggle_preview(self) -> None:
+        preview = self.query_one("#preview", Markdown)
+        preview.display = not preview.display
+        self.relint()
+
+    def action_rederive(self) -> None:
+        if self.run_log is None:
+            return
+        from postmortem.document.draft import draft
+        fresh = draft(self.run_log, self.pm.learner, self.pm.spike_step)
+        tokens = self.query_one("#unusual_tokens", Input).value.strip() or None
+        self.pm = self.collect().model_copy(update={
+            "symptoms": fresh.symptoms.model_copy(update={"unusual_tokens": tokens})})
+        self.query_one("#symptoms", Static).update(self._symptoms_text())
+        self._changed()
+
+    def apply_replay(self, result: dict) -> None:
+        """A replay's evidence into section 3, its ranking into section 2, the heavy tail's
+        rarest tokens offered as unusual tokens when the author named none."""
+        from postmortem.document.draft import apply_replay
+        pm = apply_replay(self.collect(), result)
+        tail = (result.get("probes") or {}).get("per_token") or {}
+        rare = [t["token"] for t in tail.get("heavy_tail", []) if t.get("train_count") is not None
+                and t["train_count"] <= 2]
+        if rare and not pm.symptoms.unusual_tokens:
+            seen = list(dict.fromkeys(repr(t) for t in rare))[:6]
+            pm = pm.model_copy(update={"symptoms": pm.symptoms.model_copy(update={
+                "unusual_tokens": "rare pieces behind the heavy tail: " + ", ".join(seen)})})
+        self.load(pm)
+        self._changed()
+
+    def action_replay(self) -> None:
+        from postmortem.tui.replay import ReplayScreen
+        app = self.app
+        inc = app.incident_at(self.pm.spike_step) if hasattr(app, "incident_at") else None
+        if inc is None or self.run_log is None:
+            self.notify("no incident of this run to replay", severity="warning")
+            return
+
+        def done(result: dict | None) -> None:
+            if result:
+                app.replays[inc.step] = result
+                self.apply_replay(result)
+                self.notify(f"{len(result['evidence'])} evidence rows; section 3 and the ranking updated")
+        app.push_screen(ReplayScreen(self.run_log, inc), done)
+
+    def action_external_editor(self) -> None:
+        """The focused section in $EDITOR (or $VISUAL); the app waits, then reads it back."""
+        area = self.focused if isinstance(self.focused, TextArea) else None
+        if area is None:
+            self.notify("focus a section (3-7) first", severity="warning")
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.NamedTemporaryFile("w", suffix=f"-{area.id}.md", delete=False, encoding="utf-8") as f:
+            f.write(area.text)
+        try:
+            try:
+                with self.app.suspend():
+                    code = subprocess.call([*shlex.split(editor), f.name])
+            except Exception as err:         # no terminal to hand over (headless): run it as is
+                if type(err).__name__ != "SuspendNotSupported":
+                    raise
+                code = subprocess.call([*shlex.split(editor), f.name], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if code != 0:
+                self.notify(f"{editor} exited with {code}: the section is unchanged", severity="warning")
+                return
+            area.text = Path(f.name).read_text(encoding="utf-8").rstrip("\n")
+        except OSError as err:
+            self.notify(f"cannot run {editor}: {err}", severity="error")
+        finally:
+            Path(f.name).unlink(missing_ok=True)
+
+    def action_commit(self) -> None:
+        from postmortem.tui.commit import CommitScreen
+        self.action_save()
+        self.relint()
+
+        def committed(done) -> None:
+            self.committed = done
+        self.app.push_screen(CommitScreen(self.pm, self.problems, self.root, self.path, committed))

@@ -1,0 +1,161 @@
+"""A replay in a child process: the UI stays responsive while torch runs, and a crash or a
+hang in the user's code cannot take the app down. Messages come back on a queue:
+
+    ("progress", arm, step, done, total)
+    ("evidence", {panel, observation, favors, rules_out})
+    ("done", ReplayResult.to_dict())
+    ("error", one line)            # the run's code failed, or what is missing to replay
+    ("cancelled", arm)
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import queue as queues
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def what_is_missing(log) -> str | None:
+    """Why this run cannot be replayed, and how to fix it; None when it can. Reads the
+    manifest and lists the checkpoint folder only: no torch, no user code imported."""
+    hint = ("record the run with postmortem.record.Recorder: it writes manifest.json with "
+            '"replay": {"entrypoint": "pkg.module:make_replay", "checkpoints": "checkpoints/"} '
+            "and the per-step batch hashes")
+    manifest = log.manifest
+    if manifest is None:
+        return f"no manifest.json beside the run, so no replay entry point nor checkpoints: {hint}"
+    if manifest.replay is None:
+        return f"manifest.json names no replay entry point: {hint}"
+    run_dir = Path(log.source.path)
+    run_dir = run_dir.parent if run_dir.is_file() else run_dir
+    folder = run_dir / (manifest.replay.checkpoints or "checkpoints/")
+    if not any(folder.glob("*.pt")) and not any(folder.glob("*.pth")):
+        return (f"no checkpoint in {folder}: save one every N steps (the state after N steps, "
+                f"named step-N.pt) so the steps before an incident can be replayed")
+    return None
+
+
+def _child(log, inc, arms: tuple[str, ...], device: str, out, cancel) -> None:
+    from postmortem.replay.engine import Cancelled, Replayer
+    from postmortem.run.model import RunReadError
+    try:
+        if device == "auto":
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        replayer = Replayer(log, inc, device, progress=lambda *a: out(("progress", *a)), cancel=cancel,
+                            on_evidence=lambda e: out(("evidence", dict(e.__dict__))))
+        result = replayer.replay(arms)
+        out(("done", result.to_dict()))
+    except Cancelled as err:
+        out(("cancelled", str(err)))
+    except RunReadError as err:
+        out(("error", str(err)))
+    except BaseException as err:        # the run's own code: one line in the panel
+        out(("error", f"the replay failed in the run's code: {type(err).__name__}: {err}"))
+
+
+def main() -> None:
+    """The child: the job pickled on stdin, one JSON message a line on the stdout it was
+    given. The run's code printing to stdout goes to stderr instead, and SIGTERM asks the
+    replay to stop between two steps."""
+    import json
+    import os
+    import pickle
+    import signal
+    import threading
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    cancel = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: cancel.set())
+    log, inc, arms, device = pickle.load(sys.stdin.buffer)
+
+    def out(message) -> None:
+        channel.write(json.dumps(message, default=str) + "\n")
+    _child(log, inc, tuple(arms), device, out, cancel)
+    channel.flush()
+
+
+@dataclass
+class ReplayProcess:
+    """One replay in a child interpreter (`python -m postmortem.replay.worker`): a crash,
+    a hang or a segfault in the run's code cannot take the app down, and torch is never
+    imported into the app."""
+
+    log: object            # the RunLog, pickled to the child: it is not read twice
+    incident: object
+    arms: tuple[str, ...]
+    device: str = "auto"           # cuda when the child's torch sees one
+    messages: list = field(default_factory=list)
+
+    def start(self) -> "ReplayProcess":
+        self.stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([sys.executable, "-m", "postmortem.replay.worker"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.queue: queues.Queue = queues.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        job = pickle.dumps((self.log, self.incident, list(self.arms), self.device))
+        try:
+            self.process.stdin.write(job)
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass                       # it died at once; poll() says how
+        return self
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                self.queue.put(tuple(json.loads(line)))
+            except ValueError:
+                continue
+        self.process.wait()
+        self.queue.put(("exit", self.process.returncode))
+
+    def poll(self) -> list[tuple]:
+        """The messages that arrived since the last poll; an ("error", ...) when the process
+        ended without saying why (killed, a segfault in an extension)."""
+        got = []
+        while True:
+            try:
+                got.append(self.queue.get_nowait())
+            except queues.Empty:
+                break
+        finished = any(m[0] in ("done", "error", "cancelled") for m in self.messages + got)
+        for i, m in enumerate(got):
+            if m[0] == "exit":
+                got[i] = ("exit", m[1]) if finished else ("error", self._death(m[1]))
+        got = [m for m in got if m[0] != "exit"]
+        self.messages += got
+        return got
+
+    def _death(self, code: int) -> str:
+        self.stderr.seek(0)
+        lines = [x for x in self.stderr.read().decode(errors="replace").splitlines() if x.strip()]
+        last = f": {lines[-1].strip()[:200]}" if lines else ""
+        return f"the replay process died (exit code {code}){last}"
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def cancel(self, grace: float = 2.0) -> None:
+        """Ask the replay to stop between two steps; kill it when it does not within `grace`."""
+        if self.running:
+            self.process.terminate()
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(1)
+        self.reader.join(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Commit: the lint's problems by section, or the files to be written and the commit
+message; enter commits them with git (the knowledge base's `commit`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, Static
+
+from postmortem.document.model import SECTIONS, PostMortem
+
+
+class CommitScreen(Screen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="commit.back", tooltip="Back to the editor"),
+                Binding("f3", "init", "git init here", id="commit.init",
+                        tooltip="Make a git repository in the current folder")]
+
+    def __init__(self, pm: PostMortem, problems: list, root: Path, draft: Path | None = None,
+                 on_commit=None):
+        super().__init__()
+        self.pm, self.problems, self.root, self.draft = pm, problems, root, draft
+        self.on_commit = on_commit or (lambda done: None)
+        self.committed = None
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="commit"):
+            if self.problems:
+                yield Static(self._problems_text(), id="commit-problems")
+            else:
+                yield Label("learner (the lessons file is learners/<learner>/lessons.md)")
+                yield Input(self.pm.learner, id="learner")
+                yield Static("", id="commit-plan")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "commit the post-mortem"
+        if not self.problems:
+            self.show_plan()
+            self.query_one("#learner", Input).focus()
+
+    def _problems_text(self) -> str:
+        by_section: dict[str, list[str]] = {}
+        for p in self.problems:
+            by_section.setdefault(p.section, []).append(p.problem)
+        lines = [f"[b]Not ready to commit: {len(self.problems)} problem(s)[/b]  (escape: back to the editor)", ""]
+        for n, name in enumerate(SECTIONS, 1):
+            if name in by_section:
+                lines.append(f"[b]{n}. {name}[/b]")
+                lines += [f"   - {escape(x)}" for x in by_section.pop(name)]
+        for name, rest in by_section.items():
+            lines.append(f"[b]{escape(name)}[/b]")
+            lines += [f"   - {escape(x)}" for x in rest]
+        return "\n".join(lines)
+
+    def _learner(self) -> str:
+        return self.query_one("#learner", Input).value.strip()
+
+    def show_plan(self) -> None:
+        from postmortem.kb.lessons import KBError
+        from postmortem.kb.repo import open_repo, plan
+        out = self.query_one("#commit-plan", Static)
+        try:
+            todo = plan(self.pm, self._learner(), open_repo(self.root))
+        except KBError as err:
+            hint = "  (f3 makes one here)" if "not in a git repository" in str(err) else ""
+            out.update(f"[red]{escape(str(err))}[/red]{hint}")
+            self.ready = False
+            return
+        self.ready = True
+        out.update("\n".join([
+            "[b]Ready.[/b] Enter commits exactly these files:", "",
+            f"  write   {escape(todo.postmortem)}",
+            f"  append  {escape(todo.lessons)}  (one row: the lesson)", "",
+            f"in {escape(str(todo.root))}, with the message:", f"  {escape(todo.message)}"]))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self.committed is None:
+            self.show_plan()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self.committed is None and self.ready:
+            self.commit()
+
+    def commit(self) -> None:
+        import git
+
+        from postmortem.document.markdown import render
+        from postmortem.kb.lessons import KBError
+        from postmortem.kb.repo import commit
+        pm = self.pm.model_copy(update={"learner": self._learner()})
+        out = self.query_one("#commit-plan", Static)
+        try:
+            done = commit(pm, render(pm), pm.learner, self.root)
+        except KBError as err:
+            out.update(f"[red]not committed: {escape(str(err))}[/red]")
+            return
+        except git.GitCommandError as err:
+            last = (err.stderr or str(err)).strip().splitlines()[-1]
+            out.update(f"[red]not committed: git: {escape(last)}[/red]")
+            return
+        self.committed = done
+        self.on_commit(done)
+        if self.draft is not None:
+            self.draft.unlink(missing_ok=True)     # the committed file holds every word of it now
+        out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}\n{done.lessons}")
+                   + "\n\n[b]l[/b] opens the lessons, escape goes back")
+        self.app.notify(f"committed {done.sha[:10]}")
+        self.set_focus(None)              # l and escape act now, not the learner's input
+
+    def action_init(self) -> None:
+        from postmortem.kb.repo import open_repo
+        if self.problems or self.committed:
+            return
+        open_repo(self.root, init=True)
+        self.show_plan()

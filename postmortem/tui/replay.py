@@ -1,0 +1,131 @@
+"""The replay panel: pick the arms, run them in a child process, watch each step and the
+evidence arrive, cancel with Escape. Dismissed with the replay's result (a dict), or None."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionList, Static
+
+from postmortem.replay.worker import ReplayProcess, what_is_missing
+
+# the arms (the engine's names) and what each tells apart; no torch imported to list them
+ARMS = {
+    "faithful": "the logged steps again: the replay must reproduce the run first",
+    "fp32": "the same steps in fp32: an fp16 overflow goes away",
+    "scheduled-lr": "the LR the schedule meant: a schedule discontinuity goes away",
+    "restored-moments": "the checkpoint's Adam moments on resume: an optimizer reset goes away",
+    "swap-batch": "the suspect batch replaced by its neighbour: a rare-token batch goes away",
+    "earlier-checkpoint": "the suspect batch on an earlier state: hard data stays hard",
+}
+
+
+class ReplayScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "cancel_or_back", "Cancel / back", id="replay.back",
+                tooltip="Cancel a running replay; otherwise back, with the evidence"),
+        Binding("r", "start", "Run replay", id="replay.run", tooltip="Replay the checked arms"),
+    ]
+
+    def __init__(self, log, incident, device: str = "auto"):
+        super().__init__()
+        self.runlog, self.incident, self.device = log, incident, device
+        self.missing = what_is_missing(log)
+        self.process: ReplayProcess | None = None
+        self.result: dict | None = None
+        self.state = "missing" if self.missing else "ready"   # ready, running, done, cancelled, failed
+        self.evidence: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        inc = self.incident
+        yield Header()
+        yield Static(escape(f"replay of {self.runlog.run_id}: {inc.kind} at step {inc.step}"), id="replay-title")
+        if self.missing:
+            yield Static(escape(f"This run cannot be replayed: {self.missing}"), id="replay-missing")
+        else:
+            with Horizontal(id="replay-top"):
+                arms = SelectionList[str](*[(f"{name}: {why}", name, True) for name, why in ARMS.items()],
+                                          id="arms")
+                arms.border_title = "arms (space toggles, r runs)"
+                yield arms
+                with Vertical(id="replay-progress"):
+                    yield Static("press r to replay the checked arms", id="replay-status")
+                    yield ProgressBar(id="replay-bar", show_eta=False)
+                    yield Static("", id="replay-ranking")
+            table = DataTable(id="evidence", cursor_type="row")
+            table.border_title = "evidence"
+            yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "postmortem replay"
+        if not self.missing:
+            self.query_one("#evidence", DataTable).add_columns("panel", "observation", "favors", "rules out")
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        chosen = self.query_one("#arms", SelectionList).selected
+        return tuple(a for a in ARMS if a in chosen or a == "faithful")   # faithful always first
+
+    def action_start(self) -> None:
+        if self.state in ("missing", "running"):
+            return
+        self.evidence, self.result = [], None
+        self.query_one("#evidence", DataTable).clear()
+        self.query_one("#replay-ranking", Static).update("")
+        self._status("starting the replay process (importing torch and the run's code)...")
+        self.process = ReplayProcess(self.runlog, self.incident, self.arms, self.device).start()
+        self.state = "running"
+        self._timer = self.set_interval(0.1, self.poll)
+
+    def poll(self) -> None:
+        for kind, *rest in self.process.poll():
+            if kind == "progress":
+                arm, step, done, total = rest
+                bar = self.query_one("#replay-bar", ProgressBar)
+                bar.update(total=total, progress=done)
+                self._status(f"{arm}: step {step} ({done}/{total})")
+            elif kind == "evidence":
+                row = rest[0]
+                self.evidence.append(row)
+                self.query_one("#evidence", DataTable).add_row(
+                    row["panel"], row["observation"], ", ".join(row["favors"]), ", ".join(row["rules_out"]))
+            elif kind == "done":
+                self.result = rest[0]
+                self._finish("done")
+                ranking = "  ".join(f"{h['rank']}. {h['pattern']} {h['score']:.2f}"
+                                    for h in self.result["hypotheses"][:4])
+                self._status(f"done on {self.result['device']}: "
+                             f"{'faithful' if self.result['faithful'] else 'NOT faithful'} "
+                             f"(max diff {self.result['faithful_max_diff']:.3g}); escape takes the evidence back")
+                self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
+            elif kind == "error":
+                self._finish("failed")
+                self._status(f"[b]replay failed[/b]: {escape(rest[0])}", markup=True)
+            elif kind == "cancelled":
+                self._finish("cancelled")
+                self._status("cancelled")
+
+    def _finish(self, state: str) -> None:
+        self.state = state
+        self._timer.stop()
+
+    def _status(self, text: str, markup: bool = False) -> None:
+        self.query_one("#replay-status", Static).update(text if markup else escape(text))
+
+    def action_cancel_or_back(self) -> None:
+        if self.state == "running":
+            self.process.cancel()
+            self.poll()
+            if self.state == "running":
+                self._finish("cancelled")
+                self._status("cancelled")
+            return
+        self.dismiss(self.result)
+
+    def on_unmount(self) -> None:
+        if self.process is not None and self.process.running:
+            self.process.cancel(grace=0.5)

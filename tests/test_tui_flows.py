@@ -1,0 +1,228 @@
+"""The TUI's flows through Textual's Pilot, from a spike to a committed post-mortem: a real
+replay of the mini-GPT sample in a child process, a real git repository, the files read back."""
+
+import os
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from postmortem.document.markdown import read
+from postmortem.tui.app import PostmortemApp
+from postmortem.tui.commit import CommitScreen
+from postmortem.tui.editor import EditorScreen, HypothesesTable, draft_path
+from postmortem.tui.lessons import LessonsScreen
+from postmortem.tui.replay import ReplayScreen
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_runs" / "long-tail-token"
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for k, v in {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
+                 "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}.items():
+        monkeypatch.setenv(k, v)
+    r = git.Repo.init(tmp_path / "kb")
+    (tmp_path / "kb" / "README.md").write_text("our post-mortems\n")
+    r.index.add(["README.md"])
+    r.index.commit("start")
+    return tmp_path / "kb"
+
+
+async def opened(app, pilot):
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def until(pilot, predicate, seconds=120.0):
+    start = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - start < seconds, "timed out"
+        await pilot.pause(0.2)
+
+
+async def replayed(app, pilot, arms_off=()):
+    await pilot.press("r")
+    screen = app.screen
+    assert isinstance(screen, ReplayScreen) and screen.missing is None
+    for arm in arms_off:
+        screen.query_one("#arms").deselect(arm)
+    await pilot.press("r")
+    assert screen.state == "running"
+    await until(pilot, lambda: screen.state != "running")
+    return screen
+
+
+@pytest.mark.asyncio
+async def test_from_the_spike_to_a_committed_postmortem(repo):
+    app = PostmortemApp(str(SAMPLE), kb_root=repo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        # the replay: real arms in a child process, the evidence arriving row by row
+        screen = await replayed(app, pilot, arms_off=("fp32", "restored-moments"))
+        assert screen.state == "done", str(screen.query_one("#replay-status").render())
+        assert screen.query_one("#evidence").row_count == len(screen.evidence) >= 4
+        swap = next(e for e in screen.evidence if e["observation"].startswith("swap-batch arm"))
+        assert "is gone" in swap["observation"] and "long-tail-token" in swap["favors"]
+        assert screen.result["hypotheses"][0]["pattern"] == "long-tail-token"
+        assert not any(e["observation"].startswith("fp32 arm") for e in screen.evidence)
+        await pilot.press("escape")
+        assert app.replays[250]["faithful"] is True
+        # the editor opens with the replay's evidence in section 3 and the ranking in section 2
+        await pilot.press("e")
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        pm = editor.collect()
+        assert any("swap-batch arm" in e.observation for e in pm.evidence)
+        assert pm.hypotheses[0].pattern == "long-tail-token" and pm.pattern == "long-tail-token"
+        assert "rare pieces" in (pm.symptoms.unusual_tokens or "")
+        # section 2: move a hypothesis down and back, dismiss one with a reason
+        table = editor.query_one("#hypotheses", HypothesesTable)
+        table.focus()
+        await pilot.press("down", "shift+down")
+        assert [h.pattern for h in table.hypotheses][1:3] == [pm.hypotheses[2].pattern, pm.hypotheses[1].pattern]
+        await pilot.press("shift+up")
+        assert [h.pattern for h in table.hypotheses] == [h.pattern for h in pm.hypotheses]
+        target = table.hypotheses[1].pattern
+        await pilot.press("d")
+        await pilot.press(*"ruled out by the swap", "enter")
+        assert table.hypotheses[1].dismissed == "ruled out by the swap"
+        # section 5: the pattern's usual remedies, enter adds one
+        remedies = editor.query_one("#remedies")
+        assert remedies.option_count >= 3
+        remedies.focus()
+        await pilot.press("enter")
+        first = str(remedies.get_option_at_index(0).prompt)
+        assert editor.query_one("#remediation").text == first
+        editor.query_one("#root_cause").text = ("Half of the batch of step 250 was junk of long-tail tokens "
+                                                "that the model had almost never seen.")
+        editor.query_one("#verification").text = ("seed: 1234\nepsilon: 0.0\nthrough step: 249\n"
+                                                  "expect: step 250 loss < 2.0")
+        editor.query_one("#lesson").text = "A spike on one batch with a smooth LR: look at the batch first."
+        await pilot.pause(0.8)
+        assert not editor.problems, editor.problems
+        assert "7 Lesson ok" in str(editor.query_one("#sections").render())
+        saved = read(draft_path(repo, editor.pm))
+        assert saved.hypotheses[1].pattern == target and saved.hypotheses[1].dismissed
+        # the preview shows the whole document
+        await pilot.press("f2")
+        assert editor.query_one("#preview").display
+        # commit: the files and the message, then git
+        await pilot.press("ctrl+g")
+        commit = app.screen
+        assert isinstance(commit, CommitScreen) and commit.ready
+        plan = str(commit.query_one("#commit-plan").render())
+        assert "learners/" in plan and "lessons.md" in plan
+        commit.query_one("#learner").value = "ada"
+        await pilot.pause()
+        await pilot.press("enter")
+        assert commit.committed is not None
+        head = git.Repo(repo).head.commit
+        assert head.message.startswith("post-mortem 19-spike-001 (long-tail-token)")
+        assert set(head.stats.files) == {f"learners/ada/postmortems/{commit.pm.filename}",
+                                         "learners/ada/lessons.md"}
+        written = read(repo / "learners" / "ada" / "postmortems" / commit.pm.filename)
+        assert written.lesson.startswith("A spike on one batch") and written.hypotheses[1].dismissed
+        assert not draft_path(repo, editor.pm).exists()           # committed: the draft is gone
+        # the lesson is in the browser
+        await pilot.press("l")
+        lessons = app.screen
+        assert isinstance(lessons, LessonsScreen)
+        rows = [lessons.query_one("#lessons").get_row_at(i) for i in range(lessons.query_one("#lessons").row_count)]
+        assert any(r[2] == "ada" and r[4].startswith("A spike on one batch") for r in rows)
+
+
+@pytest.mark.asyncio
+async def test_the_commit_screen_lists_the_problems_by_section(tmp_path):
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        await pilot.press("ctrl+g")
+        commit = app.screen
+        assert isinstance(commit, CommitScreen)
+        text = str(commit.query_one("#commit-problems").render())
+        assert "Not ready to commit" in text and "4. Root cause" in text and "7. Lesson" in text
+        assert not (tmp_path / "learners").exists()
+
+
+@pytest.mark.asyncio
+async def test_a_run_without_replay_says_what_is_missing(tmp_path):
+    run = tmp_path / "metrics.jsonl"
+    lines = [f'{{"step": {s}, "loss": {3.0 - s / 1000 + (4.0 if s == 300 else 0)}}}' for s in range(400)]
+    run.write_text("\n".join(lines) + "\n")
+    app = PostmortemApp(str(run), kb_root=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened(app, pilot)
+        assert app.incident is not None
+        await pilot.press("r")
+        screen = app.screen
+        assert isinstance(screen, ReplayScreen) and "manifest.json" in screen.missing
+        assert "Recorder" in str(screen.query_one("#replay-missing").render())
+        await pilot.press("r")                      # nothing to start
+        assert screen.process is None
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ReplayScreen)
+
+
+@pytest.mark.asyncio
+async def test_a_replay_that_crashes_in_the_runs_code_shows_it_and_the_app_goes_on(tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    (run / "broken_replay.py").write_text(
+        "def make_replay(manifest, run_dir=None, device='cpu'):\n"
+        "    raise RuntimeError('CUDA out of memory in my_model.py line 12')\n")
+    manifest = (run / "manifest.json").read_text()
+    (run / "manifest.json").write_text(manifest.replace("postmortem.minigpt.replay:make_replay",
+                                                        "broken_replay:make_replay"))
+    app = PostmortemApp(str(run), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        screen = await replayed(app, pilot)
+        assert screen.state == "failed"
+        status = str(screen.query_one("#replay-status").render())
+        assert "replay failed" in status and "CUDA out of memory in my_model.py line 12" in status
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ReplayScreen)
+        await pilot.press("z")                          # the dashboard still answers
+        assert app.zoomed
+
+
+@pytest.mark.asyncio
+async def test_escape_cancels_a_running_replay():
+    app = PostmortemApp(str(ROOT / "sample_runs" / "optimizer-reset"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("r")
+        screen = app.screen
+        await pilot.press("r")
+        await until(pilot, lambda: any(m[0] == "progress" for m in screen.process.messages) or
+                    screen.state != "running", 90)
+        assert screen.state == "running"
+        await pilot.press("escape")
+        assert screen.state == "cancelled" and not screen.process.running
+        assert isinstance(app.screen, ReplayScreen)        # the first escape cancels, the next goes back
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ReplayScreen)
+
+
+@pytest.mark.asyncio
+async def test_a_section_opens_in_the_users_editor(tmp_path, monkeypatch):
+    script = tmp_path / "fake-editor"
+    script.write_text("#!/bin/sh\nprintf 'written in my editor\\n' >> \"$1\"\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(script))
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        editor.query_one("#root_cause").text = "first words"
+        editor.query_one("#root_cause").focus()
+        await pilot.press("ctrl+o")
+        assert editor.query_one("#root_cause").text == "first wordswritten in my editor"
