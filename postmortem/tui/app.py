@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from postmortem.tui.widgets.cells import plain
 from postmortem.tui.widgets.panel import MetricPanel
 
 # dashboard panel -> the canonical column it draws, and whether on a log scale
@@ -134,14 +135,14 @@ class PostmortemApp(App):
         table.add_columns("kind", "step", "metric", "top cause", "score")
         for inc in result.incidents:
             top = inc.hypotheses[0] if inc.hypotheses else None
-            table.add_row(inc.kind, str(inc.step), inc.metric, top.pattern if top else "-",
-                          f"{top.score:.2f}" if top else "-")
+            table.add_row(*plain(inc.kind, inc.step, inc.metric, top.pattern if top else "-",
+                                 f"{top.score:.2f}" if top else "-"))
         checks = self.query_one("#checks", DataTable)
         checks.add_columns("node", "", "detail")
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
         for c in result.checks:
             leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
-            checks.add_row(c.id, marks[c.status], f"{c.detail}{leaf}")
+            checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
         self.mark(0)
 
     # -- state ------------------------------------------------------------------------
@@ -270,7 +271,7 @@ class PostmortemApp(App):
 
     def action_lessons(self) -> None:
         from postmortem.tui.lessons import LessonsScreen
-        self.push_screen(LessonsScreen(self.kb_root))
+        self.push_screen(LessonsScreen(self.kb_root, self.runlog, self.incident))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"

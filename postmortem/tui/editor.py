@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionLis
 from postmortem.diagnose.models import PATTERNS
 from postmortem.document.model import SECTIONS, EvidenceRow, HypothesisEntry, PostMortem, Verification, split_patterns
 from postmortem.document.remedies import remedies_for
+from postmortem.tui.widgets.cells import plain
 
 AREAS = ("evidence", "root_cause", "remediation", "verification", "lesson")
 GUIDE = {
@@ -88,7 +89,7 @@ class HypothesesTable(DataTable):
     def fill(self, row: int | None = None) -> None:
         self.clear()
         for i, h in enumerate(self.hypotheses, 1):
-            self.add_row(str(i), h.pattern, h.panel, h.observation, h.dismissed or "")
+            self.add_row(*plain(i, h.pattern, h.panel, h.observation, h.dismissed or ""))
         if row is not None and self.hypotheses:
             self.move_cursor(row=max(0, min(row, len(self.hypotheses) - 1)))
         self.post_message(self.Changed())

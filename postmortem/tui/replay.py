@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionList, Static
 
 from postmortem.replay.worker import ReplayProcess, what_is_missing
+from postmortem.tui.widgets.cells import plain
 
 # the arms (the engine's names) and what each tells apart; no torch imported to list them
 ARMS = {
@@ -63,7 +64,7 @@ class ReplayScreen(Screen):
     def on_mount(self) -> None:
         self.title = "postmortem replay"
         if not self.missing:
-            self.query_one("#evidence", DataTable).add_columns("panel", "observation", "favors", "rules out")
+            self.query_one("#evidence", DataTable).add_columns("panel", "favors", "rules out", "observation")
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -91,8 +92,8 @@ class ReplayScreen(Screen):
             elif kind == "evidence":
                 row = rest[0]
                 self.evidence.append(row)
-                self.query_one("#evidence", DataTable).add_row(
-                    row["panel"], row["observation"], ", ".join(row["favors"]), ", ".join(row["rules_out"]))
+                self.query_one("#evidence", DataTable).add_row(*plain(
+                    row["panel"], ", ".join(row["favors"]), ", ".join(row["rules_out"]), row["observation"]))
             elif kind == "done":
                 self.result = rest[0]
                 self._finish("done")
