@@ -74,7 +74,7 @@ def cmd_sample(args) -> int:
 
 def cmd_tui(args) -> int:
     from postmortem.tui.app import run
-    return run(args.run, args.format)
+    return run(args.run, args.format, args.device)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
     p.set_defaults(func=cmd_sample)
-    p = run_command("tui", "the dashboard: panels, incidents, the checklist walk")
+    p = run_command("tui", "the dashboard: panels, incidents, the checklist walk, the replay, "
+                           "the post-mortem editor and the lessons")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="where the replay panel runs (default: cuda when there is one)")
     p.set_defaults(func=cmd_tui)
     from postmortem import cli_docs
     cli_docs.register(sub)

@@ -94,7 +94,8 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
         assert table.row_count == 0 and "no lessons match" in str(screen.query_one("#status").render())
         # the past incidents like this one: the example is this run's own incident, so it is
         # left out; the browser says there is nothing else rather than matching it with itself
-        await screen.workers.wait_for_complete()
+        while screen.similar is None:
+            await pilot.pause(0.05)
         await pilot.pause()
         similar = screen.query_one("#similar")
         assert similar.row_count == 1 and "no past post-mortem" in str(similar.get_row_at(0)[1])
@@ -117,8 +118,8 @@ async def test_similar_past_incidents_rank_the_same_pattern_first():
         await opened(app, pilot)
         await pilot.press("l")
         screen = app.screen
-        await screen.workers.wait_for_complete()
-        await pilot.pause()
+        while screen.similar is None:
+            await pilot.pause(0.05)
         assert isinstance(screen, LessonsScreen) and len(screen.similar) == 1
         score, path, pm, why = screen.similar[0]
         assert pm.run_id == "19-spike-001" and 0 <= score < 1
@@ -149,6 +150,10 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         assert "4 Root cause x" in str(editor.query_one("#sections").render())
         assert "problem(s)" in str(editor.query_one("#lint").render())
         example = read(ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md")
+        # left/right belong to the text here, not to the dashboard's step cursor
+        editor.query_one("#lesson").focus()
+        await pilot.press("a", "b", "left", "X")
+        assert editor.query_one("#lesson").text == "aXb" and app.cursor == 250
         editor.query_one("#root_cause").text = example.root_cause
         editor.query_one("#lesson").text = example.lesson
         editor.query_one("#remediation").text = "\n".join(example.remediation)

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from postmortem.tui.widgets.cells import plain
+from postmortem.tui.widgets.cells import columns, plain
 from postmortem.tui.widgets.panel import MetricPanel
 
 # dashboard panel -> the canonical column it draws, and whether on a log scale
@@ -55,14 +55,16 @@ class PostmortemApp(App):
 
     CSS_PATH = "app.tcss"
     TITLE = "postmortem"
+    # left/right move the step cursor wherever the focus is on the dashboard (priority:
+    # before a table's horizontal scroll); on other screens they are the widgets' own.
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
         Binding("q", "quit_dashboard", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
         Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
-        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, tooltip="Cursor one step left"),
-        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, tooltip="Cursor one step right"),
-        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, tooltip="Cursor 10 steps left"),
-        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, tooltip="Cursor 10 steps right"),
+        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, priority=True, tooltip="Cursor one step left"),
+        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, priority=True, tooltip="Cursor one step right"),
+        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, priority=True, tooltip="Cursor 10 steps left"),
+        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True, tooltip="Cursor 10 steps right"),
         Binding("n", "incident(1)", "Next incident", id="incident.next", tooltip="Mark the next incident"),
         Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
         Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
@@ -74,9 +76,10 @@ class PostmortemApp(App):
                 tooltip="Replay the steps around the incident in counterfactual arms"),
     ]
 
-    def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None):
+    def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None,
+                 device: str = "auto"):
         super().__init__()
-        self.run_path, self.format = run, format
+        self.run_path, self.format, self.device = run, format, device
         self.kb_root = kb_root or Path.cwd()
         self.runlog = None
         self.analysis = None
@@ -132,18 +135,33 @@ class PostmortemApp(App):
             panels.mount(MetricPanel("grad-norm", name, rows.step.to_numpy(), rows[name].to_numpy(dtype=float),
                                      log_scale=True))
         table = self.query_one("#incidents", DataTable)
-        table.add_columns("kind", "step", "metric", "top cause", "score")
+        columns(table, kind=9, step=8, metric=10, **{"top cause": 16}, score=5)
         for inc in result.incidents:
             top = inc.hypotheses[0] if inc.hypotheses else None
             table.add_row(*plain(inc.kind, inc.step, inc.metric, top.pattern if top else "-",
                                  f"{top.score:.2f}" if top else "-"))
         checks = self.query_one("#checks", DataTable)
-        checks.add_columns("node", "", "detail")
+        columns(checks, node=5, **{"": 4}, detail=90)
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
         for c in result.checks:
             leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
             checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
+        self.fit_panels()
         self.mark(0)
+
+    def on_resize(self, event) -> None:
+        self.fit_panels()
+
+    def fit_panels(self) -> None:
+        """Share the height among the panels, none under 9 rows; past that they scroll
+        (at 80x24 two panels show at once)."""
+        panels = self.query(MetricPanel)
+        if not panels:
+            return
+        room = self.query_one("#panels").size.height or (self.size.height - 3)
+        height = max(9, room // len(panels))
+        for panel in panels:
+            panel.styles.height = height
 
     # -- state ------------------------------------------------------------------------
 
@@ -267,7 +285,7 @@ class PostmortemApp(App):
                 self.replays[step] = result
                 self.notify(f"replay evidence kept: {len(result['evidence'])} rows; "
                             f"e writes the post-mortem with it")
-        self.push_screen(ReplayScreen(self.runlog, self.incident), keep)
+        self.push_screen(ReplayScreen(self.runlog, self.incident, self.device), keep)
 
     def action_lessons(self) -> None:
         from postmortem.tui.lessons import LessonsScreen
@@ -283,8 +301,8 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if np.isfinite(v) else str(v)
 
 
-def run(path: str, format: str | None = None) -> int:
-    PostmortemApp(path, format).run()
+def run(path: str, format: str | None = None, device: str = "auto") -> int:
+    PostmortemApp(path, format, device=device).run()
     return 0
 
 

@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionLis
 from postmortem.diagnose.models import PATTERNS
 from postmortem.document.model import SECTIONS, EvidenceRow, HypothesisEntry, PostMortem, Verification, split_patterns
 from postmortem.document.remedies import remedies_for
-from postmortem.tui.widgets.cells import plain
+from postmortem.tui.widgets.cells import columns, plain
 
 AREAS = ("evidence", "root_cause", "remediation", "verification", "lesson")
 GUIDE = {
@@ -83,7 +83,7 @@ class HypothesesTable(DataTable):
         self.hypotheses = list(hypotheses)
 
     def on_mount(self) -> None:
-        self.add_columns("#", "pattern", "panel", "observation", "dismissed")
+        columns(self, **{"#": 2}, pattern=22, panel=16, observation=80, dismissed=40)
         self.fill()
 
     def fill(self, row: int | None = None) -> None:
@@ -367,7 +367,7 @@ class EditorScreen(Screen):
                 app.replays[inc.step] = result
                 self.apply_replay(result)
                 self.notify(f"{len(result['evidence'])} evidence rows; section 3 and the ranking updated")
-        app.push_screen(ReplayScreen(self.run_log, inc), done)
+        app.push_screen(ReplayScreen(self.run_log, inc, getattr(app, "device", "auto")), done)
 
     def action_external_editor(self) -> None:
         """The focused section in $EDITOR (or $VISUAL); the app waits, then reads it back."""

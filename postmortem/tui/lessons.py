@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
 from postmortem.kb.lessons import Lesson, read_all
-from postmortem.tui.widgets.cells import plain
+from postmortem.tui.widgets.cells import columns, plain
 
 
 def kb_root(start: Path) -> Path:
@@ -74,7 +74,7 @@ class LessonsScreen(Screen):
         self.root = kb_root(root)
         self.run_log, self.incident = run_log, incident
         self.lessons: list[Lesson] = read_all(self.root)
-        self.similar: list[tuple[float, Path, object, list[str]]] = []
+        self.similar: list[tuple[float, Path, object, list[str]]] | None = None   # None: still scoring
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: text, or pattern:fp16 learner:ana run:19-", id="filter")
@@ -89,10 +89,11 @@ class LessonsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#lessons", DataTable).add_columns("pattern", "date", "learner", "run", "lesson")
+        columns(self.query_one("#lessons", DataTable), pattern=24, date=10, learner=12, run=18, lesson=100)
         self.show("")
         if self.incident is not None:
-            self.query_one("#similar", DataTable).add_columns("score", "run", "pattern", "post-mortem", "why")
+            columns(self.query_one("#similar", DataTable), score=5, run=18, pattern=22, **{"post-mortem": 48},
+                    why=60)
             self.find_similar()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -130,7 +131,6 @@ class LessonsScreen(Screen):
         self.app.call_from_thread(self.show_similar, found)
 
     def show_similar(self, found) -> None:
-        self.similar = found
         table = self.query_one("#similar", DataTable)
         table.clear()
         for score, path, pm, why in found[:20]:
@@ -139,6 +139,7 @@ class LessonsScreen(Screen):
                                  "same " + ", ".join(same) if same else "-"), key=str(path))
         if not found:
             table.add_row(*plain("-", "no past post-mortem under learners/", "", "", ""), key="-")
+        self.similar = found
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value

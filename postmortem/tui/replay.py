@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionList, Static
 
 from postmortem.replay.worker import ReplayProcess, what_is_missing
-from postmortem.tui.widgets.cells import plain
+from postmortem.tui.widgets.cells import columns, plain
 
 # the arms (the engine's names) and what each tells apart; no torch imported to list them
 ARMS = {
@@ -64,7 +64,8 @@ class ReplayScreen(Screen):
     def on_mount(self) -> None:
         self.title = "postmortem replay"
         if not self.missing:
-            self.query_one("#evidence", DataTable).add_columns("panel", "favors", "rules out", "observation")
+            columns(self.query_one("#evidence", DataTable), panel=16, favors=22, **{"rules out": 34}, observation=140)
+            self.query_one("#replay-bar").display = False       # shown once a replay runs
 
     @property
     def arms(self) -> tuple[str, ...]:
@@ -78,6 +79,9 @@ class ReplayScreen(Screen):
         self.query_one("#evidence", DataTable).clear()
         self.query_one("#replay-ranking", Static).update("")
         self._status("starting the replay process (importing torch and the run's code)...")
+        bar = self.query_one("#replay-bar", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
         self.process = ReplayProcess(self.runlog, self.incident, self.arms, self.device).start()
         self.state = "running"
         self._timer = self.set_interval(0.1, self.poll)

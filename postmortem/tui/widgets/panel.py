@@ -21,7 +21,9 @@ class MetricPanel(PlotextPlot):
         self.marks: list[int] = []
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
-        self.border_title = panel
+        self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
+        if column.replace("_", "-") != panel:
+            self.border_title += f": {column}"
 
     def on_mount(self) -> None:
         self.redraw()
@@ -31,6 +33,16 @@ class MetricPanel(PlotextPlot):
             return None
         i = int(np.clip(np.searchsorted(self.steps, step), 0, len(self.steps) - 1))
         return float(self.values[i])
+
+    def _ticks(self, s: np.ndarray, v: np.ndarray) -> None:
+        """Whole steps on x; on a log scale, the metric's own values on y, not their log10."""
+        plt = self.plt
+        xs = np.unique(np.linspace(s.min(), s.max(), 5).round().astype(np.int64))
+        plt.xticks(xs.tolist(), [f"{x:,}" for x in xs])
+        if self.log_scale:
+            lo, hi = float(v.min()), float(v.max())
+            ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
+            plt.yticks(ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
 
     def redraw(self) -> None:
         plt = self.plt
@@ -48,9 +60,9 @@ class MetricPanel(PlotextPlot):
         if self.log_scale:
             finite &= v > 0
             v = np.where(finite, np.log10(np.where(v > 0, v, 1)), np.nan)
-        plt.title(f"{self.column}{' (log10)' if self.log_scale else ''}")
         if finite.any():
             plt.plot(s[finite].tolist(), v[finite].tolist(), marker="braille")
+            self._ticks(s[finite], v[finite])
         for m in self.marks:
             if len(s) and s[0] <= m <= s[-1]:
                 plt.vline(m, "red")

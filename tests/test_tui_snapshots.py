@@ -1,0 +1,105 @@
+"""SVG snapshots of the dashboard, the editor, the replay panel and the lessons browser
+(pytest-textual-snapshot; Textual is pinned in the dev extra so the drawing is stable).
+After a deliberate change of the look: `pytest tests/test_tui_snapshots.py --snapshot-update`,
+then look at the SVGs before committing them."""
+
+from pathlib import Path
+
+import pytest
+
+from postmortem.tui.app import PostmortemApp
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = "sample_runs/long-tail-token"     # relative: the path is in the title bar
+
+
+@pytest.fixture(autouse=True)
+def in_the_checkout(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def app(tmp_path, run=SAMPLE):
+    a = PostmortemApp(run, kb_root=tmp_path, device="cpu")
+    a.theme = "textual-dark"
+    return a
+
+
+async def loaded(pilot):
+    await pilot.app.workers.wait_for_complete()
+    await settled(pilot)
+
+
+async def settled(pilot):
+    """Until every table has measured its new rows: a DataTable sizes its columns on its
+    own idle, which can come after the app's (Textual is pinned, so this attribute holds)."""
+    from textual.widgets import DataTable
+    for _ in range(100):
+        await pilot.pause(0.02)
+        if not any(t._require_update_dimensions or t._new_rows for t in pilot.app.screen.query(DataTable)):
+            break
+    await pilot.pause()
+
+
+def test_dashboard_120x40(snap_compare, tmp_path):
+    async def zoomed(pilot):
+        await loaded(pilot)
+        await pilot.press("z", "right", "right")
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=zoomed)
+
+
+def test_dashboard_80x24(snap_compare, tmp_path):
+    assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=loaded)
+
+
+def test_dashboard_light_theme(snap_compare, tmp_path):
+    async def light(pilot):
+        await loaded(pilot)
+        await pilot.press("t")
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=light)
+
+
+def test_editor(snap_compare, tmp_path):
+    async def edit(pilot):
+        await loaded(pilot)
+        await pilot.press("e")
+        await pilot.pause(0.7)          # the debounced lint
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=edit)
+
+
+def test_replay_panel_before_a_run(snap_compare, tmp_path):
+    async def replay(pilot):
+        await loaded(pilot)
+        await pilot.press("r")
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=replay)
+
+
+def test_replay_panel_after_a_replay(snap_compare, tmp_path):
+    import time
+
+    async def replay(pilot):
+        await loaded(pilot)
+        await pilot.press("r")
+        screen = pilot.app.screen
+        screen.query_one("#arms").deselect("restored-moments")
+        await pilot.press("r")
+        start = time.monotonic()
+        while screen.state == "running" and time.monotonic() - start < 120:
+            await pilot.pause(0.2)
+        assert screen.state == "done"
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=replay)
+
+
+def test_lessons_browser(snap_compare, tmp_path):
+    async def lessons(pilot):
+        await loaded(pilot)
+        pilot.app.kb_root = ROOT
+        await pilot.press("l")
+        while pilot.app.screen.similar is None:      # the past incidents are scored in a thread
+            await pilot.pause(0.05)
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=lessons)
