@@ -1,31 +1,91 @@
 #!/usr/bin/env bash
-# Drive the real dashboard in tmux as a person would: open a sample run, zoom, move the
-# cursor, read the screen, quit. Exits non-zero when the screen is not what it should be.
+# Drive the real app in tmux as a person would, through the whole flow: open a sample run,
+# zoom and move the cursor, replay the incident (a real child process), write the
+# post-mortem in the editor, commit it into a fresh git repository, find its lesson in the
+# browser, quit. Exits non-zero when the screen or the repository is not what it should be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v tmux >/dev/null; then
     echo "e2e_tui: tmux is not installed; skipped"
     exit 0
 fi
+here=$(pwd)
+kb=$(mktemp -d)
 session="pm-e2e-$$"
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$kb"' EXIT
+git -C "$kb" init -q
+export GIT_AUTHOR_NAME=e2e GIT_AUTHOR_EMAIL=e2e@example.invalid
+export GIT_COMMITTER_NAME=e2e GIT_COMMITTER_EMAIL=e2e@example.invalid
+
 screen() { tmux capture-pane -p -t "$session"; }
 wait_for() {   # text, seconds
-    for _ in $(seq 1 "$2"); do
+    for _ in $(seq 1 "$(( $2 * 4 ))"); do
         if screen | grep -q -- "$1"; then return 0; fi
-        sleep 1
+        sleep 0.25
     done
     echo "e2e_tui: never saw '$1' on the screen:"; screen; return 1
 }
-trap 'tmux kill-session -t "$session" 2>/dev/null || true' EXIT
-tmux new-session -d -s "$session" -x 120 -y 40 ".venv/bin/postmortem tui sample_runs/long-tail-token"
+keys() { tmux send-keys -t "$session" "$@"; sleep 0.3; }
+type_text() { tmux send-keys -t "$session" -l "$1"; sleep 0.3; }
+
+tmux new-session -d -s "$session" -x 120 -y 40 -c "$kb" \
+    -e GIT_AUTHOR_NAME=e2e -e GIT_AUTHOR_EMAIL=e2e@example.invalid \
+    -e GIT_COMMITTER_NAME=e2e -e GIT_COMMITTER_EMAIL=e2e@example.invalid \
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/long-tail-token"
 wait_for "spike at step 250" 60
 wait_for "long-tail-token" 5
-tmux send-keys -t "$session" z
-tmux send-keys -t "$session" Right Right Right
+echo "e2e_tui: dashboard up"
+keys z
+keys Right Right Right
 wait_for "cursor 253" 10
-tmux send-keys -t "$session" q
+
+# the replay: every arm, in a child process; the evidence arrives, the ranking comes back
+keys r
+wait_for "press r to replay" 10
+keys r
+wait_for "done on cpu: faithful" 120
+wait_for "swap-batch arm" 5
+wait_for "re-ranked: 1. long-tail-token" 5
+echo "e2e_tui: replay done"
+keys Escape
+wait_for "replay evidence kept" 10
+
+# the editor: sections 3 and 2 came from the replay; fill 4-7
+keys e
+wait_for "1. Symptoms" 10
+wait_for "4 Root cause x" 5              # the focus starts in the first empty section: root cause
+type_text "Half of the batch of step 250 was junk of long-tail tokens the model had almost never seen."
+keys Tab Tab                             # remediation -> its usual remedies
+keys Enter                               # adds the first remedy
+keys Tab
+type_text "seed: 1234"; keys Enter
+type_text "through step: 249"; keys Enter
+type_text "expect: step 250 loss < 2.0"
+keys Tab
+type_text "A spike on one batch with a smooth LR: look at the batch before the optimizer."
+wait_for "complete: ready to commit" 15
+echo "e2e_tui: post-mortem complete"
+
+# commit into the fresh repository
+keys C-g
+wait_for "Enter commits exactly these files" 10
+keys C-u
+type_text "ada"
+wait_for "learners/ada/lessons.md" 5
+keys Enter
+wait_for "committed " 15
+git -C "$kb" log --oneline | grep -q "post-mortem 19-spike-001 (long-tail-token)" \
+    || { echo "e2e_tui: no commit in $kb"; git -C "$kb" log --oneline; exit 1; }
+test -f "$kb"/learners/ada/postmortems/*-19-spike-001.md
+grep -q "look at the batch before the optimizer" "$kb/learners/ada/lessons.md"
+echo "e2e_tui: committed"
+
+# the lesson in the browser
+keys l
+wait_for "A spike on one batch" 10
+keys C-q
 for _ in $(seq 1 10); do
     tmux has-session -t "$session" 2>/dev/null || { echo "e2e_tui: passed"; exit 0; }
     sleep 1
 done
-echo "e2e_tui: q did not quit"; screen; exit 1
+echo "e2e_tui: ctrl+q did not quit"; screen; exit 1

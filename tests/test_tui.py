@@ -85,7 +85,7 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
         screen = app.screen
         assert isinstance(screen, LessonsScreen)
         table = screen.query_one("#lessons")
-        assert table.row_count >= 1 and str(table.get_row_at(0)[3]) == "19-spike-001"
+        assert table.row_count >= 1 and str(table.get_row_at(0)[4]) == "19-spike-001"
         assert str(table.get_row_at(0)[0]).startswith("long-tail-token (")
         await pilot.click("#filter")
         await pilot.press(*"pattern:long learner:example batch")
@@ -98,7 +98,7 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
             await pilot.pause(0.05)
         await pilot.pause()
         similar = screen.query_one("#similar")
-        assert similar.row_count == 1 and "no past post-mortem" in str(similar.get_row_at(0)[1])
+        assert similar.row_count == 1 and "no other past post-mortem" in str(similar.get_row_at(0)[4])
         # enter on a lesson opens its post-mortem
         await pilot.press(*["backspace"] * len(" nowhere"))
         table.focus()

@@ -131,7 +131,7 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         lessons = app.screen
         assert isinstance(lessons, LessonsScreen)
         rows = [lessons.query_one("#lessons").get_row_at(i) for i in range(lessons.query_one("#lessons").row_count)]
-        assert any(str(r[2]) == "ada" and str(r[4]).startswith("A spike on one batch") for r in rows)
+        assert any(str(r[2]) == "ada" and str(r[1]).startswith("A spike on one batch") for r in rows)
 
 
 @pytest.mark.asyncio

@@ -215,6 +215,9 @@ class EditorScreen(Screen):
         if kept:
             self.apply_replay(kept)      # a replay run from the dashboard before opening
         self.relint()
+        # the cursor where the writing starts: the first section still empty
+        texts = self._texts(self.collect())
+        self.query_one(f"#{next((n for n in AREAS if not texts[n].strip()), AREAS[0])}").focus()
 
     # -- changes ----------------------------------------------------------------------
 

@@ -89,11 +89,11 @@ class LessonsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        columns(self.query_one("#lessons", DataTable), pattern=24, date=10, learner=12, run=18, lesson=100)
+        columns(self.query_one("#lessons", DataTable), pattern=22, lesson=64, learner=10, date=10, run=18)
         self.show("")
         if self.incident is not None:
-            columns(self.query_one("#similar", DataTable), score=5, run=18, pattern=22, **{"post-mortem": 48},
-                    why=60)
+            columns(self.query_one("#similar", DataTable), score=5, run=18, pattern=22, why=60,
+                    **{"post-mortem": 48})
             self.find_similar()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -110,10 +110,10 @@ class LessonsScreen(Screen):
         table = self.query_one("#lessons", DataTable)
         table.clear()
         for r in rows:
-            table.add_row(*plain(f"{r.pattern} ({counts[r.pattern]})", r.date, r.learner, r.run_id, r.lesson),
+            table.add_row(*plain(f"{r.pattern} ({counts[r.pattern]})", r.lesson, r.learner, r.date, r.run_id),
                           key=f"learners/{r.learner}/{r.link}")
-        self.query_one("#status", Static).update(
-            f"{len(rows)} lesson(s) in {len(counts)} pattern(s)" if rows else "no lessons match")
+        self.counted = f"{len(rows)} lesson(s) in {len(counts)} pattern(s)" if rows else "no lessons match"
+        self.query_one("#status", Static).update(self.counted)
 
     @work(thread=True, exclusive=True)
     def find_similar(self) -> None:
@@ -135,11 +135,18 @@ class LessonsScreen(Screen):
         table.clear()
         for score, path, pm, why in found[:20]:
             same = [w.split(":")[0] for w in why if ": match" in w]
-            table.add_row(*plain(f"{score:.2f}", pm.run_id, pm.pattern or "-", path.relative_to(self.root),
-                                 "same " + ", ".join(same) if same else "-"), key=str(path))
+            table.add_row(*plain(f"{score:.2f}", pm.run_id, pm.pattern or "-",
+                                 "same " + ", ".join(same) if same else "-", path.relative_to(self.root)),
+                          key=str(path))
         if not found:
-            table.add_row(*plain("-", "no past post-mortem under learners/", "", "", ""), key="-")
+            table.add_row(*plain("-", "", "", "", "no other past post-mortem under learners/"), key="-")
         self.similar = found
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The whole lesson of the highlighted row, which its column may cut."""
+        if event.data_table.id == "lessons" and event.data_table.row_count:
+            row = event.data_table.get_row(event.row_key)
+            self.query_one("#status", Static).update(escape(f"{self.counted} | {row[1]} ({row[2]}, {row[4]})"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
