@@ -53,7 +53,7 @@ class HelpScreen(ModalScreen):
 class PostmortemApp(App):
     """Dashboard: panels, incidents, checks. The run is read and analyzed in a worker."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).parent / "app.tcss"     # absolute: subclasses elsewhere find it too
     TITLE = "postmortem"
     # left/right move the step cursor wherever the focus is on the dashboard (priority:
     # before a table's horizontal scroll); on other screens they are the widgets' own.
@@ -205,8 +205,9 @@ class PostmortemApp(App):
         inc = self.incident
         values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
                            if self.cursor is not None)
+        # layout=False: one line of fixed height; a relayout would repaint every panel again
         status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)})"
-                      f"  cursor {self.cursor}  {values}")
+                      f"  cursor {self.cursor}  {values}", layout=False)
 
     # -- actions ----------------------------------------------------------------------
 

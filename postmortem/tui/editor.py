@@ -315,10 +315,10 @@ class EditorScreen(Screen):
         wide = self.size.width >= 100          # at 80 columns: the numbers only
         self.query_one("#sections", Static).update(" ".join(
             f"[{'red' if name in bad else 'green'}]{n}{' ' + SHORT[name] if wide else ''} "
-            f"{'x' if name in bad else 'ok'}[/]" for n, name in enumerate(SECTIONS, 1)))
+            f"{'x' if name in bad else 'ok'}[/]" for n, name in enumerate(SECTIONS, 1)), layout=False)
         self.query_one("#lint", Static).update(escape(
             "complete: ready to commit (ctrl+g)" if not problems else
-            f"{len(problems)} problem(s); first: {problems[0]}"))
+            f"{len(problems)} problem(s); first: {problems[0]}"), layout=False)
         self.problems = problems
         preview = self.query_one("#preview", Markdown)
         if preview.display:

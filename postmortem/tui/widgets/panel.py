@@ -21,12 +21,16 @@ class MetricPanel(PlotextPlot):
         self.marks: list[int] = []
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
+        self._cache: dict = {}
         self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
         if column.replace("_", "-") != panel:
             self.border_title += f": {column}"
 
     def on_mount(self) -> None:
         self.redraw()
+
+    def on_resize(self) -> None:
+        self.redraw()         # decimated again for the new width, before the next key needs it
 
     def value_at(self, step: int) -> float | None:
         if not len(self.steps):
@@ -44,15 +48,17 @@ class MetricPanel(PlotextPlot):
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
             plt.yticks(ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
 
-    def redraw(self) -> None:
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
+    def points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The decimated points to draw and which are finite: computed once per window,
+        width and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
+        width = max(20, (self.size.width or 80) - 10)
+        key = (self.window, width, tuple(self.marks))
+        if key in self._cache:
+            return self._cache[key]
         steps, values = self.steps, self.values
         if self.window is not None:
-            inside = (steps >= self.window[0]) & (steps <= self.window[1])
-            steps, values = steps[inside], values[inside]
-        width = max(20, (self.size.width or 80) - 10)
+            lo, hi = np.searchsorted(steps, self.window[0]), np.searchsorted(steps, self.window[1], "right")
+            steps, values = steps[lo:hi], values[lo:hi]
         keep = np.flatnonzero(np.isin(steps, self.marks))
         idx = decimate(steps, values, width, keep)
         s, v = steps[idx], values[idx]
@@ -60,6 +66,16 @@ class MetricPanel(PlotextPlot):
         if self.log_scale:
             finite &= v > 0
             v = np.where(finite, np.log10(np.where(v > 0, v, 1)), np.nan)
+        if len(self._cache) >= 4:              # the whole run, the zoom, and a resize or two
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = (s, v, finite)
+        return s, v, finite
+
+    def redraw(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        s, v, finite = self.points()
         if finite.any():
             plt.plot(s[finite].tolist(), v[finite].tolist(), marker="braille")
             self._ticks(s[finite], v[finite])

@@ -1,0 +1,139 @@
+"""The TUI's speed: from the command to the first painted dashboard (a 100k-step run, the
+file read taken out), against `python -c "import textual"` run the same way, alternated;
+and the time a key takes (cursor, zoom) on a 1M-step run, against a key bound to nothing.
+
+    python benchmarks/make_runs.py --steps 100000 && python benchmarks/make_runs.py --steps 1000000
+    python benchmarks/bench_tui.py [--rounds 7]
+
+The child process (`--first-paint RUN`) prints its read time and whether torch was imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+def first_paint(run: str) -> None:
+    """In the child: open the dashboard headless, leave right after its first paint."""
+    import postmortem.run as runs
+    from postmortem.tui.app import PostmortemApp
+    read = runs.read_run
+    spent = {}
+
+    def timed_read(*a, **kw):
+        t = time.perf_counter()
+        log = read(*a, **kw)
+        spent["read_s"] = time.perf_counter() - t
+        return log
+    runs.read_run = timed_read              # the app imports it from here, inside its worker
+
+    class FirstPaint(PostmortemApp):
+        def show(self, log, result) -> None:
+            super().show(log, result)
+            spent["panels"] = len(self.query("MetricPanel"))
+            self.call_after_refresh(self.exit)
+
+    app = FirstPaint(run)
+    app.run(headless=True, size=(120, 40))
+    print(json.dumps({**spent, "torch": "torch" in sys.modules}))
+
+
+def wall(cmd: list[str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return time.perf_counter() - t, out
+
+
+def bench_first_paint(run: Path, rounds: int) -> dict:
+    app_cmd = [sys.executable, __file__, "--first-paint", str(run)]
+    base_cmd = [sys.executable, "-c", "import textual.app"]
+    # what the reader needs before it reads a byte (pandas, pyarrow): reported apart
+    readers_cmd = [sys.executable, "-c", "import postmortem.run, postmortem.diagnose.analyze"]
+    bare_cmd = [sys.executable, "-c", "pass"]
+    wall(app_cmd), wall(base_cmd)                        # warm the file cache
+    apps, bases, reads, readers, torch = [], [], [], [], False
+    for _ in range(rounds):                              # A B A B ...
+        t, out = wall(app_cmd)
+        info = json.loads(out.strip().splitlines()[-1])
+        apps.append(t - info["read_s"])
+        reads.append(info["read_s"])
+        torch |= info["torch"]
+        bases.append(wall(base_cmd)[0])
+        readers.append(wall(readers_cmd)[0] - wall(bare_cmd)[0])
+    return {"run": str(run.relative_to(HERE)), "first_paint_minus_read_s": statistics.median(apps),
+            "read_s": statistics.median(reads), "import_textual_s": statistics.median(bases),
+            "import_readers_s": statistics.median(readers),
+            "ratio": statistics.median(a / b for a, b in zip(apps, bases)), "torch_imported": torch}
+
+
+class Frames:
+    """When the app last composed a frame for the screen (headless: composed, not written)."""
+
+    def __init__(self, app):
+        self.last = 0.0
+        display = app._display
+
+        def timed(screen, renderable):
+            display(screen, renderable)
+            if renderable is not None:
+                self.last = time.perf_counter()
+        app._display = timed
+
+
+async def bench_keys(run: Path, presses: int) -> dict:
+    """Per key: from the key sent to the last frame it caused (the run's panels redrawn);
+    the key is sent the way a terminal's arrives. A key bound to nothing is the baseline."""
+    from textual import events
+
+    from postmortem.tui.app import PostmortemApp
+    app = PostmortemApp(str(run))
+    frames = Frames(app)
+    out: dict[str, list[float]] = {"none": [], "right": [], "shift+right": [], "z": []}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.5)
+        for _ in range(presses):                         # a do-nothing key, then each real one
+            for key in out:
+                event = events.Key("x" if key == "none" else key, None)
+                event.set_sender(app)
+                t = time.perf_counter()
+                frames.last = t
+                app._driver.send_message(event)          # as a terminal's key arrives
+                await asyncio.sleep(0.25)                # long enough for every frame it causes
+                out[key].append(frames.last - t)
+        rows = len(app.runlog.frame)
+    med = {k: statistics.median(v) for k, v in out.items()}
+    return {"run": str(run.relative_to(HERE)), "rows": rows,
+            **{f"{k}_ms": round(v * 1000, 2) for k, v in med.items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--first-paint", metavar="RUN")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    if args.first_paint:
+        first_paint(args.first_paint)
+        return
+    paint = bench_first_paint(HERE / "data" / "100000" / "metrics.parquet", args.rounds)
+    print(f"first paint, 100k steps: {paint['first_paint_minus_read_s']:.3f} s beyond the read "
+          f"({paint['read_s']:.3f} s; importing pandas and the readers {paint['import_readers_s']:.3f} s); "
+          f"python -c 'import textual.app' {paint['import_textual_s']:.3f} s; "
+          f"ratio {paint['ratio']:.2f}; torch imported: {paint['torch_imported']}")
+    keys = asyncio.run(bench_keys(HERE / "data" / "1000000" / "metrics.parquet", 15))
+    print("key to last frame, 1M steps: " + "  ".join(f"{k} {v}" for k, v in keys.items() if k.endswith("_ms")))
+    (HERE / "results" / "tui.json").write_text(json.dumps({"first_paint": paint, "keys": keys}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
