@@ -64,6 +64,9 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         screen = await replayed(app, pilot, arms_off=("fp32", "restored-moments"))
         assert screen.state == "done", str(screen.query_one("#replay-status").render())
         assert screen.query_one("#evidence").row_count == len(screen.evidence) >= 4
+        kinds = [m[0] for m in screen.process.messages]
+        last_step = len(kinds) - 1 - kinds[::-1].index("progress")
+        assert kinds.index("evidence") < last_step          # rows arrive while arms still run
         swap = next(e for e in screen.evidence if e["observation"].startswith("swap-batch arm"))
         assert "is gone" in swap["observation"] and "long-tail-token" in swap["favors"]
         assert screen.result["hypotheses"][0]["pattern"] == "long-tail-token"
