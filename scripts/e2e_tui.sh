@@ -85,7 +85,30 @@ keys l
 wait_for "A spike on one batch" 10
 keys C-q
 for _ in $(seq 1 10); do
-    tmux has-session -t "$session" 2>/dev/null || { echo "e2e_tui: passed"; exit 0; }
+    tmux has-session -t "$session" 2>/dev/null || break
     sleep 1
 done
-echo "e2e_tui: ctrl+q did not quit"; screen; exit 1
+tmux has-session -t "$session" 2>/dev/null && { echo "e2e_tui: ctrl+q did not quit"; screen; exit 1; }
+
+# a killed app loses seconds of typing at most: type, pause, SIGKILL, reopen
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
+wait_for "at step" 60
+keys e
+wait_for "1. Symptoms" 10
+type_text "Typed just before the crash."
+sleep 2
+kill -9 "$(tmux display -p -t "$session" '#{pane_pid}')"
+grep -rq "Typed just before the crash." "$kb/.postmortem/drafts/" \
+    || { echo "e2e_tui: the draft lost the typing"; ls -R "$kb/.postmortem"; exit 1; }
+tmux kill-session -t "$session" 2>/dev/null || true
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
+wait_for "at step" 60
+keys e
+wait_for "draft restored" 10
+wait_for "Typed just before the crash." 5
+echo "e2e_tui: the draft survived a kill -9"
+keys Escape
+keys q
+echo "e2e_tui: passed"

@@ -229,3 +229,26 @@ async def test_a_section_opens_in_the_users_editor(tmp_path, monkeypatch):
         editor.query_one("#root_cause").focus()
         await pilot.press("ctrl+o")
         assert editor.query_one("#root_cause").text == "first wordswritten in my editor"
+
+
+@pytest.mark.asyncio
+async def test_typing_that_does_not_parse_yet_survives_a_reopen(tmp_path):
+    half = {"evidence": "the batch of step 250 looks odd, check its tokens",      # no | yet
+            "verification": "seed: 1234\nexpect: loss goes back down soon"}       # not an expectation yet
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        for name, text in half.items():
+            editor.query_one(f"#{name}").text = text
+        await pilot.pause(0.8)                    # the debounced save
+        saved = read(draft_path(tmp_path, editor.pm))
+        assert saved.evidence == [] and saved.verification.seed == 1234     # the document: what parses
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        assert app.screen.restored
+        for name, text in half.items():           # the inputs: every word as typed
+            assert app.screen.query_one(f"#{name}").text == text

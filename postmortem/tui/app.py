@@ -23,6 +23,14 @@ HELP = {
                    "left/right move the cursor (shift: 10x), z zooms to the incident and back.",
     "incidents": "The incidents analyze found; enter picks one, the panels mark it.",
     "checks": "Tree A and tree B: every node pass, fail (and the leaf it points to) or skipped, and why.",
+    "hypotheses": "Section 2, ranked by the diagnosis and the replay: shift+up/down reorder, d dismisses "
+                  "with a reason (d again restores), a adds one as pattern | panel | observation.",
+    "remedies": "The usual remedies of the pattern you named: enter adds the highlighted one to section 5.",
+    "arms": "Each arm replays the same steps from the same checkpoint with one cause taken away; "
+            "space toggles an arm, r runs the checked ones, escape cancels.",
+    "lessons": "Every learner's lessons by pattern; type in the filter (pattern:x learner:y text), "
+               "enter opens the post-mortem behind a lesson.",
+    "similar": "Past post-mortems scored against this incident field by field; enter opens one.",
 }
 
 

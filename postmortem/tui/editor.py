@@ -4,6 +4,7 @@ seconds and on every change (a killed app loses seconds of typing at most)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -41,6 +42,12 @@ SHORT = dict(zip(SECTIONS, ("Symptoms", "Hypotheses", "Evidence", "Root cause", 
 
 def draft_path(root: Path, pm: PostMortem) -> Path:
     return root / ".postmortem" / "drafts" / f"{pm.run_id}-{pm.spike_step}.md"
+
+
+def typed_path(draft: Path) -> Path:
+    """Beside the draft: every input exactly as typed, lines that do not parse yet included
+    (the Markdown draft holds only what parses)."""
+    return draft.with_suffix(".typed.json")
 
 
 class AskScreen(ModalScreen[str | None]):
@@ -153,14 +160,19 @@ class EditorScreen(Screen):
         self.path = draft_path(drafts_root, pm)
         self.restored = False
         self.problems: list = []
-        self.saved = ""              # the draft's text as last written
+        self.saved: tuple = ()       # the draft and the typed inputs as last written
         self.committed = None
+        self.typed: dict[str, str] = {}
         if self.path.exists():
             from postmortem.document.markdown import DocumentError, read
             try:
                 self.pm, self.restored = read(self.path), True
             except DocumentError:
                 pass
+            try:
+                self.typed = json.loads(typed_path(self.path).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.typed = {}
 
     def compose(self) -> ComposeResult:
         pm = self.pm
@@ -168,14 +180,15 @@ class EditorScreen(Screen):
             with VerticalScroll(id="editor"):
                 yield Static(self._symptoms_text(), id="symptoms")
                 yield Label("unusual tokens (yours to name; the run logs none)")
-                yield Input(pm.symptoms.unusual_tokens or "", id="unusual_tokens",
-                            placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
+                yield Input(self.typed.get("unusual_tokens", pm.symptoms.unusual_tokens or ""),
+                            id="unusual_tokens", placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
                 yield Label("[b]2. Hypotheses[/b]: shift+up/down reorder, d dismisses with a reason, a adds")
                 yield HypothesesTable(pm.hypotheses, id="hypotheses")
                 yield Label("pattern of the root cause")
-                yield Input(pm.pattern or "", id="pattern", suggester=SuggestFromList(PATTERNS),
+                yield Input(self.typed.get("pattern", pm.pattern or ""), id="pattern",
+                            suggester=SuggestFromList(PATTERNS),
                             placeholder=", ".join(PATTERNS[:4]) + ", ...")
-                texts = self._texts(pm)
+                texts = {**self._texts(pm), **{k: v for k, v in self.typed.items() if k in AREAS}}
                 for n, name in enumerate(AREAS, 3):
                     yield Label(f"[b]{n}. {SECTION_OF[name]}[/b]: {escape(GUIDE[name])}")
                     area = TextArea(texts[name], id=name, soft_wrap=True)
@@ -302,9 +315,12 @@ class EditorScreen(Screen):
             return
         self.pm = self.collect()
         text = render(self.pm)
-        if text != self.saved:
+        typed = json.dumps({**{n: self.query_one(f"#{n}", TextArea).text for n in AREAS},
+                            **{n: self.query_one(f"#{n}", Input).value for n in ("pattern", "unusual_tokens")}})
+        if (text, typed) != self.saved:
             atomic_write(self.path, text)
-            self.saved = text
+            atomic_write(typed_path(self.path), typed)
+            self.saved = (text, typed)
 
     def relint(self) -> None:
         from postmortem.document.lint import check_text
