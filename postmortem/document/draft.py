@@ -25,11 +25,13 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
 
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
-          replay: bool = False, device: str = "cpu") -> PostMortem:
+          replay: bool = False, device: str = "cpu", incidents: list[Incident] | None = None) -> PostMortem:
     """The draft; with `replay`, section 3 is filled from the replay's evidence and the
-    hypotheses come in the order the evidence left them."""
-    result = analyze(log)
-    inc = pick_incident(result.incidents, step, log.source.path)
+    hypotheses come in the order the evidence left them. `incidents`: the run's analysis
+    when the caller has it already (the TUI), so it is not run twice."""
+    if incidents is None:
+        incidents = analyze(log).incidents
+    inc = pick_incident(incidents, step, log.source.path)
     evidence = []
     if replay:
         from postmortem.replay.engine import Replayer

@@ -80,8 +80,13 @@ def of_run(log, step: int | None = None, pattern: str | None = None) -> Signatur
         incidents = [i for i in incidents if i.step == step] or incidents
     if not incidents:
         return Signature(pattern, log.dtype, None, None, None, None)
-    inc = incidents[0]
-    return signature(pattern or inc.hypotheses[0].pattern, inc.symptoms, log.manifest, grad_lead(inc))
+    return of_incident(incidents[0], log.manifest, pattern)
+
+
+def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
+    """The signature of an incident already found (no second analysis)."""
+    top = inc.hypotheses[0].pattern if inc.hypotheses else None
+    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc))
 
 
 def of_document(pm, root: Path) -> Signature:

@@ -69,10 +69,14 @@ class PostmortemApp(App):
         Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
         Binding("q", "quit_dashboard", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
         Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
-        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, priority=True, tooltip="Cursor one step left"),
-        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, priority=True, tooltip="Cursor one step right"),
-        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, priority=True, tooltip="Cursor 10 steps left"),
-        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True, tooltip="Cursor 10 steps right"),
+        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, priority=True,
+                tooltip="Cursor one step left"),
+        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, priority=True,
+                tooltip="Cursor one step right"),
+        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, priority=True,
+                tooltip="Cursor 10 steps left"),
+        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True,
+                tooltip="Cursor 10 steps right"),
         Binding("n", "incident(1)", "Next incident", id="incident.next", tooltip="Mark the next incident"),
         Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
         Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
@@ -279,7 +283,7 @@ class PostmortemApp(App):
         from postmortem.document.draft import draft
         from postmortem.tui.editor import EditorScreen
         import getpass
-        pm = draft(self.runlog, getpass.getuser() or "me", self.incident.step)
+        pm = draft(self.runlog, getpass.getuser() or "me", self.incident.step, incidents=self.analysis.incidents)
         self.push_screen(EditorScreen(pm, self.kb_root, self.runlog))
 
     def action_replay(self) -> None:

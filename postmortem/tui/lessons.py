@@ -119,8 +119,8 @@ class LessonsScreen(Screen):
     def find_similar(self) -> None:
         """Every past post-mortem scored against this incident (their runs are read again
         when still on disk, so off the UI thread)."""
-        from postmortem.kb.similar import compare, of_document, of_run, past_postmortems
-        mine = of_run(self.run_log, self.incident.step)
+        from postmortem.kb.similar import compare, of_document, of_incident, past_postmortems
+        mine = of_incident(self.incident, self.run_log.manifest)
         found = []
         for path, pm in past_postmortems(self.root):
             if pm.run_id == self.run_log.run_id and pm.spike_step == self.incident.step:
