@@ -252,3 +252,31 @@ async def test_typing_that_does_not_parse_yet_survives_a_reopen(tmp_path):
         assert app.screen.restored
         for name, text in half.items():           # the inputs: every word as typed
             assert app.screen.query_one(f"#{name}").text == text
+
+
+@pytest.mark.asyncio
+async def test_a_restored_draft_can_be_set_aside_to_start_over(tmp_path):
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        app.screen.query_one("#lesson").text = "a lesson I want back"
+        await pilot.pause(0.8)
+        path = app.screen.path
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        assert editor.restored and editor.query_one("#lesson").text == "a lesson I want back"
+        await pilot.press("f8", "n")                          # no: nothing changes
+        assert editor.query_one("#lesson").text == "a lesson I want back" and path.exists()
+        await pilot.press("f8", "y")
+        assert app.screen is editor and editor.query_one("#lesson").text == ""
+        assert editor.query_one("#root_cause").text == "" and not editor.restored
+        backup = path.with_name(path.name + ".bak")
+        assert read(backup).lesson == "a lesson I want back"  # set aside, not deleted
+        assert "a lesson I want back" in path.with_suffix(".typed.json.bak").read_text()
+        editor.query_one("#lesson").text = "a new lesson"
+        await pilot.pause(0.8)
+        assert read(path).lesson == "a new lesson"

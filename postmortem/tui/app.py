@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,7 @@ class PostmortemApp(App):
         self.cursor: int | None = None
         self.zoomed = False
         self.replays: dict[int, dict] = {}     # incident step -> the last replay's result
+        self.timings: dict[str, float] = {}    # the file read's seconds, for benchmarks/bench_tui.py
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -124,7 +126,9 @@ class PostmortemApp(App):
         from postmortem.diagnose.analyze import analyze
         from postmortem.run import RunReadError, read_run
         try:
+            started = time.perf_counter()
             log = read_run(self.run_path, format=self.format)
+            self.timings["read_s"] = time.perf_counter() - started
             result = analyze(log)
         except RunReadError as err:
             self.call_from_thread(self.push_screen, ErrorScreen(str(err)))

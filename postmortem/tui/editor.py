@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from rich.markup import escape
@@ -72,6 +73,24 @@ class AskScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes or no question; y confirms, n or escape says no."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask"):
+            yield Label(f"{self.question}\n\n[b]y[/b] yes   [b]n[/b] no")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class HypothesesTable(DataTable):
@@ -150,6 +169,8 @@ class EditorScreen(Screen):
                 tooltip="Open the focused section in $EDITOR"),
         Binding("f5", "rederive", "Re-derive symptoms", id="editor.rederive", show=False,
                 tooltip="Symptoms again from the run (your unusual tokens kept)"),
+        Binding("f8", "start_over", "Start over", id="editor.start_over", show=False,
+                tooltip="Set the restored draft aside (kept as .bak) and start again from the run"),
         Binding("ctrl+g", "commit", "Commit", id="editor.commit",
                 tooltip="Check the document, then commit it and its lesson with git"),
     ]
@@ -157,6 +178,7 @@ class EditorScreen(Screen):
     def __init__(self, pm: PostMortem, drafts_root: Path, run_log=None):
         super().__init__()
         self.pm, self.root, self.run_log = pm, drafts_root, run_log
+        self.fresh = pm              # the document as drafted from the run, for a start over
         self.path = draft_path(drafts_root, pm)
         self.restored = False
         self.problems: list = []
@@ -222,7 +244,9 @@ class EditorScreen(Screen):
     def on_mount(self) -> None:
         self.set_interval(5, self.action_save)
         if self.restored:
-            self.notify(f"draft restored from {self.path}")
+            when = time.strftime("%H:%M", time.localtime(self.path.stat().st_mtime))
+            self.notify(f"your draft of {when} is back ({self.path}); f8 starts over from the run",
+                        timeout=8)
         self.show_remedies()
         kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
         if kept:
@@ -346,6 +370,21 @@ class EditorScreen(Screen):
         preview = self.query_one("#preview", Markdown)
         preview.display = not preview.display
         self.relint()
+
+    def action_start_over(self) -> None:
+        """Offer to drop the restored draft: on yes it is moved aside (.bak), not deleted."""
+        def answer(yes: bool | None) -> None:
+            if not yes:
+                return
+            for path in (self.path, typed_path(self.path)):
+                if path.exists():
+                    os.replace(path, path.with_name(path.name + ".bak"))
+            self.restored, self.saved = False, ()
+            self.load(self.fresh)
+            self.relint()
+            self.notify(f"started over from the run; the old draft is in {self.path.name}.bak")
+        self.app.push_screen(ConfirmScreen(f"Start over from the run? Your draft is kept as "
+                                           f"{self.path.name}.bak"), answer)
 
     def action_rederive(self) -> None:
         if self.run_log is None:
