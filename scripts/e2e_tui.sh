@@ -106,7 +106,7 @@ tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
     "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
-wait_for "draft restored" 10
+wait_for "is back" 10
 wait_for "Typed just before the crash." 5
 echo "e2e_tui: the draft survived a kill -9"
 keys Escape

@@ -245,7 +245,7 @@ class EditorScreen(Screen):
         self.set_interval(5, self.action_save)
         if self.restored:
             when = time.strftime("%H:%M", time.localtime(self.path.stat().st_mtime))
-            self.notify(f"your draft of {when} is back ({self.path}); f8 starts over from the run",
+            self.notify(f"your draft of {when} is back; f8 starts over from the run",
                         timeout=8)
         self.show_remedies()
         kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
