@@ -73,6 +73,10 @@ def cmd_sample(args) -> int:
 
 
 def cmd_tui(args) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(f"postmortem: error: the dashboard needs a terminal; in a pipe or a script, "
+              f"`postmortem analyze {args.run} --json` prints the analysis", file=sys.stderr)
+        return 2
     from postmortem.tui.app import run
     return run(args.run, args.format, args.device)
 

@@ -111,4 +111,14 @@ wait_for "Typed just before the crash." 5
 echo "e2e_tui: the draft survived a kill -9"
 keys Escape
 keys q
+
+# a run that cannot be read: the error screen, then its one line and exit code 2 on leaving
+tmux kill-session -t "$session" 2>/dev/null || true
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
+    "$here/.venv/bin/postmortem tui $kb/no-such-run; echo \"exit code \$?\"; sleep 30"
+wait_for "Cannot read this run" 30
+keys q
+wait_for "exit code 2" 10
+screen | grep -q "postmortem: error: .*no-such-run" || { echo "e2e_tui: no one-line error"; screen; exit 1; }
+echo "e2e_tui: an unreadable run exits 2 with its reason"
 echo "e2e_tui: passed"

@@ -139,3 +139,11 @@ def test_no_torch_or_textual_on_the_reading_path(real_runs):
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_dashboard_without_a_terminal_says_what_to_run_instead():
+    run = ROOT / "sample_runs" / "long-tail-token"
+    r = pm("tui", run)                       # stdin and stdout are pipes here
+    assert_one_line_error(r, "needs a terminal", "postmortem analyze")
+    r = pm(run)                              # `postmortem RUN` in a pipe is the analysis
+    assert r.returncode == 0 and "spike" in r.stdout

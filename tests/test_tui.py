@@ -56,6 +56,7 @@ async def test_a_run_that_cannot_be_read_opens_an_error_screen(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
         assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
+        assert "unknown format" in app.error       # what `postmortem tui` prints on leaving, exit 2
 
 
 def test_decimation_keeps_every_spike_point():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -101,6 +102,7 @@ class PostmortemApp(App):
         self.zoomed = False
         self.replays: dict[int, dict] = {}     # incident step -> the last replay's result
         self.timings: dict[str, float] = {}    # the file read's seconds, for benchmarks/bench_tui.py
+        self.error: str | None = None          # why the run could not be read
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -131,7 +133,8 @@ class PostmortemApp(App):
             self.timings["read_s"] = time.perf_counter() - started
             result = analyze(log)
         except RunReadError as err:
-            self.call_from_thread(self.push_screen, ErrorScreen(str(err)))
+            self.error = str(err)
+            self.call_from_thread(self.push_screen, ErrorScreen(self.error))
             return
         self.call_from_thread(self.show, log, result)
 
@@ -319,10 +322,14 @@ def _fmt(v) -> str:
 
 
 def run(path: str, format: str | None = None, device: str = "auto") -> int:
-    PostmortemApp(path, format, device=device).run()
-    return 0
+    """Run the app; a run that could not be read leaves its one line on stderr and exit code 2."""
+    app = PostmortemApp(path, format, device=device)
+    app.run()
+    if app.error:
+        print(f"postmortem: error: {app.error}", file=sys.stderr)
+        return 2
+    return app.return_code or 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    import sys
     run(sys.argv[1] if len(sys.argv) > 1 else str(Path.cwd()))
