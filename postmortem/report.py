@@ -8,6 +8,8 @@ from rich.table import Table
 
 from postmortem.diagnose.models import Analysis
 
+FULL = 5        # incidents shown in full when there are more
+LISTED = 100    # incidents listed a line each
 _STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skipped": "[dim]skip[/]"}
 
 
@@ -72,12 +74,32 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
     if not result.incidents:
         con.print("[green]no incident[/]: no NaN, no spike, no divergence")
         return
-    con.print(f"[bold]{len(result.incidents)} incident(s)[/]")
-    for n, inc in enumerate(result.incidents[:20], 1):
+    incidents = result.incidents
+    full = incidents
+    if len(incidents) > FULL:
+        # many: the ones that matter most in full (by severity), every one on a line (by step)
+        full = sorted(incidents, key=lambda i: i.severity(), reverse=True)[:FULL]
+        con.print(f"[bold]{len(incidents)} incidents[/]; the {FULL} largest in full below")
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("#", "kind", "metric", "step", "peak", "rise", "top cause"):
+            table.add_column(col, justify="right" if col in ("#", "step", "peak", "rise") else "left")
+        for n, inc in enumerate(incidents[:LISTED], 1):
+            peak = inc.symptoms.peak_loss if inc.metric == "loss" else None
+            table.add_row(str(n), inc.kind, inc.metric, str(inc.step), _num(peak),
+                          f"x{inc.rise:.2f}" if inc.rise else "-",
+                          inc.hypotheses[0].pattern if inc.hypotheses else "-")
+        con.print(table)
+        if len(incidents) > LISTED:
+            con.print(f"... {len(incidents) - LISTED} more (--json has them all)")
+    else:
+        con.print(f"[bold]{len(incidents)} incident(s)[/]")
+    for inc in full:
+        n = incidents.index(inc) + 1
         where = f"segment {inc.segment}, " if inc.segment else ""
         conf = " [yellow](low confidence)[/]" if inc.confidence == "low" else ""
+        rise = f", x{inc.rise:.2f} over the level before" if inc.rise else ""
         con.print(f"\n[bold]{n}. {inc.kind}[/] of {inc.metric} at step {inc.step} ({where}"
-                  f"{len(inc.related)} related){conf}")
+                  f"{len(inc.related)} related{rise}){conf}")
         sym = inc.symptoms.model_dump()
         con.print("   " + "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None))
         for h in inc.hypotheses[:top]:
@@ -88,5 +110,3 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
                 con.print(f"      [red]-[/] {escape(f'[{o.panel}]')} {escape(o.observation)}")
         if inc.hypotheses:
             con.print(f"   next: {inc.hypotheses[0].discriminate}")
-    if len(result.incidents) > 20:
-        con.print(f"... {len(result.incidents) - 20} more (--json has them all)")

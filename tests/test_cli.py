@@ -147,3 +147,26 @@ def test_the_dashboard_without_a_terminal_says_what_to_run_instead():
     assert_one_line_error(r, "needs a terminal", "postmortem analyze")
     r = pm(run)                              # `postmortem RUN` in a pipe is the analysis
     assert r.returncode == 0 and "spike" in r.stdout
+
+
+def test_many_incidents_are_listed_a_line_each_with_the_largest_in_full(tmp_path):
+    import numpy as np
+    rng = np.random.default_rng(1)
+    loss = 3.0 + 0.02 * rng.standard_normal(1800)
+    sizes = {200 * k: 3.0 + 0.3 * k for k in range(1, 9)}        # eight spikes, growing
+    for step, peak in sizes.items():
+        loss[step] = peak
+    run = tmp_path / "metrics.csv"
+    run.write_text("step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in enumerate(loss)))
+    data = json.loads(pm("analyze", run, "--json").stdout)
+    rises = {i["step"]: i["rise"] for i in data["incidents"]}
+    assert sorted(rises) == sorted(sizes)
+    for step, peak in sizes.items():
+        assert abs(rises[step] - peak / 3.0) < 0.02, (step, rises[step])
+    out = pm("analyze", run).stdout
+    assert "8 incidents; the 5 largest in full below" in out
+    full = [int(line.split("at step ")[1].split()[0]) for line in out.splitlines() if "spike of loss at step" in line]
+    assert full == [1600, 1400, 1200, 1000, 800]                  # the largest first, in full
+    assert all(f" {step} " in out for step in sizes)              # and every one on a line
+    b2 = next(c["detail"] for c in data["checks"] if c["id"] == "B2")
+    assert b2.startswith("8 spikes, the largest: step 1600 ")

@@ -28,7 +28,8 @@ async def test_dashboard_of_a_sample_run():
         assert app.incident.step == 250 and app.cursor == 250
         assert all(p.marks == [250] for p in app.query(MetricPanel))
         table = app.query_one("#incidents")
-        assert table.row_count == 1 and str(table.get_row_at(0)[3]) == "long-tail-token"
+        assert table.row_count == 1 and str(table.get_row_at(0)[4]) == "long-tail-token"
+        assert str(table.get_row_at(0)[3]) == "x3.96"               # 1.30 -> 5.16
         assert app.query_one("#checks").row_count == len(app.analysis.checks)
         await pilot.press("z")
         assert app.zoomed and all(p.window == (150, 300) for p in app.query(MetricPanel))
@@ -172,3 +173,53 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         await opened(app2, pilot)
         await pilot.press("e")
         assert app2.screen.restored and app2.screen.query_one("#lesson").text == example.lesson
+
+
+def spiky_run(path: Path) -> Path:
+    """A canonical CSV with a small spike at step 300 and a large one at step 600."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    steps = np.arange(900)
+    loss = 3.0 + 0.02 * rng.standard_normal(len(steps))
+    loss[300], loss[600] = 3.6, 6.0
+    path.write_text("step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in zip(steps, loss)))
+    return path
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_opens_on_the_largest_incident(tmp_path):
+    app = PostmortemApp(str(spiky_run(tmp_path / "metrics.csv")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        assert [i.step for i in app.analysis.incidents] == [300, 600]   # listed by step
+        assert app.incident.step == 600 and app.query_one("#incidents").cursor_row == 1
+        assert "(2/2, the largest)" in str(app.query_one("#status").render())
+        await pilot.press("p")
+        assert app.incident.step == 300 and "largest" not in str(app.query_one("#status").render())
+
+
+@pytest.mark.asyncio
+async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_history(tmp_path):
+    """Spike at 500, rolled back to 400 and resumed (a second segment, its own spike at 800):
+    each incident is drawn over the steps the model lived up to it."""
+    import numpy as np
+    rng = np.random.default_rng(2)
+    first, second = np.arange(600), np.arange(400, 901)
+    loss1 = 3.0 + 0.02 * rng.standard_normal(len(first))
+    loss2 = 3.0 + 0.02 * rng.standard_normal(len(second))
+    loss1[500], loss2[800 - 400] = 9.0, 4.5
+    rows = [*zip(first, loss1), *zip(second, loss2)]
+    run = tmp_path / "metrics.csv"
+    run.write_text("step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in rows))
+    app = PostmortemApp(str(run))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        loss = app.query_one("#panel-loss", MetricPanel)
+        assert app.incident.step == 500 and app.incident.segment == 0
+        assert loss.steps.max() == 599 and loss.value_at(500) == 9.0
+        assert "segment 0" in str(app.query_one("#status").render())
+        await pilot.press("n")
+        assert app.incident.step == 800 and app.segment == 1
+        assert loss.steps.max() == 900 and loss.value_at(800) == 4.5
+        assert loss.value_at(500) < 3.2                   # the rolled-back spike is not this history
+        assert len(np.unique(loss.steps)) == len(loss.steps) == 901

@@ -78,6 +78,12 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
     return merged
 
 
+def _rise(ev: Event) -> float | None:
+    if ev.kind not in ("spike", "divergence") or not np.isfinite(ev.peak) or not ev.window_mean > 0:
+        return None
+    return round(ev.peak / ev.window_mean, 3)
+
+
 def analyze(log: RunLog, thresholds: Thresholds | None = None) -> Analysis:
     ctx = Context(log, thresholds or Thresholds())
     checks = walk(ctx)
@@ -88,7 +94,7 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None) -> Analysis:
         kind = "spike" if ev.kind == "cascade" else ev.kind
         incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
                                   metric=ev.metric, segment=ev.segment, confidence=confidence,
-                                  related=related))
+                                  related=related, rise=_rise(ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
                                    metrics=log.metrics, dtype=log.dtype),
                     checks=checks, incidents=incidents)

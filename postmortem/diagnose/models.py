@@ -71,6 +71,19 @@ class Incident(BaseModel):
     segment: int = 0
     confidence: Literal["high", "low"] = "high"
     related: list[str] = []
+    # the peak over the level before it (loss: the window's mean; grad norm: its median),
+    # e.g. 1.38 for 3.83 -> 5.28; None where it does not apply (NaN, loss-scale cascade)
+    rise: float | None = None
+
+    def severity(self) -> tuple[int, float]:
+        """For picking the incident to look at first: a NaN, then a divergence, then the
+        spike that rose the most; a bad start last."""
+        return {"nan": 3, "divergence": 2, "spike": 1}.get(self.kind, 0), self.rise or 0.0
+
+
+def worst(incidents: list[Incident]) -> int:
+    """Index of the incident to look at first (0 when there is none)."""
+    return max(range(len(incidents)), key=lambda i: incidents[i].severity(), default=0)
 
 
 class Analysis(BaseModel):

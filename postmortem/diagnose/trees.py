@@ -202,7 +202,11 @@ def b_loss_spike(ctx: Context) -> Outcome:
     ev = ctx.loss_spikes
     if not ev:
         return "pass", "no loss above mean + 3 std of the previous 100 steps"
-    return "fail", f"{len(ev)} spike(s): " + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in ev[:4])
+    shown, head = ev, f"{len(ev)} spike(s): "
+    if len(ev) > 4:           # many: the ones that rose the most over their window's mean
+        shown = sorted(ev, key=lambda e: -e.peak / e.window_mean if e.window_mean > 0 else 0)[:4]
+        head = f"{len(ev)} spikes, the largest: "
+    return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown)
 
 
 def b_recovery(ctx: Context) -> Outcome:

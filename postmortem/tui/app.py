@@ -103,6 +103,10 @@ class PostmortemApp(App):
         self.replays: dict[int, dict] = {}     # incident step -> the last replay's result
         self.timings: dict[str, float] = {}    # the file read's seconds, for benchmarks/bench_tui.py
         self.error: str | None = None          # why the run could not be read
+        self.largest = 0                       # index of the incident shown first
+        self.segment = 0                       # the panels draw the run up to this segment's end
+        self.history = None
+        self.resumed = False                   # more than one segment
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -139,26 +143,27 @@ class PostmortemApp(App):
         self.call_from_thread(self.show, log, result)
 
     def show(self, log, result) -> None:
+        from postmortem.diagnose.models import worst
         self.runlog, self.analysis = log, result
+        self.resumed = len(log.segments()) > 1
+        self.largest = worst(result.incidents)   # a NaN, else the spike that rose the most: shown first
+        first = result.incidents[self.largest] if result.incidents else None
+        self.view_segment(first.segment if first else int(log.frame.segment.max()))
         panels = self.query_one("#panels")
-        frame = log.frame[log.frame.segment == log.frame.segment.max()] if len(log.segments()) > 1 else log.frame
         for panel, column, log_scale in PANELS:
-            if column in frame and frame[column].notna().any():
-                rows = frame[frame[column].notna()]
-                panels.mount(MetricPanel(panel, column, rows.step.to_numpy(), rows[column].to_numpy(dtype=float),
-                                         log_scale=log_scale, id=f"panel-{panel}"))
+            if column in log.frame and log.frame[column].notna().any():
+                panels.mount(MetricPanel(panel, column, *self.series(column), log_scale=log_scale,
+                                         id=f"panel-{panel}"))
         layers = [c for c in log.metrics if c.startswith("grad_norm/")]
         room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
         for name in layers[:room]:
-            rows = frame[frame[name].notna()]
-            panels.mount(MetricPanel("grad-norm", name, rows.step.to_numpy(), rows[name].to_numpy(dtype=float),
-                                     log_scale=True))
+            panels.mount(MetricPanel("grad-norm", name, *self.series(name), log_scale=True))
         table = self.query_one("#incidents", DataTable)
-        columns(table, kind=9, step=8, metric=10, **{"top cause": 16}, score=5)
+        columns(table, kind=9, step=8, metric=10, rise=6, **{"top cause": 16}, score=5)
         for inc in result.incidents:
             top = inc.hypotheses[0] if inc.hypotheses else None
-            table.add_row(*plain(inc.kind, inc.step, inc.metric, top.pattern if top else "-",
-                                 f"{top.score:.2f}" if top else "-"))
+            table.add_row(*plain(inc.kind, inc.step, inc.metric, f"x{inc.rise:.2f}" if inc.rise else "-",
+                                 top.pattern if top else "-", f"{top.score:.2f}" if top else "-"))
         checks = self.query_one("#checks", DataTable)
         columns(checks, node=5, **{"": 4}, detail=90)
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
@@ -166,7 +171,26 @@ class PostmortemApp(App):
             leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
             checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
         self.fit_panels()
-        self.mark(0)
+        table.move_cursor(row=self.largest)
+        self.mark(self.largest)
+
+    def view_segment(self, segment: int) -> None:
+        """The panels draw the run as the model lived it up to the end of `segment`: after a
+        resume the rewound steps of the earlier segment are left out, so an incident in a
+        segment that was later rolled back is drawn with its own history."""
+        from postmortem.diagnose.series import effective_history
+        log = self.runlog
+        self.segment = segment
+        self.history = effective_history(log, segment) if self.resumed else log.frame
+        for panel in self.query(MetricPanel):
+            panel.set_data(*self.series(panel.column))
+
+    def series(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """The steps and values of `column` in the history drawn now (none in this segment: empty)."""
+        if column not in self.history:
+            return np.array([], dtype=np.int64), np.array([])
+        rows = self.history[self.history[column].notna()]
+        return rows.step.to_numpy(), rows[column].to_numpy(dtype=float)
 
     def on_resize(self, event) -> None:
         self.fit_panels()
@@ -200,6 +224,8 @@ class PostmortemApp(App):
         if self.analysis and self.analysis.incidents:
             self.current = index % len(self.analysis.incidents)
             inc = self.incident
+            if inc.segment != self.segment:
+                self.view_segment(inc.segment)
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
@@ -225,7 +251,10 @@ class PostmortemApp(App):
         values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
                            if self.cursor is not None)
         # layout=False: one line of fixed height; a relayout would repaint every panel again
-        status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)})"
+        largest = ", the largest" if len(self.analysis.incidents) > 1 and self.current == self.largest else ""
+        if self.resumed:
+            largest += f", segment {self.segment}"
+        status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)}{largest})"
                       f"  cursor {self.cursor}  {values}", layout=False)
 
     # -- actions ----------------------------------------------------------------------

@@ -26,6 +26,11 @@ class MetricPanel(PlotextPlot):
         if column.replace("_", "-") != panel:
             self.border_title += f": {column}"
 
+    def set_data(self, steps: np.ndarray, values: np.ndarray) -> None:
+        """Other points (another segment's history); drawn at the next redraw."""
+        self.steps, self.values = steps, values
+        self._cache.clear()
+
     def on_mount(self) -> None:
         self.redraw()
 
