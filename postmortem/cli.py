@@ -15,6 +15,12 @@ def _read(args):
     return read_run(args.run, format=args.format)
 
 
+def _others(args) -> list:
+    """The runs named by --against (same data, same order), read like the run itself."""
+    from postmortem.run import read_run
+    return [read_run(path) for path in args.against or []]
+
+
 def cmd_info(args) -> int:
     from postmortem.run.export import info
     data = info(_read(args))
@@ -44,7 +50,7 @@ def cmd_analyze(args) -> int:
         thresholds = Thresholds.load(args.thresholds, args.set or [])
     except (ValidationError, ValueError, OSError) as err:
         raise RunReadError(args.thresholds or "--set", f"bad thresholds: {str(err).splitlines()[0]}") from None
-    result = analyze(_read(args), thresholds)
+    result = analyze(_read(args), thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
@@ -78,7 +84,13 @@ def cmd_tui(args) -> int:
               f"`postmortem analyze {args.run} --json` prints the analysis", file=sys.stderr)
         return 2
     from postmortem.tui.app import run
-    return run(args.run, args.format, args.device)
+    return run(args.run, args.format, args.device, against=args.against or [])
+
+
+def add_against(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--against", action="append", metavar="OTHER",
+                   help="another run over the same data in the same order (another optimizer, LR, "
+                        "precision or seed): a spike at the same step there points at the batch; repeatable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thresholds", metavar="FILE", help="a JSON file of thresholds to override")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override one threshold, e.g. --set spike_sigma=4")
+    add_against(p)
     p.set_defaults(func=cmd_analyze)
     p = sub.add_parser("sample", help="the mini-GPT sample runs: list them, or make them again",
                        description="Make the sample runs deterministically from their seeds.")
@@ -118,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the post-mortem editor and the lessons")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the replay panel runs (default: cuda when there is one)")
+    add_against(p)
     p.set_defaults(func=cmd_tui)
     from postmortem import cli_docs
     cli_docs.register(sub)

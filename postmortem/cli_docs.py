@@ -31,7 +31,8 @@ def cmd_new(args) -> int:
         check_learner(args.learner)
     except KBError as err:
         _fail(args.learner, str(err))
-    pm = draft(read_run(args.run, format=args.format), args.learner, args.step, replay=args.replay)
+    pm = draft(read_run(args.run, format=args.format), args.learner, args.step, replay=args.replay,
+               against=[read_run(other) for other in args.against or []])
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         _fail(out, "exists; --force overwrites it")
@@ -174,12 +175,15 @@ def register(sub) -> None:
     p = sub.add_parser("new", help="write a draft post-mortem from the diagnosis")
     p.add_argument("run", metavar="RUN")
     p.add_argument("--learner", required=True)
-    p.add_argument("--step", type=int, help="the incident nearest this step (default: the first)")
+    p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest, "
+                                            "the one the dashboard opens on)")
     p.add_argument("-o", "--output", metavar="FILE")
     p.add_argument("--format")
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     p.add_argument("--replay", action="store_true",
                    help="replay the incident first and fill section 3 with its evidence")
+    from postmortem.cli import add_against
+    add_against(p)
     p.set_defaults(func=cmd_new)
     p = sub.add_parser("check", help="lint a post-mortem: complete, true to the run, argued")
     p.add_argument("file", metavar="FILE")
@@ -277,7 +281,7 @@ def _cuda() -> bool:
 def register_replay(sub) -> None:
     p = sub.add_parser("replay", help="replay the steps around an incident in counterfactual arms")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("--step", type=int, help="the incident nearest this step (default: the first)")
+    p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest)")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when there is one")
     p.add_argument("--arms", help="comma-separated: faithful,fp32,scheduled-lr,restored-moments,"
                                   "swap-batch,earlier-checkpoint (default: all)")

@@ -170,3 +170,17 @@ def test_many_incidents_are_listed_a_line_each_with_the_largest_in_full(tmp_path
     assert all(f" {step} " in out for step in sizes)              # and every one on a line
     b2 = next(c["detail"] for c in data["checks"] if c["id"] == "B2")
     assert b2.startswith("8 spikes, the largest: step 1600 ")
+
+
+def test_analyze_against_another_run(tmp_path):
+    import numpy as np
+    rng = np.random.default_rng(4)
+    for name in ("a", "b"):
+        loss = 3.0 + 0.02 * rng.standard_normal(600)
+        loss[300] = 5.0
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.csv").write_text(
+            "step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in enumerate(loss)))
+    r = pm("analyze", tmp_path / "a", "--against", tmp_path / "b")
+    assert r.returncode == 0 and "b spikes at step 300 too" in r.stdout
+    assert_one_line_error(pm("analyze", tmp_path / "a", "--against", tmp_path / "nope"), "nope")

@@ -118,6 +118,51 @@ def test_data_order_spikes_line_up_across_optimizers(real_runs):
     assert len(muon & soap) >= 0.5 * min(len(muon), len(soap))
 
 
+def test_against_the_other_optimizer_the_shared_spikes_point_at_the_data(real_runs):
+    muon = read_run(real_runs / "modded-nanogpt-muon")
+    plain = {i.step: i for i in analyze(muon).incidents}
+    crossed = {i.step: i for i in analyze(muon, against=[read_run(real_runs / "modded-nanogpt-soap")]).incidents}
+    for step in (919, 947, 5335):           # INDEX: the same steps spike with SOAP
+        top = crossed[step].hypotheses[0]
+        assert top.pattern == "long-tail-token" and crossed[step].confidence == "high"
+        assert any(f"modded-nanogpt-soap spikes at step {step} too" in o.observation for o in top.supported_by)
+        assert top.score > next(h.score for h in plain[step].hypotheses if h.pattern == "long-tail-token")
+    # SOAP stops at step 6000: past it, nothing is claimed either way
+    assert not any("soap" in o.observation for h in crossed[6127].hypotheses
+                   for o in h.supported_by + h.contradicted_by)
+
+
+def two_runs(tmp_path):
+    """Run a spikes at 300 and 600; run b, over the same data, at 300 only; run c stops at 500."""
+    rng = np.random.default_rng(3)
+    out = []
+    for name, spikes, last in (("a", (300, 600), 900), ("b", (300,), 900), ("c", (300,), 500)):
+        loss = 3.0 + 0.02 * rng.standard_normal(last)
+        for s in spikes:
+            loss[s] = 5.0
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.csv").write_text(
+            "step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in enumerate(loss)))
+        out.append(read_run(tmp_path / name))
+    return out
+
+
+def test_a_spike_shared_with_a_run_over_the_same_data_supports_the_data(tmp_path):
+    a, b, c = two_runs(tmp_path)
+    by_step = {i.step: i for i in analyze(a, against=[b, c]).incidents}
+    hyps = {h.pattern: h for h in by_step[300].hypotheses}
+    said = [o.observation for o in hyps["long-tail-token"].supported_by]
+    assert any(t.startswith("b spikes at step 300 too") for t in said)
+    assert any(t.startswith("c spikes at step 300 too") for t in said)
+    assert any("not this run's restart" in o.observation for o in hyps["optimizer-reset"].contradicted_by)
+    assert by_step[300].hypotheses[0].pattern == "long-tail-token"
+    lonely = {h.pattern: h for h in by_step[600].hypotheses}["long-tail-token"]
+    against = [o.observation for o in lonely.contradicted_by]
+    assert against == ["b, over the same data, does not spike here"]     # c never got to 600
+    alone = {i.step: i for i in analyze(a).incidents}
+    assert hyps["long-tail-token"].score > {h.pattern: h for h in alone[300].hypotheses}["long-tail-token"].score
+
+
 @pytest.mark.parametrize("name", ["deepspeed-chat-sft-opt1.3b", "megatron-deepspeed-moe-0.125B",
                                   "hf-trainer-tinyllama-evalrows", "hf-trainer-viz-evalrows",
                                   "hf-trainer-cpt-predictrows", "hf-trainer-tb-serial-lain",

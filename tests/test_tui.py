@@ -223,3 +223,16 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
         assert loss.steps.max() == 900 and loss.value_at(800) == 4.5
         assert loss.value_at(500) < 3.2                   # the rolled-back spike is not this history
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
+
+
+@pytest.mark.asyncio
+async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    spiky_run(tmp_path / "a" / "metrics.csv")
+    spiky_run(tmp_path / "b" / "metrics.csv")
+    app = PostmortemApp(str(tmp_path / "a"), against=[str(tmp_path / "b")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        top = app.incident.hypotheses[0]
+        assert top.pattern == "long-tail-token"
+        assert any(o.observation.startswith("b spikes at step 600 too") for o in top.supported_by)

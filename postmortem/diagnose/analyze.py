@@ -84,8 +84,11 @@ def _rise(ev: Event) -> float | None:
     return round(ev.peak / ev.window_mean, 3)
 
 
-def analyze(log: RunLog, thresholds: Thresholds | None = None) -> Analysis:
-    ctx = Context(log, thresholds or Thresholds())
+def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[RunLog] = ()) -> Analysis:
+    """Walk the trees, find the incidents, rank their causes. `against`: other runs over the
+    same data in the same order, whose spikes at the same steps point at the data."""
+    th = thresholds or Thresholds()
+    ctx = Context(log, th, others=[Context(other, th).as_other() for other in against])
     checks = walk(ctx)
     ctx.checks = checks
     incidents = []

@@ -19,6 +19,9 @@ from postmortem.run import RunLog
 class Context:
     log: RunLog
     th: Thresholds = field(default_factory=Thresholds)
+    # other runs over the same data in the same order: (run id, their loss and grad-norm
+    # spikes, the first and last step they logged)
+    others: list = field(default_factory=list)
 
     @property
     def frame(self):
@@ -67,6 +70,13 @@ class Context:
     @cached_property
     def nonfinite(self) -> np.ndarray:
         return nan_rows(self.log)
+
+    def as_other(self) -> tuple:
+        """What another run's incidents are matched against: this run's loss and grad-norm
+        spikes and the steps it covers."""
+        steps = self.frame.step
+        return (self.log.run_id, self.loss_spikes + self.grad_spikes,
+                int(steps.min()) if len(steps) else 0, int(steps.max()) if len(steps) else -1)
 
     @property
     def ln_v(self) -> float | None:

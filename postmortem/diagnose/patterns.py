@@ -53,6 +53,8 @@ class Features:
     first_nonfinite: str | None = None     # "+inf", "nan" of the loss at the incident
     recovers: bool | None = None
     moments_drop: float | None = None
+    same_step: list[str] = field(default_factory=list)   # other runs spiking at this step too
+    not_there: list[str] = field(default_factory=list)   # other runs that do not
 
 
 def _near(steps, lo, hi):
@@ -104,7 +106,23 @@ def measure(ctx: Context, ev: Event) -> Features:
             f.first_nonfinite = "+inf" if v == np.inf else "-inf" if v == -np.inf else "nan" if v != v else "finite"
         later = between(ctx.history(ev.segment), ev.step + 21, np.inf).loss
         f.recovers = bool(np.isfinite(later).any()) if len(later) else None
+    for run_id, spikes, first, last in ctx.others:
+        match = [o for o in spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
+        if match:
+            o = min(match, key=lambda o: abs(o.step - ev.step))
+            f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {o.window_mean:.3g} -> {o.peak:.3g})")
+        elif ev.kind == "spike" and first <= ev.step <= last:     # it got there and stayed calm
+            f.not_there.append(run_id)
     return f
+
+
+def _cross_run(f: Features, e: Evidence, weight: float, why: str) -> None:
+    """Another run over the same data in the same order: a spike at the same step there too
+    points at the batch, not at this run's state."""
+    for text in f.same_step:
+        e.add(True, weight, "loss", f"{text}: {why}")
+    for run_id in f.not_there:
+        e.add(False, weight / 2, "loss", f"{run_id}, over the same data, does not spike here")
 
 
 def _ev_long_tail(ctx, ev, f: Features, e: Evidence) -> None:
@@ -127,6 +145,7 @@ def _ev_long_tail(ctx, ev, f: Features, e: Evidence) -> None:
         e.add(True, 0.5, "batch", f"the batch of step {ev.step} is unique among the 50 before it")
     if f.cascade is not None:
         e.add(False, 1.5, "loss-scale", f"loss scale {f.cascade.notes['from']:g} -> {f.cascade.notes['to']:g} near the spike")
+    _cross_run(f, e, 2.0, "the same batch, so the data")
 
 
 def _ev_fp16(ctx, ev, f: Features, e: Evidence) -> None:
@@ -163,6 +182,8 @@ def _ev_opt_reset(ctx, ev, f: Features, e: Evidence) -> None:
         e.add(False, 2.0, "loss", f"no restart within {ctx.th.after_resume_steps} steps before it")
     else:
         e.add(False, 2.0, "loss", "the run never restarted")
+    for text in f.same_step:
+        e.add(False, 1.0, "loss", f"{text}: not this run's restart")
     cols = [c for c in ctx.frame.columns if c.startswith("adam_v_norm/")]
     if cols and f.after_resume is not None:
         e.add(True, 0.5, "optimizer-moments", f"Adam moments are recorded ({cols[0]}): compare them across the restart")
@@ -192,6 +213,7 @@ def _ev_bad_data(ctx, ev, f: Features, e: Evidence) -> None:
         dup = int(h.duplicated().sum())
         if dup:
             e.add(True, 2.0, "batch", f"{dup} repeated batch index(es) in the 100 steps up to {ev.step}")
+    _cross_run(f, e, 1.0, "the same batch, so the data")
 
 
 def _ev_lr_high(ctx, ev, f: Features, e: Evidence) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date as Date
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.models import SPIKE_PATTERNS, Incident
+from postmortem.diagnose.models import SPIKE_PATTERNS, Incident, worst
 from postmortem.document.lint import panel_has_data
 from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
 from postmortem.run import RunLog
@@ -16,7 +16,7 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
     if not incidents:
         raise RunReadError(path, "no incident to write a post-mortem about (analyze found none)")
     if step is None:
-        return incidents[0]
+        return incidents[worst(incidents)]      # the one the dashboard opens on
     best = min(incidents, key=lambda i: abs(i.step - step))
     if abs(best.step - step) > 50:
         steps = ", ".join(str(i.step) for i in incidents[:8])
@@ -25,12 +25,14 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
 
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
-          replay: bool = False, device: str = "cpu", incidents: list[Incident] | None = None) -> PostMortem:
+          replay: bool = False, device: str = "cpu", incidents: list[Incident] | None = None,
+          against: list[RunLog] = ()) -> PostMortem:
     """The draft; with `replay`, section 3 is filled from the replay's evidence and the
     hypotheses come in the order the evidence left them. `incidents`: the run's analysis
-    when the caller has it already (the TUI), so it is not run twice."""
+    when the caller has it already (the TUI), so it is not run twice; `against`: runs over
+    the same data for the analysis (see analyze)."""
     if incidents is None:
-        incidents = analyze(log).incidents
+        incidents = analyze(log, against=against).incidents
     inc = pick_incident(incidents, step, log.source.path)
     evidence = []
     if replay:

@@ -91,9 +91,10 @@ class PostmortemApp(App):
     ]
 
     def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None,
-                 device: str = "auto"):
+                 device: str = "auto", against: list[str] = ()):
         super().__init__()
         self.run_path, self.format, self.device = run, format, device
+        self.against = list(against)           # other runs over the same data (analyze --against)
         self.kb_root = kb_root or Path.cwd()
         self.runlog = None
         self.analysis = None
@@ -135,7 +136,7 @@ class PostmortemApp(App):
             started = time.perf_counter()
             log = read_run(self.run_path, format=self.format)
             self.timings["read_s"] = time.perf_counter() - started
-            result = analyze(log)
+            result = analyze(log, against=[read_run(other) for other in self.against])
         except RunReadError as err:
             self.error = str(err)
             self.call_from_thread(self.push_screen, ErrorScreen(self.error))
@@ -350,9 +351,9 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if np.isfinite(v) else str(v)
 
 
-def run(path: str, format: str | None = None, device: str = "auto") -> int:
+def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = ()) -> int:
     """Run the app; a run that could not be read leaves its one line on stderr and exit code 2."""
-    app = PostmortemApp(path, format, device=device)
+    app = PostmortemApp(path, format, device=device, against=against)
     app.run()
     if app.error:
         print(f"postmortem: error: {app.error}", file=sys.stderr)
