@@ -236,3 +236,8 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
         top = app.incident.hypotheses[0]
         assert top.pattern == "long-tail-token"
         assert any(o.observation.startswith("b spikes at step 600 too") for o in top.supported_by)
+        loss = app.query_one("#panel-loss", MetricPanel)                 # b's loss drawn in gray
+        assert loss.ghost[0] == "b" and "gray: b" in loss.border_title and len(loss.ghost[1]) == 900
+        await pilot.press("z")
+        (s, _, _), ghost = loss._points()
+        assert ghost is not None and 600 in ghost[0] and ghost[0].max() <= s.max()  # zoomed alike

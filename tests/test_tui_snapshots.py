@@ -64,6 +64,8 @@ def test_editor(snap_compare, tmp_path):
     async def edit(pilot):
         await loaded(pilot)
         await pilot.press("e")
+        for area in pilot.app.screen.query("TextArea"):
+            area.cursor_blink = False   # the focused section's cursor drawn, whatever the time
         await pilot.pause(0.7)          # the debounced lint
         await settled(pilot)
     assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=edit)

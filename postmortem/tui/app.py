@@ -95,6 +95,7 @@ class PostmortemApp(App):
         super().__init__()
         self.run_path, self.format, self.device = run, format, device
         self.against = list(against)           # other runs over the same data (analyze --against)
+        self.ghost = None                      # the first one's loss, drawn in gray on the loss panel
         self.kb_root = kb_root or Path.cwd()
         self.runlog = None
         self.analysis = None
@@ -136,7 +137,9 @@ class PostmortemApp(App):
             started = time.perf_counter()
             log = read_run(self.run_path, format=self.format)
             self.timings["read_s"] = time.perf_counter() - started
-            result = analyze(log, against=[read_run(other) for other in self.against])
+            others = [read_run(other) for other in self.against]
+            result = analyze(log, against=others)
+            self.ghost = _ghost(others[0]) if others else None
         except RunReadError as err:
             self.error = str(err)
             self.call_from_thread(self.push_screen, ErrorScreen(self.error))
@@ -154,7 +157,7 @@ class PostmortemApp(App):
         for panel, column, log_scale in PANELS:
             if column in log.frame and log.frame[column].notna().any():
                 panels.mount(MetricPanel(panel, column, *self.series(column), log_scale=log_scale,
-                                         id=f"panel-{panel}"))
+                                         ghost=self.ghost if panel == "loss" else None, id=f"panel-{panel}"))
         layers = [c for c in log.metrics if c.startswith("grad_norm/")]
         room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
         for name in layers[:room]:
@@ -343,6 +346,16 @@ class PostmortemApp(App):
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
+
+
+def _ghost(other) -> tuple | None:
+    """(run id, steps, loss) of another run as the model lived it to its end, if it logs loss."""
+    from postmortem.diagnose.series import effective_history
+    frame = effective_history(other, int(other.frame.segment.max())) if len(other.frame) else other.frame
+    if "loss" not in frame:
+        return None
+    rows = frame[frame.loss.notna()]
+    return other.run_id, rows.step.to_numpy(), rows.loss.to_numpy(dtype=float)
 
 
 def _fmt(v) -> str:

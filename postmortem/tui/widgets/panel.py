@@ -14,10 +14,11 @@ class MetricPanel(PlotextPlot):
     DEFAULT_CSS = ""
 
     def __init__(self, panel: str, column: str, steps: np.ndarray, values: np.ndarray,
-                 log_scale: bool = False, **kw):
+                 log_scale: bool = False, ghost: tuple[str, np.ndarray, np.ndarray] | None = None, **kw):
         super().__init__(**kw)
         self.panel, self.column, self.log_scale = panel, column, log_scale
         self.steps, self.values = steps, values
+        self.ghost = ghost        # (run id, steps, values) of a run over the same data, in gray
         self.marks: list[int] = []
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
@@ -25,6 +26,8 @@ class MetricPanel(PlotextPlot):
         self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
         if column.replace("_", "-") != panel:
             self.border_title += f": {column}"
+        if ghost:
+            self.border_title += f", gray: {ghost[0]}"
 
     def set_data(self, steps: np.ndarray, values: np.ndarray) -> None:
         """Other points (another segment's history); drawn at the next redraw."""
@@ -56,11 +59,20 @@ class MetricPanel(PlotextPlot):
     def points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The decimated points to draw and which are finite: computed once per window,
         width and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
+        return self._points()[0]
+
+    def _points(self) -> tuple[tuple, tuple | None]:
+        """This run's points and the gray run's, cached together."""
         width = max(20, (self.size.width or 80) - 10)
         key = (self.window, width, tuple(self.marks))
-        if key in self._cache:
-            return self._cache[key]
-        steps, values = self.steps, self.values
+        if key not in self._cache:
+            if len(self._cache) >= 4:              # the whole run, the zoom, and a resize or two
+                self._cache.pop(next(iter(self._cache)))
+            ghost = self._decimated(*self.ghost[1:], width) if self.ghost else None
+            self._cache[key] = (self._decimated(self.steps, self.values, width), ghost)
+        return self._cache[key]
+
+    def _decimated(self, steps: np.ndarray, values: np.ndarray, width: int) -> tuple:
         if self.window is not None:
             lo, hi = np.searchsorted(steps, self.window[0]), np.searchsorted(steps, self.window[1], "right")
             steps, values = steps[lo:hi], values[lo:hi]
@@ -71,19 +83,23 @@ class MetricPanel(PlotextPlot):
         if self.log_scale:
             finite &= v > 0
             v = np.where(finite, np.log10(np.where(v > 0, v, 1)), np.nan)
-        if len(self._cache) >= 4:              # the whole run, the zoom, and a resize or two
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = (s, v, finite)
         return s, v, finite
 
     def redraw(self) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        s, v, finite = self.points()
+        (s, v, finite), ghost = self._points()
+        shown_s, shown_v = [s[finite]], [v[finite]]
+        if ghost is not None and ghost[2].any():
+            gs, gv, gf = ghost
+            plt.plot(gs[gf].tolist(), gv[gf].tolist(), marker="braille", color="gray")
+            shown_s.append(gs[gf])
+            shown_v.append(gv[gf])
         if finite.any():
             plt.plot(s[finite].tolist(), v[finite].tolist(), marker="braille")
-            self._ticks(s[finite], v[finite])
+        if any(len(x) for x in shown_s):
+            self._ticks(np.concatenate(shown_s), np.concatenate(shown_v))
         for m in self.marks:
             if len(s) and s[0] <= m <= s[-1]:
                 plt.vline(m, "red")
