@@ -12,15 +12,20 @@ fi
 here=$(pwd)
 kb=$(mktemp -d)
 session="pm-e2e-$$"
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$kb"' EXIT
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "keepalive-$$" 2>/dev/null || true; rm -rf "$kb"' EXIT
+# a session that outlives the app's: when the app's ends, the tmux server stays up for the next
+tmux new-session -d -s "keepalive-$$" "sleep 600"
 git -C "$kb" init -q
 export GIT_AUTHOR_NAME=e2e GIT_AUTHOR_EMAIL=e2e@example.invalid
 export GIT_COMMITTER_NAME=e2e GIT_COMMITTER_EMAIL=e2e@example.invalid
 
 screen() { tmux capture-pane -p -t "$session"; }
+# `grep -q` stops reading at the first match; under pipefail the writer's SIGPIPE would
+# fail the pipeline, so the text is read whole first
+has() { grep -q -- "$2" <<<"$1"; }
 wait_for() {   # text, seconds
     for _ in $(seq 1 "$(( $2 * 4 ))"); do
-        if screen | grep -q -- "$1"; then return 0; fi
+        if has "$(screen)" "$1"; then return 0; fi
         sleep 0.25
     done
     echo "e2e_tui: never saw '$1' on the screen:"; screen; return 1
@@ -52,7 +57,7 @@ wait_for "replay evidence kept" 10
 
 # the editor: sections 3 and 2 came from the replay; fill 4-7
 keys e
-wait_for "1. Symptoms" 10
+wait_for "Save draft" 10
 wait_for "4 Root cause x" 5              # the focus starts in the first empty section: root cause
 type_text "Half of the batch of step 250 was junk of long-tail tokens the model had almost never seen."
 keys Tab Tab                             # remediation -> its usual remedies
@@ -74,7 +79,7 @@ type_text "ada"
 wait_for "learners/ada/lessons.md" 5
 keys Enter
 wait_for "committed " 15
-git -C "$kb" log --oneline | grep -q "post-mortem 19-spike-001 (long-tail-token)" \
+has "$(git -C "$kb" log --oneline)" "post-mortem 19-spike-001 (long-tail-token)" \
     || { echo "e2e_tui: no commit in $kb"; git -C "$kb" log --oneline; exit 1; }
 test -f "$kb"/learners/ada/postmortems/*-19-spike-001.md
 grep -q "look at the batch before the optimizer" "$kb/learners/ada/lessons.md"
@@ -95,7 +100,7 @@ tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
     "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
-wait_for "1. Symptoms" 10
+wait_for "Save draft" 10
 type_text "Typed just before the crash."
 sleep 2
 kill -9 "$(tmux display -p -t "$session" '#{pane_pid}')"
@@ -119,6 +124,6 @@ tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
 wait_for "Cannot read this run" 30
 keys q
 wait_for "exit code 2" 10
-screen | grep -q "postmortem: error: .*no-such-run" || { echo "e2e_tui: no one-line error"; screen; exit 1; }
+has "$(screen)" "postmortem: error: .*no-such-run" || { echo "e2e_tui: no one-line error"; screen; exit 1; }
 echo "e2e_tui: an unreadable run exits 2 with its reason"
 echo "e2e_tui: passed"
