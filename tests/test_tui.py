@@ -196,6 +196,7 @@ async def test_the_dashboard_opens_on_the_largest_incident(tmp_path):
         assert "(2/2, the largest)" in str(app.query_one("#status").render())
         await pilot.press("p")
         assert app.incident.step == 300 and "largest" not in str(app.query_one("#status").render())
+        assert app.query_one("#incidents").cursor_row == 0               # the list follows n/p
 
 
 @pytest.mark.asyncio

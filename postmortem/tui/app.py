@@ -175,7 +175,6 @@ class PostmortemApp(App):
             leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
             checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
         self.fit_panels()
-        table.move_cursor(row=self.largest)
         self.mark(self.largest)
 
     def view_segment(self, segment: int) -> None:
@@ -230,6 +229,9 @@ class PostmortemApp(App):
             inc = self.incident
             if inc.segment != self.segment:
                 self.view_segment(inc.segment)
+            table = self.query_one("#incidents", DataTable)
+            if table.cursor_row != self.current:          # n/p: the list follows
+                table.move_cursor(row=self.current)
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
@@ -255,10 +257,10 @@ class PostmortemApp(App):
         values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
                            if self.cursor is not None)
         # layout=False: one line of fixed height; a relayout would repaint every panel again
-        largest = ", the largest" if len(self.analysis.incidents) > 1 and self.current == self.largest else ""
+        which = ", the largest" if len(self.analysis.incidents) > 1 and self.current == self.largest else ""
         if self.resumed:
-            largest += f", segment {self.segment}"
-        status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)}{largest})"
+            which += f", segment {self.segment}"
+        status.update(f"{inc.kind} at step {inc.step} ({self.current + 1}/{len(self.analysis.incidents)}{which})"
                       f"  cursor {self.cursor}  {values}", layout=False)
 
     # -- actions ----------------------------------------------------------------------
