@@ -28,8 +28,8 @@ async def test_dashboard_of_a_sample_run():
         assert app.incident.step == 250 and app.cursor == 250
         assert all(p.marks == [250] for p in app.query(MetricPanel))
         table = app.query_one("#incidents")
-        assert table.row_count == 1 and str(table.get_row_at(0)[4]) == "long-tail-token"
-        assert str(table.get_row_at(0)[3]) == "x3.96"               # 1.30 -> 5.16
+        assert table.row_count == 1 and str(table.get_row_at(0)[3]) == "long-tail-token"
+        assert [str(c) for c in table.get_row_at(0)[:3]] == ["250", "spike", "x3.96"]   # 1.30 -> 5.16
         assert app.query_one("#checks").row_count == len(app.analysis.checks)
         await pilot.press("z")
         assert app.zoomed and all(p.window == (150, 300) for p in app.query(MetricPanel))

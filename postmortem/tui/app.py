@@ -163,11 +163,13 @@ class PostmortemApp(App):
         for name in layers[:room]:
             panels.mount(MetricPanel("grad-norm", name, *self.series(name), log_scale=True))
         table = self.query_one("#incidents", DataTable)
-        columns(table, kind=9, step=8, metric=10, rise=6, **{"top cause": 16}, score=5)
+        # what tells the incidents apart first: at 80 columns step, kind and rise show
+        widest = max((len(str(i.step)) for i in result.incidents), default=4)
+        columns(table, step=max(4, widest), kind=10, rise=6, **{"top cause": 22}, score=5, metric=10)
         for inc in result.incidents:
             top = inc.hypotheses[0] if inc.hypotheses else None
-            table.add_row(*plain(inc.kind, inc.step, inc.metric, f"x{inc.rise:.2f}" if inc.rise else "-",
-                                 top.pattern if top else "-", f"{top.score:.2f}" if top else "-"))
+            table.add_row(*plain(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-",
+                                 top.pattern if top else "-", f"{top.score:.2f}" if top else "-", inc.metric))
         checks = self.query_one("#checks", DataTable)
         columns(checks, node=5, **{"": 4}, detail=90)
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
