@@ -73,14 +73,15 @@ def grad_lead(incident) -> int | None:
 
 
 def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:
-    """The signature of a run's incident (the first, or the one at `step`)."""
+    """The signature of a run's incident (the largest, or the one at `step`)."""
     from postmortem.diagnose.analyze import analyze
+    from postmortem.diagnose.models import worst
     incidents = analyze(log).incidents
     if step is not None:
         incidents = [i for i in incidents if i.step == step] or incidents
     if not incidents:
         return Signature(pattern, log.dtype, None, None, None, None)
-    return of_incident(incidents[0], log.manifest, pattern)
+    return of_incident(incidents[worst(incidents)], log.manifest, pattern)
 
 
 def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
