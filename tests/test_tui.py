@@ -100,7 +100,7 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
             await pilot.pause(0.05)
         await pilot.pause()
         similar = screen.query_one("#similar")
-        assert similar.row_count == 1 and "no other past post-mortem" in str(similar.get_row_at(0)[4])
+        assert similar.row_count == 1 and "no other past post-mortem" in str(similar.get_row_at(0)[3])
         # enter on a lesson opens its post-mortem
         await pilot.press(*["backspace"] * len(" nowhere"))
         table.focus()

@@ -139,7 +139,7 @@ class LessonsScreen(Screen):
                                  "same " + ", ".join(same) if same else "-", path.relative_to(self.root)),
                           key=str(path))
         if not found:
-            table.add_row(*plain("-", "", "", "", "no other past post-mortem under learners/"), key="-")
+            table.add_row(*plain("-", "", "", "no other past post-mortem under learners/", ""), key="-")
         self.similar = found
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
