@@ -381,6 +381,9 @@ class EditorScreen(Screen):
                     os.replace(path, path.with_name(path.name + ".bak"))
             self.restored, self.saved = False, ()
             self.load(self.fresh)
+            kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
+            if kept:
+                self.apply_replay(kept)      # the replay's evidence is the run's too
             self.relint()
             self.notify(f"started over from the run; the old draft is in {self.path.name}.bak")
         self.app.push_screen(ConfirmScreen(f"Start over from the run? Your draft is kept as "
