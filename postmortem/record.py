@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,16 @@ def batch_hash(batch: Any) -> str:
         batch = batch.detach().cpu().contiguous().numpy()
     data = batch.tobytes() if hasattr(batch, "tobytes") else bytes(batch)
     return hashlib.sha1(data).hexdigest()[:12]
+
+
+def this_machine() -> dict[str, str]:
+    """What a bit-for-bit replay depends on: the torch build and the CPU kernels it picked
+    (AVX2 and AVX512 kernels sum in different orders). Only python where torch is not loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"python": platform.python_version()}
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "python": platform.python_version()}
 
 
 class Recorder:
@@ -50,6 +62,7 @@ class Recorder:
 
     def write_manifest(self, manifest: RunManifest | dict) -> None:
         m = manifest if isinstance(manifest, RunManifest) else RunManifest.model_validate(manifest)
+        m = m.model_copy(update={"versions": {**this_machine(), **m.versions}})   # the user's own win
         atomic_write(self.dir / "manifest.json", m.model_dump_json(indent=2, exclude_none=True) + "\n")
 
     def wants_layers(self, step: int) -> bool:

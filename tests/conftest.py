@@ -13,3 +13,30 @@ def real_runs() -> Path:
     if not REAL_RUNS.is_dir():
         pytest.skip(f"{REAL_RUNS} is not beside the checkout")
     return REAL_RUNS
+
+
+@pytest.fixture(scope="session")
+def made_here(tmp_path_factory):
+    """Sample runs recorded on this machine, made once a session: a replay is checked bit for
+    bit on these, since the committed ones may come from another torch build or CPU."""
+    made: dict[str, Path] = {}
+
+    def make(name: str) -> Path:
+        if name not in made:
+            from postmortem.cli import main
+            out = tmp_path_factory.mktemp("made-here")
+            assert main(["sample", "make", name, "--out", str(out), "--jobs", "1"]) == 0
+            made[name] = out / name
+        return made[name]
+    return make
+
+
+def recorded_here(run: Path) -> bool:
+    """Whether the run was recorded on CPU by this torch build with this CPU's kernels."""
+    import json
+
+    from postmortem.record import this_machine
+    versions = json.loads((run / "manifest.json").read_text())["versions"]
+    here = this_machine()
+    return versions.get("device", "cpu") == "cpu" and \
+        all(versions.get(k) == here[k] for k in ("torch", "cpu_capability"))

@@ -2,6 +2,7 @@
 the injected cause. Runs on CUDA too when there is one (same assertions, looser faithfulness)."""
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -14,6 +15,8 @@ from postmortem.diagnose.analyze import analyze
 from postmortem.replay.engine import Cancelled, Replayer
 from postmortem.run import RunReadError, read_run
 
+from conftest import recorded_here
+
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -23,6 +26,10 @@ def replay(name, device="cpu", arms=None, **kw):
     inc = analyze(log).incidents[0]
     r = Replayer(log, inc, device, **kw)
     return r.replay(arms) if arms else r.replay()
+
+
+def faithfulness(result) -> str:
+    return next(e.observation for e in result.evidence if e.observation.startswith("faithful replay"))
 
 
 def evidence(result, arm):
@@ -35,10 +42,31 @@ def evidence(result, arm):
                                         ("numerics", "numerics"), ("bad-data", "bad-data")])
 def test_the_replay_singles_out_the_injected_cause(name, cause, device):
     result = replay(name, device)
-    if device == "cpu":
-        assert result.faithful and result.faithful_max_diff == 0.0, result.faithful_max_diff
+    assert result.faithful, result.faithful_max_diff
+    if device == "cpu" and recorded_here(ROOT / "sample_runs" / name):
+        assert result.faithful_max_diff == 0.0, result.faithful_max_diff
     assert result.hypotheses[0].pattern == cause
     assert result.hypotheses[0].score > max(h.score for h in result.hypotheses[1:])
+
+
+def test_a_run_recorded_on_this_machine_replays_bit_for_bit(made_here):
+    log = read_run(made_here("long-tail-token"))
+    result = Replayer(log, analyze(log).incidents[0], "cpu").replay(("faithful",))
+    assert result.faithful and result.faithful_max_diff == 0.0, result.faithful_max_diff
+    assert "within" not in faithfulness(result)     # no tolerance was needed
+
+
+def test_a_run_from_another_torch_build_is_faithful_within_a_tolerance_that_says_why(tmp_path):
+    run = tmp_path / "lr-discontinuity"
+    shutil.copytree(ROOT / "sample_runs" / "lr-discontinuity", run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["versions"] = {"torch": "1.13.1+cu117"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    log = read_run(run)
+    result = Replayer(log, analyze(log).incidents[0], "cpu").replay(("faithful",))
+    assert result.faithful
+    assert f"(within 0.01: recorded with torch 1.13.1+cu117, replayed with {torch.__version__})" \
+        in faithfulness(result)
 
 
 def test_fp32_removes_the_fp16_overflow_not_the_rare_token_spike():
@@ -105,7 +133,6 @@ def test_progress_and_cancel():
 
 
 def test_unsafe_checkpoint_is_refused(tmp_path):
-    import shutil
     d = tmp_path / "run"
     shutil.copytree(ROOT / "sample_runs" / "long-tail-token", d)
     ckpt = d / "checkpoints" / "step_000200.pt"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import platform
 from pathlib import Path
 
 import torch
@@ -13,7 +12,7 @@ from postmortem import __version__
 from postmortem.minigpt.config import TrainConfig
 from postmortem.minigpt.data import Data
 from postmortem.minigpt.model import GPT, GPTConfig, NaiveTokenLoss, TokenLoss
-from postmortem.record import Recorder, batch_hash
+from postmortem.record import Recorder, batch_hash, this_machine
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -133,11 +132,10 @@ class Trainer:
         torch.set_rng_state(state["rng"])
 
 
-def manifest_for(cfg: TrainConfig) -> dict:
+def manifest_for(cfg: TrainConfig, dev: torch.device) -> dict:
     return {
         "run_id": cfg.run_id, "seed": cfg.seed, "dtype": cfg.dtype, "vocab_size": cfg.vocab_size,
-        "versions": {"postmortem": __version__, "torch": torch.__version__,
-                     "python": platform.python_version()},
+        "versions": {"postmortem": __version__, **this_machine(), "device": dev.type},
         "config": {"lr_max": cfg.lr_max, "min_lr": cfg.min_lr, "warmup_steps": cfg.warmup_steps,
                    "schedule": "cosine", "total_steps": cfg.steps, "batch_size": cfg.batch_size,
                    "clip": cfg.clip, "weight_decay": cfg.weight_decay, "block_size": cfg.block_size,
@@ -158,7 +156,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, dev: torch.device | None = None
     # The optimizer-reset run crashes at inj.step and resumes from inj.resume_from with a
     # fresh optimizer: the log goes back in steps, as a real resumed log does.
     crash = inj.step if inj.kind == "optimizer-reset" else None
-    rec = Recorder(run_dir, manifest_for(cfg), layer_every=cfg.layer_every if record_layers else 0)
+    rec = Recorder(run_dir, manifest_for(cfg, trainer.dev), layer_every=cfg.layer_every if record_layers else 0)
     with rec:
         step = 0
         while step < cfg.steps:

@@ -10,6 +10,14 @@ import torch
 from postmortem.record import batch_hash
 
 
+def batch_on_device(replay, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The step's batch where the model is: an entry point's batch_at may hand back CPU
+    tensors (its loader's), and a loss_fn called outside its own train step expects them
+    on the model's device."""
+    dev = next(replay.model.parameters()).device
+    return tuple(t.to(dev) for t in replay.batch_at(step))
+
+
 def _counts(t) -> dict | None:
     if not isinstance(t, torch.Tensor) or not t.is_floating_point():
         return None
@@ -92,10 +100,10 @@ def layer_stats(replay) -> dict[str, dict]:
 def per_token(replay, step: int, top: int = 10) -> dict:
     """Per-token losses of the step's batch on the current weights: the histogram and the
     tokens behind the heavy tail, with their training-set frequencies."""
-    x, y = replay.batch_at(step)
+    x, y = batch_on_device(replay, step)
     losses = replay.loss_fn(step, x, y).float().flatten()
     finite = losses[torch.isfinite(losses)]
-    q = torch.quantile(finite, torch.tensor([0.5, 0.9, 0.99])).tolist() if len(finite) else [None] * 3
+    q = torch.quantile(finite, torch.tensor([0.5, 0.9, 0.99], device=finite.device)).tolist() if len(finite) else [None] * 3
     order = torch.argsort(torch.nan_to_num(losses, nan=float("inf")), descending=True)[:top]
     freq = getattr(replay, "token_frequency", None)
     decode = getattr(replay, "decode", str)
