@@ -173,15 +173,16 @@ def test_sample_make_is_deterministic(tmp_path, made_here):
     from postmortem.cli import main
     assert main(["sample", "make", "long-tail-token", "--out", str(tmp_path), "--jobs", "1"]) == 0
     again = made_here("long-tail-token")
-    assert (tmp_path / "long-tail-token" / "metrics.jsonl").read_bytes() == (again / "metrics.jsonl").read_bytes()
+    made = tmp_path / "long-tail-token"
+    assert (made / "metrics.jsonl").read_bytes() == (again / "metrics.jsonl").read_bytes()
     committed = SAMPLE_RUNS / "long-tail-token"
-    assert sorted(p.name for p in (tmp_path / "long-tail-token" / "checkpoints").iterdir()) == \
+    assert sorted(p.name for p in (made / "checkpoints").iterdir()) == \
         sorted(p.name for p in (committed / "checkpoints").iterdir())
     if recorded_here(committed):      # the committed sample is what this code makes
-        assert (tmp_path / "long-tail-token" / "metrics.jsonl").read_bytes() == \
+        assert (made / "metrics.jsonl").read_bytes() == \
             (committed / "metrics.jsonl").read_bytes()
     else:                             # made elsewhere: the same run to within rounding
-        ours = read_run(tmp_path / "long-tail-token").frame.loss.to_numpy()
+        ours = read_run(made).frame.loss.to_numpy()
         theirs = read_run(committed).frame.loss.to_numpy()
         assert np.allclose(ours, theirs, rtol=1e-3, atol=1e-3), np.abs(ours - theirs).max()
 

@@ -156,7 +156,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, dev: torch.device | None = None
     # The optimizer-reset run crashes at inj.step and resumes from inj.resume_from with a
     # fresh optimizer: the log goes back in steps, as a real resumed log does.
     crash = inj.step if inj.kind == "optimizer-reset" else None
-    rec = Recorder(run_dir, manifest_for(cfg, trainer.dev), layer_every=cfg.layer_every if record_layers else 0)
+    rec = Recorder(run_dir, manifest_for(cfg, trainer.dev),
+                   layer_every=cfg.layer_every if record_layers else 0)
     with rec:
         step = 0
         while step < cfg.steps:

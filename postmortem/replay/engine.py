@@ -205,7 +205,8 @@ class Replayer:
         if "cpu_capability" not in recorded:
             return "the manifest does not say which CPU kernels recorded the run"
         if recorded["cpu_capability"] != here["cpu_capability"]:
-            return f"recorded on {recorded['cpu_capability']} CPU kernels, replayed on {here['cpu_capability']}"
+            return (f"recorded on {recorded['cpu_capability']} CPU kernels, "
+                    f"replayed on {here['cpu_capability']}")
         return ""
 
     def _arm(self, arm: str) -> ArmResult:
@@ -228,7 +229,8 @@ class Replayer:
         if arm == "swap-batch":
             r = self.fresh()
             neighbour = inc.step - 1
-            return self.run(arm, r, batch_for=lambda s: probes.batch_on_device(r, neighbour) if s == inc.step else None)
+            return self.run(arm, r, batch_for=lambda s: probes.batch_on_device(r, neighbour)
+                            if s == inc.step else None)
         if arm == "earlier-checkpoint":
             earlier = [s for s in self.ckpts if s < self.ckpt]
             if not earlier:

@@ -103,7 +103,8 @@ def per_token(replay, step: int, top: int = 10) -> dict:
     x, y = batch_on_device(replay, step)
     losses = replay.loss_fn(step, x, y).float().flatten()
     finite = losses[torch.isfinite(losses)]
-    q = torch.quantile(finite, torch.tensor([0.5, 0.9, 0.99], device=finite.device)).tolist() if len(finite) else [None] * 3
+    levels = torch.tensor([0.5, 0.9, 0.99], device=finite.device)
+    q = torch.quantile(finite, levels).tolist() if len(finite) else [None] * 3
     order = torch.argsort(torch.nan_to_num(losses, nan=float("inf")), descending=True)[:top]
     freq = getattr(replay, "token_frequency", None)
     decode = getattr(replay, "decode", str)
