@@ -71,6 +71,16 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert "is gone" in swap["observation"] and "long-tail-token" in swap["favors"]
         assert screen.result["hypotheses"][0]["pattern"] == "long-tail-token"
         assert not any(e["observation"].startswith("fp32 arm") for e in screen.evidence)
+        # the column cuts an observation; the highlighted row shows whole under the table
+        detail = lambda: str(screen.query_one("#evidence-detail").render())        # noqa: E731
+        assert screen.evidence[0]["observation"] in " ".join(detail().split())
+        table = screen.query_one("#evidence")
+        table.focus()
+        row = next(i for i, e in enumerate(screen.evidence) if e is swap)
+        for _ in range(row):
+            await pilot.press("down")
+        assert table.cursor_row == row
+        assert "rules out" in detail() and swap["observation"] in " ".join(detail().split())
         await pilot.press("escape")
         assert app.replays[250]["faithful"] is True
         # the editor opens with the replay's evidence in section 3 and the ranking in section 2

@@ -30,6 +30,8 @@ HELP = {
     "remedies": "The usual remedies of the pattern you named: enter adds the highlighted one to section 5.",
     "arms": "Each arm replays the same steps from the same checkpoint with one cause taken away; "
             "space toggles an arm, r runs the checked ones, escape cancels.",
+    "evidence": "What the replay found, a row as it arrives: the panel, the causes it favors and rules out; "
+                "the highlighted row shows whole under the table. Escape takes them to the post-mortem.",
     "lessons": "Every learner's lessons by pattern; type in the filter (pattern:x learner:y text), "
                "enter opens the post-mortem behind a lesson.",
     "similar": "Past post-mortems scored against this incident field by field; enter opens one.",

@@ -59,6 +59,7 @@ class ReplayScreen(Screen):
             table = DataTable(id="evidence", cursor_type="row")
             table.border_title = "evidence"
             yield table
+            yield Static("", id="evidence-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -72,11 +73,24 @@ class ReplayScreen(Screen):
         chosen = self.query_one("#arms", SelectionList).selected
         return tuple(a for a in ARMS if a in chosen or a == "faithful")   # faithful always first
 
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted row whole, wrapped: its observation column cuts most of them."""
+        if event.data_table.id == "evidence" and 0 <= event.cursor_row < len(self.evidence):
+            self._detail(self.evidence[event.cursor_row])
+
+    def _detail(self, row: dict) -> None:
+        sides = "".join(f"; {name} {', '.join(row[key])}" for name, key in
+                        (("favors", "favors"), ("rules out", "rules_out")) if row[key])
+        detail = self.query_one("#evidence-detail", Static)
+        detail.update(escape(f"[{row['panel']}] {row['observation']}{sides}"))
+        detail.display = True
+
     def action_start(self) -> None:
         if self.state in ("missing", "running"):
             return
         self.evidence, self.result = [], None
         self.query_one("#evidence", DataTable).clear()
+        self.query_one("#evidence-detail", Static).display = False
         self.query_one("#replay-ranking", Static).update("")
         self._status("starting the replay process (importing torch and the run's code)...")
         bar = self.query_one("#replay-bar", ProgressBar)
@@ -96,8 +110,11 @@ class ReplayScreen(Screen):
             elif kind == "evidence":
                 row = rest[0]
                 self.evidence.append(row)
-                self.query_one("#evidence", DataTable).add_row(*plain(
+                table = self.query_one("#evidence", DataTable)
+                table.add_row(*plain(
                     row["panel"], ", ".join(row["favors"]), ", ".join(row["rules_out"]), row["observation"]))
+                if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
+                    self._detail(row)
             elif kind == "done":
                 self.result = rest[0]
                 self._finish("done")
