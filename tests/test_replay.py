@@ -119,6 +119,17 @@ def test_probes_report_layers_tokens_and_hashes():
     assert len(result.probes["hashes"]) == 54
 
 
+def test_the_evidence_joins_each_hypothesis_for_and_against():
+    result = replay("long-tail-token", arms=("faithful", "scheduled-lr", "swap-batch"))
+    ranked = {h.pattern: h for h in result.hypotheses}
+    swap = next(e for e in result.evidence if e.observation.startswith("swap-batch arm"))
+    schedule = next(e for e in result.evidence if e.observation.startswith("scheduled-lr arm"))
+    assert swap.observation in [o.observation for o in ranked["long-tail-token"].supported_by]
+    assert schedule.observation in [o.observation for o in ranked["lr-discontinuity"].contradicted_by]
+    # the diagnosis' own observations stay, after the replay's
+    assert any(o.panel == "grad-norm" for o in ranked["long-tail-token"].supported_by[1:])
+
+
 def test_progress_and_cancel():
     seen = []
     cancel = threading.Event()

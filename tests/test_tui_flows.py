@@ -91,6 +91,9 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert any("swap-batch arm" in e.observation for e in pm.evidence)
         assert pm.hypotheses[0].pattern == "long-tail-token" and pm.pattern == "long-tail-token"
         assert "rare pieces" in (pm.symptoms.unusual_tokens or "")
+        # under section 2, the highlighted hypothesis with the replay's rows for and against it
+        hypothesis = str(editor.query_one("#hypothesis-detail").render())
+        assert hypothesis.startswith("long-tail-token") and f"+ [batch] {swap['observation']}" in hypothesis
         # section 2: move a hypothesis down and back, dismiss one with a reason
         table = editor.query_one("#hypotheses", HypothesesTable)
         table.focus()
@@ -239,6 +242,30 @@ async def test_a_section_opens_in_the_users_editor(tmp_path, monkeypatch):
         editor.query_one("#root_cause").focus()
         await pilot.press("ctrl+o")
         assert editor.query_one("#root_cause").text == "first wordswritten in my editor"
+
+
+@pytest.mark.asyncio
+async def test_the_highlighted_hypothesis_shows_what_the_run_says_for_and_against_it(tmp_path):
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        detail = lambda: str(editor.query_one("#hypothesis-detail").render())     # noqa: E731
+        diagnosed = {h.pattern: h for h in app.incident_at(250).hypotheses}
+        top = diagnosed["long-tail-token"]
+        assert detail().startswith("long-tail-token [grad-norm]")
+        assert f"+ [loss] {top.supported_by[1].observation}" in detail()
+        assert f"tells it apart: {top.discriminate}" in detail()
+        table = editor.query_one("#hypotheses", HypothesesTable)
+        table.focus()
+        row = next(i for i, h in enumerate(table.hypotheses) if h.pattern == "lr-discontinuity")
+        for _ in range(row):
+            await pilot.press("down")
+        against = diagnosed["lr-discontinuity"].contradicted_by
+        assert detail().startswith("lr-discontinuity [lr]")
+        assert f"- [lr] {against[1].observation}" in detail()
+        assert detail().count(against[0].observation) == 1       # the table's own, not again
 
 
 @pytest.mark.asyncio

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from postmortem.diagnose.context import scheduled_lr
-from postmortem.diagnose.models import Hypothesis, Incident
+from postmortem.diagnose.models import Hypothesis, Incident, Observation
 from postmortem.record import this_machine
 from postmortem.replay import loading, probes
 from postmortem.run import RunLog
@@ -359,13 +359,17 @@ class _Streamed(list):
 
 def rerank(hypotheses: list[Hypothesis], evidence: list[Evidence]) -> list[Hypothesis]:
     """The diagnosis' ranking moved by the replay's evidence: each row favoring a pattern
-    adds, a row ruling it out sends it to the bottom."""
+    adds, a row ruling it out sends it to the bottom. The rows join the hypothesis' own
+    observations for and against it, ahead of the diagnosis' (they weigh more)."""
     out = []
     for h in hypotheses:
-        favored = sum(h.pattern in e.favors for e in evidence)
-        ruled = any(h.pattern in e.rules_out for e in evidence)
-        score = 0.0 if ruled else min(1.0, h.score + 0.3 * favored)
-        out.append(h.model_copy(update={"score": round(score, 3)}))
+        favored = [Observation(panel=e.panel, observation=e.observation)
+                   for e in evidence if h.pattern in e.favors]
+        ruled = [Observation(panel=e.panel, observation=e.observation)
+                 for e in evidence if h.pattern in e.rules_out]
+        score = 0.0 if ruled else min(1.0, h.score + 0.3 * len(favored))
+        out.append(h.model_copy(update={"score": round(score, 3), "supported_by": favored + h.supported_by,
+                                        "contradicted_by": ruled + h.contradicted_by}))
     out.sort(key=lambda h: -h.score)
     for i, h in enumerate(out, 1):
         h.rank = i

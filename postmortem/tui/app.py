@@ -26,7 +26,9 @@ HELP = {
     "incidents": "The incidents analyze found; enter picks one, the panels mark it.",
     "checks": "Tree A and tree B: every node pass, fail (and the leaf it points to) or skipped, and why.",
     "hypotheses": "Section 2, ranked by the diagnosis and the replay: shift+up/down reorder, d dismisses "
-                  "with a reason (d again restores), a adds one as pattern | panel | observation.",
+                  "with a reason (d again restores), a adds one as pattern | panel | observation. "
+                  "Under the table: the highlighted one whole, what the run shows for (+) and against (-) "
+                  "it, and what would tell it apart.",
     "remedies": "The usual remedies of the pattern you named: enter adds the highlighted one to section 5.",
     "arms": "Each arm replays the same steps from the same checkpoint with one cause taken away; "
             "space toggles an arm, r runs the checked ones, escape cancels.",

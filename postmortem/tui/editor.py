@@ -206,6 +206,7 @@ class EditorScreen(Screen):
                             id="unusual_tokens", placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
                 yield Label("[b]2. Hypotheses[/b]: shift+up/down reorder, d dismisses with a reason, a adds")
                 yield HypothesesTable(pm.hypotheses, id="hypotheses")
+                yield Static("", id="hypothesis-detail")
                 yield Label("pattern of the root cause")
                 yield Input(self.typed.get("pattern", pm.pattern or ""), id="pattern",
                             suggester=SuggestFromList(PATTERNS),
@@ -269,6 +270,40 @@ class EditorScreen(Screen):
 
     def on_hypotheses_table_changed(self, event) -> None:
         self._changed()
+        self.show_hypothesis()
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        if event.data_table.id == "hypotheses":
+            self.show_hypothesis()
+
+    def show_hypothesis(self) -> None:
+        """The highlighted hypothesis whole, with what the diagnosis (or the replay, once run)
+        found for (+) and against (-) it, and what would tell it apart."""
+        table = self.query_one("#hypotheses", HypothesesTable)
+        detail = self.query_one("#hypothesis-detail", Static)
+        if not 0 <= table.cursor_row < len(table.hypotheses):
+            detail.update("")
+            return
+        h = table.hypotheses[table.cursor_row]
+        lines = [f"{h.pattern} [{h.panel}] {h.observation}" + (f"  (dismissed: {h.dismissed})" if h.dismissed else "")]
+        found = self.diagnosed().get(h.pattern)
+        if found:
+            lines += [f" {sign} [{o.panel}] {o.observation}"
+                      for sign, seen in (("+", found.supported_by), ("-", found.contradicted_by))
+                      for o in seen if o.observation != h.observation]     # the table's own: once
+            if found.discriminate:
+                lines.append(f" tells it apart: {found.discriminate}")
+        detail.update(escape("\n".join(lines)))
+
+    def diagnosed(self) -> dict:
+        """pattern -> the run's Hypothesis: the replay's re-ranking when there is one, else analyze's."""
+        from postmortem.diagnose.models import Hypothesis
+        app = self.app
+        kept = getattr(app, "replays", {}).get(self.pm.spike_step)
+        if kept and kept.get("hypotheses"):
+            return {h["pattern"]: Hypothesis.model_validate(h) for h in kept["hypotheses"]}
+        inc = app.incident_at(self.pm.spike_step) if hasattr(app, "incident_at") else None
+        return {h.pattern: h for h in inc.hypotheses} if inc else {}
 
     def _changed(self) -> None:
         # debounced: the save, the lint and the preview run once typing pauses
