@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from postmortem.minigpt.config import TrainConfig  # noqa: E402
 from postmortem.minigpt.train import Trainer  # noqa: E402
-from postmortem.record import Recorder  # noqa: E402
+from postmortem.record import Recorder, this_machine  # noqa: E402
 
 
 def run(trainer: Trainer, first: int, steps: int, rec: Recorder | None) -> float:
@@ -58,7 +58,7 @@ def main() -> None:
             step += args.steps
         rec.close()
     ratios = [b / a for a, b in zip(plain, recorded)]
-    result = {"device": str(dev), "threads": torch.get_num_threads(),
+    result = {"device": str(dev), "machine": this_machine(dev), "threads": torch.get_num_threads(),
               "steps_per_s": args.steps / statistics.median(plain),
               "recorder_overhead_ratio": statistics.median(ratios), "rounds": args.rounds}
     print(json.dumps(result, indent=2))

@@ -22,6 +22,7 @@ from postmortem.diagnose.analyze import analyze  # noqa: E402
 from postmortem.minigpt.replay import make_replay  # noqa: E402
 from postmortem.replay.engine import Replayer  # noqa: E402
 from postmortem.replay.loading import load_state  # noqa: E402
+from postmortem.record import this_machine  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
 
 RUN = HERE.parent / "sample_runs" / "long-tail-token"
@@ -68,7 +69,8 @@ def main() -> None:
     result = Replayer(log, inc, args.device).replay(("faithful",))
     one_arm = time.perf_counter() - t
     n = len(result.arms["faithful"].losses)
-    out = {"device": args.device, "probe_overhead_ratio": probe, "detect_anomaly_ratio": anomaly,
+    out = {"device": args.device, "machine": this_machine(torch.device(args.device)),
+           "probe_overhead_ratio": probe, "detect_anomaly_ratio": anomaly,
            "plain_step_ms": 1000 * statistics.median(times["plain"]) / args.steps,
            "faithful_arm_s": one_arm, "faithful_arm_steps": n,
            "replay_100_steps_s_estimate": one_arm * 100 / n}

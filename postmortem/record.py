@@ -37,14 +37,16 @@ def batch_hash(batch: Any) -> str:
     return hashlib.sha1(data).hexdigest()[:12]
 
 
-def this_machine() -> dict[str, str]:
+def this_machine(device=None) -> dict[str, str]:
     """What a bit-for-bit replay depends on: the torch build and the CPU kernels it picked
-    (AVX2 and AVX512 kernels sum in different orders). Only python where torch is not loaded."""
+    (AVX2 and AVX512 kernels sum in different orders), and the GPU when `device` is one.
+    Only python where torch is not loaded."""
     torch = sys.modules.get("torch")
     if torch is None:
         return {"python": platform.python_version()}
+    gpu = {"gpu": torch.cuda.get_device_name(device)} if getattr(device, "type", None) == "cuda" else {}
     return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "python": platform.python_version()}
+            "python": platform.python_version(), **gpu}
 
 
 class Recorder:

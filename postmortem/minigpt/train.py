@@ -135,7 +135,7 @@ class Trainer:
 def manifest_for(cfg: TrainConfig, dev: torch.device) -> dict:
     return {
         "run_id": cfg.run_id, "seed": cfg.seed, "dtype": cfg.dtype, "vocab_size": cfg.vocab_size,
-        "versions": {"postmortem": __version__, **this_machine(), "device": dev.type},
+        "versions": {"postmortem": __version__, **this_machine(dev), "device": dev.type},
         "config": {"lr_max": cfg.lr_max, "min_lr": cfg.min_lr, "warmup_steps": cfg.warmup_steps,
                    "schedule": "cosine", "total_steps": cfg.steps, "batch_size": cfg.batch_size,
                    "clip": cfg.clip, "weight_decay": cfg.weight_decay, "block_size": cfg.block_size,
