@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from postmortem.tui.app import ErrorScreen, PostmortemApp
-from postmortem.tui.decimate import decimate
+from postmortem.tui.decimate import decimate, with_breaks
 from postmortem.tui.widgets.panel import MetricPanel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +69,21 @@ def test_decimation_keeps_every_spike_point():
     idx = decimate(steps, values, 100, keep=np.array([500_000]))
     assert len(idx) < 1000
     assert {123_457, 777_777, 500_000} <= set(idx.tolist())
+
+
+def test_a_hole_in_the_log_lifts_the_pen():
+    import numpy as np
+    # pasted snippets: steps 6900..6940, then 11446..11448 (bloom-tr8-104B's chronicles)
+    steps = np.array([6900, 6910, 6920, 6930, 6940, 11446, 11447, 11448])
+    values = np.array([6.4, 6.6, 7.3, 9.1, 10.2, 3.1, np.inf, 7.7])
+    s, v = with_breaks(steps, values, typical=float(np.median(np.diff(steps))), width=60)
+    assert np.isnan(s).sum() == 1 and s[5] != s[5] and s[4] == 6940 and s[6] == 11446
+    assert np.isnan(v[5]) and np.isnan(v[7]) and v[8] == 7.7      # a non-finite value: a break too
+    # a dense run, decimated to a few points a column, is one line
+    dense = np.arange(1_000_000)
+    idx = decimate(dense, np.sin(dense / 1000.0), 100)
+    s, v = with_breaks(dense[idx], np.sin(dense[idx] / 1000.0), typical=1.0, width=100)
+    assert not np.isnan(s).any()
 
 
 def test_the_dashboard_imports_no_torch():
@@ -240,5 +255,5 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
         loss = app.query_one("#panel-loss", MetricPanel)                 # b's loss drawn in gray
         assert loss.ghost[0] == "b" and "gray: b" in loss.border_title and len(loss.ghost[1]) == 900
         await pilot.press("z")
-        (s, _, _), ghost = loss._points()
+        (s, *_), ghost = loss._points()
         assert ghost is not None and 600 in ghost[0] and ghost[0].max() <= s.max()  # zoomed alike

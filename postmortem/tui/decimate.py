@@ -25,3 +25,17 @@ def decimate(steps: np.ndarray, values: np.ndarray, width: int, keep: np.ndarray
     if keep is not None and len(keep):
         chosen = np.union1d(chosen, keep)
     return chosen
+
+
+def with_breaks(steps: np.ndarray, values: np.ndarray, typical: float,
+                width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The points to draw as one line, with a NaN (where plotext lifts the pen) at each hole
+    in the log: two points further apart than 20 times the run's usual spacing and two
+    columns, say a pasted snippet's jump or a lost stretch of the log. Non-finite values
+    stay NaN: the line is not drawn through a NaN step either."""
+    values = np.where(np.isfinite(values), values, np.nan)
+    if len(steps) < 2:
+        return steps.astype(float), values
+    hole = max(20 * typical, 2 * (steps[-1] - steps[0]) / max(1, width))
+    at = np.flatnonzero(np.diff(steps) > hole) + 1
+    return np.insert(steps.astype(float), at, np.nan), np.insert(values, at, np.nan)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from textual_plotext import PlotextPlot
 
-from postmortem.tui.decimate import decimate
+from postmortem.tui.decimate import decimate, with_breaks
 
 
 class MetricPanel(PlotextPlot):
@@ -23,6 +23,7 @@ class MetricPanel(PlotextPlot):
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
         self._cache: dict = {}
+        self._spacings: dict[int, float] = {}   # id of a drawn steps array -> its usual spacing
         self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
         if column.replace("_", "-") != panel:
             self.border_title += f": {column}"
@@ -33,6 +34,7 @@ class MetricPanel(PlotextPlot):
         """Other points (another segment's history); drawn at the next redraw."""
         self.steps, self.values = steps, values
         self._cache.clear()
+        self._spacings.clear()
 
     def on_mount(self) -> None:
         self.redraw()
@@ -59,7 +61,7 @@ class MetricPanel(PlotextPlot):
     def points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The decimated points to draw and which are finite: computed once per window,
         width and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
-        return self._points()[0]
+        return self._points()[0][:3]
 
     def _points(self) -> tuple[tuple, tuple | None]:
         """This run's points and the gray run's, cached together."""
@@ -73,6 +75,7 @@ class MetricPanel(PlotextPlot):
         return self._cache[key]
 
     def _decimated(self, steps: np.ndarray, values: np.ndarray, width: int) -> tuple:
+        spacing = self._spacing(steps)          # the whole series', zoomed or not
         if self.window is not None:
             lo, hi = np.searchsorted(steps, self.window[0]), np.searchsorted(steps, self.window[1], "right")
             steps, values = steps[lo:hi], values[lo:hi]
@@ -83,21 +86,27 @@ class MetricPanel(PlotextPlot):
         if self.log_scale:
             finite &= v > 0
             v = np.where(finite, np.log10(np.where(v > 0, v, 1)), np.nan)
-        return s, v, finite
+        return s, v, finite, with_breaks(s, np.where(finite, v, np.nan), spacing, width)
+
+    def _spacing(self, steps: np.ndarray) -> float:
+        """The run's usual distance between logged steps, once per series (1M steps: ~10 ms)."""
+        if id(steps) not in self._spacings:
+            self._spacings[id(steps)] = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        return self._spacings[id(steps)]
 
     def redraw(self) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        (s, v, finite), ghost = self._points()
+        (s, v, finite, line), ghost = self._points()
         shown_s, shown_v = [s[finite]], [v[finite]]
         if ghost is not None and ghost[2].any():
-            gs, gv, gf = ghost
-            plt.plot(gs[gf].tolist(), gv[gf].tolist(), marker="braille", color="gray")
+            gs, gv, gf, gline = ghost
+            plt.plot(gline[0].tolist(), gline[1].tolist(), marker="braille", color="gray")
             shown_s.append(gs[gf])
             shown_v.append(gv[gf])
         if finite.any():
-            plt.plot(s[finite].tolist(), v[finite].tolist(), marker="braille")
+            plt.plot(line[0].tolist(), line[1].tolist(), marker="braille")
         if any(len(x) for x in shown_s):
             self._ticks(np.concatenate(shown_s), np.concatenate(shown_v))
         for m in self.marks:
