@@ -285,7 +285,8 @@ class EditorScreen(Screen):
             detail.update("")
             return
         h = table.hypotheses[table.cursor_row]
-        lines = [f"{h.pattern} [{h.panel}] {h.observation}" + (f"  (dismissed: {h.dismissed})" if h.dismissed else "")]
+        dismissed = f"  (dismissed: {h.dismissed})" if h.dismissed else ""
+        lines = [f"{h.pattern} [{h.panel}] {h.observation}{dismissed}"]
         found = self.diagnosed().get(h.pattern)
         if found:
             lines += [f" {sign} [{o.panel}] {o.observation}"
