@@ -47,6 +47,7 @@ async def test_a_run_with_no_incident_still_shows_its_panels():
         await opened(app, pilot)
         assert app.query(MetricPanel) and app.incident is None
         assert "no incident" in str(app.query_one("#status").render())
+        assert app.query_one("#incidents").border_title.startswith("incidents: none")
 
 
 @pytest.mark.asyncio

@@ -170,6 +170,8 @@ class PostmortemApp(App):
         # what tells the incidents apart first: at 80 columns step, kind and rise show
         widest = max((len(str(i.step)) for i in result.incidents), default=4)
         columns(table, step=max(4, widest), kind=10, rise=6, **{"top cause": 22}, score=5, metric=10)
+        if not result.incidents:       # said where the eye looks for them, not only on the status line
+            table.border_title = "incidents: none"
         for inc in result.incidents:
             top = inc.hypotheses[0] if inc.hypotheses else None
             table.add_row(*plain(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-",
