@@ -6,13 +6,13 @@ null is "not logged"; `nan`, `NaN` or a NaN double is a logged NaN.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import yaml
 
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import (STRICT, Series, build_runlog, build_runlog_wide,
@@ -303,9 +303,10 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
         prev_first = first
         hp = vdir / "hparams.yaml"
         if hp.exists():
+            import yaml           # here, not at start-up: only Lightning runs need it (14 ms)
             try:
                 source.extras.setdefault("hparams", {})[vdir.name] = yaml.load(
-                    hp.read_text(errors="replace"), Loader=_PermissiveLoader)
+                    hp.read_text(errors="replace"), Loader=_permissive_loader())
             except yaml.YAMLError:
                 source.warn(f"{vdir.name}/hparams.yaml: not valid YAML; ignored")
         frame = log.frame
@@ -324,16 +325,20 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
     return build_runlog(series_all, source, manifest, resumes=resumes)
 
 
-class _PermissiveLoader(yaml.SafeLoader):
-    """hparams.yaml may hold !!python/object tags: read them as plain data."""
+@functools.cache
+def _permissive_loader():
+    """A YAML loader for hparams.yaml, which may hold !!python/object tags: read as plain data."""
+    import yaml
 
+    class PermissiveLoader(yaml.SafeLoader):
+        pass
 
-def _any_tag(loader, suffix, node):
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    def any_tag(loader, suffix, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
 
-
-_PermissiveLoader.add_multi_constructor("", _any_tag)
+    PermissiveLoader.add_multi_constructor("", any_tag)
+    return PermissiveLoader

@@ -7,8 +7,6 @@ import struct
 import zlib
 from pathlib import Path
 
-import yaml
-
 from postmortem.run.assemble import Series, series_from_records
 from postmortem.run.model import RunReadError, Source
 from postmortem.run.protowire import ProtoError, fields
@@ -126,6 +124,7 @@ def _read_side_files(run_dir: Path, source: Source) -> None:
     files = run_dir / "files"
     cfg = files / "config.yaml"
     if cfg.exists():
+        import yaml           # here, not at start-up: only W&B runs with a config need it
         try:
             source.extras["config"] = yaml.safe_load(cfg.read_text(errors="replace"))
         except yaml.YAMLError:
