@@ -83,8 +83,10 @@ def cmd_tui(args) -> int:
         print(f"postmortem: error: the dashboard needs a terminal; in a pipe or a script, "
               f"`postmortem analyze {args.run} --json` prints the analysis", file=sys.stderr)
         return 2
+    from postmortem.tui.loader import Loader
+    loader = Loader(args.run, args.format, args.against or [])    # reading while Textual loads
     from postmortem.tui.app import run
-    return run(args.run, args.format, args.device, against=args.against or [])
+    return run(args.run, args.format, args.device, against=args.against or [], loader=loader)
 
 
 def add_against(p: argparse.ArgumentParser) -> None:

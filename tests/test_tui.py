@@ -40,6 +40,75 @@ async def test_dashboard_of_a_sample_run():
         assert not app.zoomed and all(p.window is None for p in app.query(MetricPanel))
 
 
+async def handed_over(app, pilot, seconds=60.0):
+    """Until the loader process has handed the whole run over (after the first paint)."""
+    import time
+    start = time.monotonic()
+    while app.runlog is None and not app.error and time.monotonic() - start < seconds:
+        await pilot.pause(0.05)
+
+
+@pytest.mark.asyncio
+async def test_the_loader_process_draws_the_same_dashboard_then_hands_the_run_over():
+    from postmortem.tui.loader import Loader
+    run = str(ROOT / "sample_runs" / "long-tail-token")
+    drawn = {}
+    for how in ("thread", "process"):
+        loader = Loader(run) if how == "process" else None
+        app = PostmortemApp(run, loader=loader)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await opened(app, pilot)
+            await handed_over(app, pilot)
+            assert app.runlog is not None and app.runlog.run_id == "19-spike-001"
+            assert app.timings["read_s"] > 0
+            drawn[how] = [(p.panel, p.column, p.steps.tolist(), p.values.tolist(), p.marks)
+                          for p in app.query(MetricPanel)]
+            rows = [[str(c) for c in app.query_one("#incidents").get_row_at(i)]
+                    for i in range(app.query_one("#incidents").row_count)]
+            drawn[how].append(rows)
+            await pilot.press("e")                        # the editor needs the whole run: here it is
+            assert type(app.screen).__name__ == "EditorScreen"
+        if loader is not None:
+            assert loader.proc.poll() == 0                # done and gone, nothing left running
+    assert drawn["process"] == drawn["thread"]
+
+
+@pytest.mark.asyncio
+async def test_a_key_pressed_before_the_run_is_handed_over_acts_once_it_is():
+    from postmortem.tui.loader import Loader
+
+    class SlowHandOver(Loader):                  # the whole run arrives a second after the paint
+        def log(self):
+            import time
+            time.sleep(1.0)
+            return super().log()
+
+    run = str(ROOT / "sample_runs" / "long-tail-token")
+    app = PostmortemApp(run, loader=SlowHandOver(run))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.analysis is None:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert app.runlog is None                 # painted, not handed over yet
+        await pilot.press("e")
+        assert type(app.screen).__name__ != "EditorScreen"
+        await handed_over(app, pilot)
+        await pilot.pause()
+        assert type(app.screen).__name__ == "EditorScreen" and app.waiting == []
+
+
+@pytest.mark.asyncio
+async def test_the_loader_process_reports_an_unreadable_run(tmp_path):
+    from postmortem.tui.loader import Loader
+    bad = tmp_path / "junk.bin"
+    bad.write_bytes(b"\x00\x01" * 100)
+    app = PostmortemApp(str(bad), loader=Loader(str(bad)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await opened(app, pilot)
+        assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
+        assert "unknown format" in app.error
+
+
 @pytest.mark.asyncio
 async def test_a_run_with_no_incident_still_shows_its_panels():
     app = PostmortemApp(str(ROOT / "sample_runs" / "healthy"))

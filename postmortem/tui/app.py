@@ -14,12 +14,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from postmortem.tui.view import PANELS, FirstView, first_view, segment_history, series
 from postmortem.tui.widgets.cells import columns, plain
 from postmortem.tui.widgets.panel import MetricPanel
 
-# dashboard panel -> the canonical column it draws, and whether on a log scale
-PANELS = (("loss", "loss", True), ("lr", "lr", False), ("grad-norm", "grad_norm", True),
-          ("loss-scale", "loss_scale", True))
 HELP = {
     "MetricPanel": "A panel: the metric over steps, the incident in red, the cursor in blue. "
                    "left/right move the cursor (shift: 10x), z zooms to the incident and back.",
@@ -95,9 +93,12 @@ class PostmortemApp(App):
     ]
 
     def __init__(self, run: str, format: str | None = None, kb_root: Path | None = None,
-                 device: str = "auto", against: list[str] = ()):
+                 device: str = "auto", against: list[str] = (), loader=None):
         super().__init__()
         self.run_path, self.format, self.device = run, format, device
+        self.loader = loader                   # a tui.loader.Loader already reading the run, or None
+        self.waiting: list = []                # actions asked for before the run was handed over
+        self.run_id = ""
         self.against = list(against)           # other runs over the same data (analyze --against)
         self.ghost = None                      # the first one's loss, drawn in gray on the loss panel
         self.kb_root = kb_root or Path.cwd()
@@ -134,38 +135,45 @@ class PostmortemApp(App):
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        """Read and analyze off the UI thread; the result comes back through call_from_thread."""
+        """Read and analyze off the UI thread (or take what the loader process made); the
+        results come back through call_from_thread: the arrays to draw first, then the run."""
+        if self.loader is not None:
+            # pydantic, to unpickle the analysis: imported while the child still works
+            import postmortem.diagnose.models  # noqa: F401
+            kind, *rest = self.loader.first()
+            if kind == "error":
+                return self._unreadable(rest[0])
+            self.call_from_thread(self.show, *rest)         # which asks for the run once painted
+            return
         from postmortem.diagnose.analyze import analyze
         from postmortem.run import RunReadError, read_run
         try:
             started = time.perf_counter()
             log = read_run(self.run_path, format=self.format)
-            self.timings["read_s"] = time.perf_counter() - started
+            read_s = time.perf_counter() - started
             others = [read_run(other) for other in self.against]
             result = analyze(log, against=others)
-            self.ghost = _ghost(others[0]) if others else None
         except RunReadError as err:
-            self.error = str(err)
-            self.call_from_thread(self.push_screen, ErrorScreen(self.error))
-            return
-        self.call_from_thread(self.show, log, result)
+            return self._unreadable(str(err))
+        self.call_from_thread(self.have_log, log)
+        self.call_from_thread(self.show, first_view(log, result, others, read_s), result)
 
-    def show(self, log, result) -> None:
-        from postmortem.diagnose.models import worst
-        self.runlog, self.analysis = log, result
-        self.resumed = len(log.segments()) > 1
-        self.largest = worst(result.incidents)   # a NaN, else the spike that rose the most: shown first
-        first = result.incidents[self.largest] if result.incidents else None
-        self.view_segment(first.segment if first else int(log.frame.segment.max()))
+    def _unreadable(self, message: str) -> None:
+        self.error = message
+        self.call_from_thread(self.push_screen, ErrorScreen(message))
+
+    def show(self, view: FirstView, result) -> None:
+        self.analysis, self.run_id = result, view.run_id
+        self.timings["read_s"] = view.read_s
+        self.resumed, self.largest, self.segment = view.resumed, view.largest, view.segment
+        self.ghost = view.ghost
         panels = self.query_one("#panels")
-        for panel, column, log_scale in PANELS:
-            if column in log.frame and log.frame[column].notna().any():
-                panels.mount(MetricPanel(panel, column, *self.series(column), log_scale=log_scale,
-                                         ghost=self.ghost if panel == "loss" else None, id=f"panel-{panel}"))
-        layers = [c for c in log.metrics if c.startswith("grad_norm/")]
+        for panel, column, steps, values, log_scale in view.panels:
+            panels.mount(MetricPanel(panel, column, steps, values, log_scale=log_scale,
+                                     ghost=self.ghost if panel == "loss" else None, id=f"panel-{panel}"))
         room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
-        for name in layers[:room]:
-            panels.mount(MetricPanel("grad-norm", name, *self.series(name), log_scale=True))
+        for name, steps, values in view.layers[:room]:
+            panels.mount(MetricPanel("grad-norm", name, steps, values, log_scale=True))
         table = self.query_one("#incidents", DataTable)
         # what tells the incidents apart first: at 80 columns step, kind and rise show
         widest = max((len(str(i.step)) for i in result.incidents), default=4)
@@ -184,24 +192,47 @@ class PostmortemApp(App):
             checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
         self.fit_panels()
         self.mark(self.largest)
+        if self.runlog is None and self.loader is not None:
+            self.call_after_refresh(self.fetch_log)       # after the first paint: it imports pandas
+
+    @work(thread=True, exclusive=True, group="log")
+    def fetch_log(self) -> None:
+        log = self.loader.log()
+        if isinstance(log, str):
+            self.notify(f"the run could not be handed over: {log}", severity="error")
+            return
+        self.call_from_thread(self.have_log, log)
+
+    def have_log(self, log) -> None:
+        """The whole run (after the first paint when a loader process read it): the editor,
+        the replay and another segment's history need it."""
+        self.runlog = log
+        inc = self.incident
+        if inc is not None and inc.segment != self.segment:     # n/p went to another segment meanwhile
+            self.mark(self.current)
+        waiting, self.waiting = self.waiting, []
+        for action in waiting:
+            action()
+
+    def when_read(self, action) -> bool:
+        """Whether the whole run is here; if not, `action` (a key pressed in the moment between
+        the first paint and the hand-over) runs once it is."""
+        if self.runlog is not None:
+            return True
+        if action not in self.waiting:
+            self.waiting.append(action)
+            self.notify("reading the run: a moment", timeout=2)
+        return False
 
     def view_segment(self, segment: int) -> None:
         """The panels draw the run as the model lived it up to the end of `segment`: after a
         resume the rewound steps of the earlier segment are left out, so an incident in a
         segment that was later rolled back is drawn with its own history."""
-        from postmortem.diagnose.series import effective_history
         log = self.runlog
         self.segment = segment
-        self.history = effective_history(log, segment) if self.resumed else log.frame
+        self.history = segment_history(log, segment) if self.resumed else log.frame
         for panel in self.query(MetricPanel):
-            panel.set_data(*self.series(panel.column))
-
-    def series(self, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """The steps and values of `column` in the history drawn now (none in this segment: empty)."""
-        if column not in self.history:
-            return np.array([], dtype=np.int64), np.array([])
-        rows = self.history[self.history[column].notna()]
-        return rows.step.to_numpy(), rows[column].to_numpy(dtype=float)
+            panel.set_data(*series(self.history, panel.column))
 
     def on_resize(self, event) -> None:
         self.fit_panels()
@@ -235,7 +266,7 @@ class PostmortemApp(App):
         if self.analysis and self.analysis.incidents:
             self.current = index % len(self.analysis.incidents)
             inc = self.incident
-            if inc.segment != self.segment:
+            if inc.segment != self.segment and self.runlog is not None:
                 self.view_segment(inc.segment)
             table = self.query_one("#incidents", DataTable)
             if table.cursor_row != self.current:          # n/p: the list follows
@@ -259,7 +290,7 @@ class PostmortemApp(App):
         if self.analysis is None:
             return
         if not self.analysis.incidents:
-            status.update(f"{self.runlog.run_id}: no incident (no NaN, no spike, no divergence)")
+            status.update(f"{self.run_id}: no incident (no NaN, no spike, no divergence)")
             return
         inc = self.incident
         values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
@@ -327,6 +358,8 @@ class PostmortemApp(App):
                             self.action_edit)
 
     def action_edit(self) -> None:
+        if not self.when_read(self.action_edit):
+            return
         if self.incident is None:
             self.notify("no incident to write about", severity="warning")
             return
@@ -337,6 +370,8 @@ class PostmortemApp(App):
         self.push_screen(EditorScreen(pm, self.kb_root, self.runlog))
 
     def action_replay(self) -> None:
+        if not self.when_read(self.action_replay):
+            return
         if self.incident is None:
             self.notify("no incident to replay", severity="warning")
             return
@@ -351,21 +386,13 @@ class PostmortemApp(App):
         self.push_screen(ReplayScreen(self.runlog, self.incident, self.device), keep)
 
     def action_lessons(self) -> None:
+        if not self.when_read(self.action_lessons):
+            return
         from postmortem.tui.lessons import LessonsScreen
         self.push_screen(LessonsScreen(self.kb_root, self.runlog, self.incident))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
-
-
-def _ghost(other) -> tuple | None:
-    """(run id, steps, loss) of another run as the model lived it to its end, if it logs loss."""
-    from postmortem.diagnose.series import effective_history
-    frame = effective_history(other, int(other.frame.segment.max())) if len(other.frame) else other.frame
-    if "loss" not in frame:
-        return None
-    rows = frame[frame.loss.notna()]
-    return other.run_id, rows.step.to_numpy(), rows.loss.to_numpy(dtype=float)
 
 
 def _fmt(v) -> str:
@@ -374,10 +401,15 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if np.isfinite(v) else str(v)
 
 
-def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = ()) -> int:
+def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = (),
+        loader=None) -> int:
     """Run the app; a run that could not be read leaves its one line on stderr and exit code 2."""
-    app = PostmortemApp(path, format, device=device, against=against)
-    app.run()
+    app = PostmortemApp(path, format, device=device, against=against, loader=loader)
+    try:
+        app.run()
+    finally:
+        if loader is not None:
+            loader.close()
     if app.error:
         print(f"postmortem: error: {app.error}", file=sys.stderr)
         return 2
