@@ -40,6 +40,25 @@ async def test_dashboard_of_a_sample_run():
         assert not app.zoomed and all(p.window is None for p in app.query(MetricPanel))
 
 
+def slow_hand_over(run: str):
+    """A loader process whose whole run arrives a second after the first paint."""
+    from postmortem.tui.loader import Loader
+
+    class SlowHandOver(Loader):
+        def log(self):
+            import time
+            time.sleep(1.0)
+            return super().log()
+    return SlowHandOver(run)
+
+
+async def painted_not_handed_over(app, pilot):
+    while app.analysis is None:
+        await pilot.pause(0.05)
+    await pilot.pause()
+    assert app.runlog is None
+
+
 async def handed_over(app, pilot, seconds=60.0):
     """Until the loader process has handed the whole run over (after the first paint)."""
     import time
@@ -75,21 +94,10 @@ async def test_the_loader_process_draws_the_same_dashboard_then_hands_the_run_ov
 
 @pytest.mark.asyncio
 async def test_a_key_pressed_before_the_run_is_handed_over_acts_once_it_is():
-    from postmortem.tui.loader import Loader
-
-    class SlowHandOver(Loader):                  # the whole run arrives a second after the paint
-        def log(self):
-            import time
-            time.sleep(1.0)
-            return super().log()
-
     run = str(ROOT / "sample_runs" / "long-tail-token")
-    app = PostmortemApp(run, loader=SlowHandOver(run))
+    app = PostmortemApp(run, loader=slow_hand_over(run))
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.analysis is None:
-            await pilot.pause(0.05)
-        await pilot.pause()
-        assert app.runlog is None                 # painted, not handed over yet
+        await painted_not_handed_over(app, pilot)
         await pilot.press("e")
         assert type(app.screen).__name__ != "EditorScreen"
         await handed_over(app, pilot)
@@ -284,10 +292,8 @@ async def test_the_dashboard_opens_on_the_largest_incident(tmp_path):
         assert app.query_one("#incidents").cursor_row == 0               # the list follows n/p
 
 
-@pytest.mark.asyncio
-async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_history(tmp_path):
-    """Spike at 500, rolled back to 400 and resumed (a second segment, its own spike at 800):
-    each incident is drawn over the steps the model lived up to it."""
+def rolled_back_run(tmp_path):
+    """Spike at 500, rolled back to 400 and resumed (a second segment, its own spike at 800)."""
     import numpy as np
     rng = np.random.default_rng(2)
     first, second = np.arange(600), np.arange(400, 901)
@@ -297,7 +303,15 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
     rows = [*zip(first, loss1), *zip(second, loss2)]
     run = tmp_path / "metrics.csv"
     run.write_text("step,loss\n" + "".join(f"{s},{v:.5f}\n" for s, v in rows))
-    app = PostmortemApp(str(run))
+    return run
+
+
+@pytest.mark.asyncio
+async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_history(tmp_path):
+    """Spike at 500, rolled back to 400 and resumed (a second segment, its own spike at 800):
+    each incident is drawn over the steps the model lived up to it."""
+    import numpy as np
+    app = PostmortemApp(str(rolled_back_run(tmp_path)))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
         loss = app.query_one("#panel-loss", MetricPanel)
@@ -309,6 +323,21 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
         assert loss.steps.max() == 900 and loss.value_at(800) == 4.5
         assert loss.value_at(500) < 3.2                   # the rolled-back spike is not this history
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
+
+
+@pytest.mark.asyncio
+async def test_another_segments_incident_picked_before_the_hand_over_is_drawn_once_it_is(tmp_path):
+    run = str(rolled_back_run(tmp_path))
+    app = PostmortemApp(run, loader=slow_hand_over(run))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await painted_not_handed_over(app, pilot)
+        loss = app.query_one("#panel-loss", MetricPanel)
+        assert app.segment == 0 and loss.steps.max() == 599      # the loader's arrays of segment 0
+        await pilot.press("n")
+        assert app.incident.step == 800 and app.segment == 0     # its history is not here yet
+        await handed_over(app, pilot)
+        await pilot.pause()
+        assert app.segment == 1 and loss.steps.max() == 900 and loss.value_at(800) == 4.5
 
 
 @pytest.mark.asyncio

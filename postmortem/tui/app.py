@@ -199,7 +199,7 @@ class PostmortemApp(App):
     def fetch_log(self) -> None:
         log = self.loader.log()
         if isinstance(log, str):
-            self.notify(f"the run could not be handed over: {log}", severity="error")
+            self.call_from_thread(self.notify, f"the run could not be handed over: {log}", severity="error")
             return
         self.call_from_thread(self.have_log, log)
 
