@@ -112,7 +112,6 @@ class PostmortemApp(App):
         self.error: str | None = None          # why the run could not be read
         self.largest = 0                       # index of the incident shown first
         self.segment = 0                       # the panels draw the run up to this segment's end
-        self.history = None
         self.resumed = False                   # more than one segment
 
     def compose(self) -> ComposeResult:
@@ -230,9 +229,9 @@ class PostmortemApp(App):
         segment that was later rolled back is drawn with its own history."""
         log = self.runlog
         self.segment = segment
-        self.history = segment_history(log, segment) if self.resumed else log.frame
+        history = segment_history(log, segment) if self.resumed else log.frame
         for panel in self.query(MetricPanel):
-            panel.set_data(*series(self.history, panel.column))
+            panel.set_data(*series(history, panel.column))
 
     def on_resize(self, event) -> None:
         self.fit_panels()
