@@ -18,10 +18,13 @@ import tempfile
 class Loader:
     def __init__(self, run: str, format: str | None = None, against: list[str] = ()):
         self._stderr = tempfile.TemporaryFile()      # a file, not a pipe: it never blocks the child
-        self.proc = subprocess.Popen([sys.executable, "-m", "postmortem.tui.loader"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr)
-        self.proc.stdin.write(pickle.dumps((run, format, list(against))))
-        self.proc.stdin.close()
+        self.proc = subprocess.Popen([sys.executable, "-m", "postmortem.tui.loader"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        try:
+            self.proc.stdin.write(pickle.dumps((run, format, list(against))))
+            self.proc.stdin.close()
+        except BrokenPipeError:       # it did not start: first() says why, from its stderr
+            pass
 
     def first(self) -> tuple:
         """("view", FirstView, analysis) or ("error", one line)."""
@@ -64,6 +67,7 @@ def main() -> None:
     from postmortem.tui.view import first_view
     run, format, against = pickle.load(sys.stdin.buffer)
     out = sys.stdout.buffer
+    sys.stdout = sys.stderr               # a stray print must not break the pickles
     try:
         started = time.perf_counter()
         log = read_run(run, format=format)
