@@ -58,13 +58,9 @@ class MetricPanel(PlotextPlot):
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
             plt.yticks(ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
 
-    def points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The decimated points to draw and which are finite: computed once per window,
-        width and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
-        return self._points()[0][:3]
-
     def _points(self) -> tuple[tuple, tuple | None]:
-        """This run's points and the gray run's, cached together."""
+        """This run's decimated points and the gray run's, cached together per window, width
+        and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
         width = max(20, (self.size.width or 80) - 10)
         key = (self.window, width, tuple(self.marks))
         if key not in self._cache:
