@@ -31,8 +31,19 @@ def cmd_new(args) -> int:
         check_learner(args.learner)
     except KBError as err:
         _fail(args.learner, str(err))
-    pm = draft(read_run(args.run, format=args.format), args.learner, args.step, replay=args.replay,
-               against=[read_run(other) for other in args.against or []])
+    log = read_run(args.run, format=args.format)
+    against = [read_run(other) for other in args.against or []]
+    if args.replay:
+        # the replay runs here, and the document is handed its result
+        from postmortem.diagnose.analyze import analyze
+        from postmortem.document.draft import pick_incident
+        from postmortem.replay.engine import Replayer
+        incidents = analyze(log, against=against).incidents
+        inc = pick_incident(incidents, args.step, log.source.path)
+        done = Replayer(log, inc, "cpu").replay()
+        pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done.to_dict())
+    else:
+        pm = draft(log, args.learner, args.step, against=against)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         _fail(out, "exists; --force overwrites it")

@@ -234,8 +234,9 @@ async def test_the_command_palette_knows_the_apps_commands():
 
 @pytest.mark.asyncio
 async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
+    from postmortem.document.drafts import draft_path
     from postmortem.document.markdown import read
-    from postmortem.tui.editor import EditorScreen, draft_path
+    from postmortem.tui.editor import EditorScreen
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)

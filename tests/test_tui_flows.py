@@ -8,10 +8,11 @@ from pathlib import Path
 import git
 import pytest
 
+from postmortem.document.drafts import draft_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.commit import CommitScreen
-from postmortem.tui.editor import EditorScreen, HypothesesTable, draft_path
+from postmortem.tui.editor import EditorScreen, HypothesesTable
 from postmortem.tui.lessons import LessonsScreen
 from postmortem.tui.replay import ReplayScreen
 

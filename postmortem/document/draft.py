@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date as Date
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.models import SPIKE_PATTERNS, Incident, worst
+from postmortem.diagnose.models import SPIKE_PATTERNS, Hypothesis, Incident, worst
 from postmortem.document.lint import panel_has_data
 from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
 from postmortem.run import RunLog
@@ -25,21 +25,19 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
 
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
-          replay: bool = False, device: str = "cpu", incidents: list[Incident] | None = None,
-          against: list[RunLog] = ()) -> PostMortem:
-    """The draft; with `replay`, section 3 is filled from the replay's evidence and the
-    hypotheses come in the order the evidence left them. `incidents`: the run's analysis
-    when the caller has it already (the TUI), so it is not run twice; `against`: runs over
-    the same data for the analysis (see analyze)."""
+          incidents: list[Incident] | None = None, against: list[RunLog] = (),
+          replayed: dict | None = None) -> PostMortem:
+    """The draft. `incidents`: the run's analysis when the caller has it already (the TUI),
+    so it is not run twice; `against`: runs over the same data for the analysis (see analyze);
+    `replayed`: a replay of the incident (its dict form), whose evidence fills section 3 and
+    whose ranking orders the hypotheses. The document never runs the replay itself."""
     if incidents is None:
         incidents = analyze(log, against=against).incidents
     inc = pick_incident(incidents, step, log.source.path)
     evidence = []
-    if replay:
-        from postmortem.replay.engine import Replayer
-        done = Replayer(log, inc, device).replay()
-        inc = inc.model_copy(update={"hypotheses": done.hypotheses})
-        evidence = evidence_rows([e.__dict__ for e in done.evidence])
+    if replayed is not None:
+        inc = inc.model_copy(update={"hypotheses": [Hypothesis.model_validate(h) for h in replayed["hypotheses"]]})
+        evidence = evidence_rows(replayed["evidence"])
     hyps = []
     for h in inc.hypotheses:
         # What the diagnosis supports, and the four spike patterns always: the evidence
@@ -68,11 +66,25 @@ def evidence_rows(rows: list[dict]) -> list[EvidenceRow]:
 def apply_replay(pm: PostMortem, replay: dict) -> PostMortem:
     """The document with a replay's evidence added to section 3 (rows already there kept,
     none twice) and the hypotheses in the order the evidence left them; the author's own
-    hypotheses and dismissals stay."""
+    hypotheses and dismissals stay. When the author named no unusual tokens, the rarest
+    pieces behind the replay's heavy tail are offered as them."""
     have = {(e.panel, e.observation) for e in pm.evidence}
     new = [e for e in evidence_rows(replay["evidence"]) if (e.panel, e.observation) not in have]
     order = {h["pattern"]: i for i, h in enumerate(replay["hypotheses"])}
     hyps = sorted(pm.hypotheses, key=lambda h: (h.dismissed is not None, order.get(h.pattern, len(order))))
     top = replay["hypotheses"][0]["pattern"] if replay["hypotheses"] else pm.pattern
-    return pm.model_copy(update={"evidence": pm.evidence + new, "hypotheses": hyps,
-                                 "pattern": pm.pattern or top})
+    pm = pm.model_copy(update={"evidence": pm.evidence + new, "hypotheses": hyps, "pattern": pm.pattern or top})
+    rare = rare_tokens(replay)
+    if rare and not pm.symptoms.unusual_tokens:
+        pm = pm.model_copy(update={"symptoms": pm.symptoms.model_copy(update={
+            "unusual_tokens": "rare pieces behind the heavy tail: " + ", ".join(rare)})})
+    return pm
+
+
+def rare_tokens(replay: dict, most: int = 6) -> list[str]:
+    """The heavy tail's tokens seen at most twice in training, each once, as Python writes
+    them (a piece may be a space or a newline)."""
+    tail = (replay.get("probes") or {}).get("per_token") or {}
+    rare = [t["token"] for t in tail.get("heavy_tail", []) if t.get("train_count") is not None
+            and t["train_count"] <= 2]
+    return list(dict.fromkeys(repr(t) for t in rare))[:most]

@@ -106,9 +106,8 @@ class CommitScreen(Screen):
         self.committed = done
         self.on_commit(done)
         if self.draft is not None:
-            from postmortem.tui.editor import typed_path
-            self.draft.unlink(missing_ok=True)     # the committed file holds every word of it now
-            typed_path(self.draft).unlink(missing_ok=True)
+            from postmortem.document.drafts import discard
+            discard(self.draft)     # the committed file holds every word of it now
         out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}\n{done.lessons}")
                    + "\n\n[b]l[/b] opens the lessons, escape goes back")
         self.app.notify(f"committed {done.sha[:10]}")

@@ -4,7 +4,6 @@ seconds and on every change (a killed app loses seconds of typing at most)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -22,34 +21,12 @@ from textual.suggester import SuggestFromList
 from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
 from postmortem.diagnose.models import PATTERNS
-from postmortem.document.model import SECTIONS, EvidenceRow, HypothesisEntry, PostMortem, Verification, split_patterns
+from postmortem.document import sections
+from postmortem.document.drafts import DraftStore
+from postmortem.document.model import SECTIONS, HypothesisEntry, PostMortem
 from postmortem.document.remedies import remedies_for
+from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
 from postmortem.tui.widgets.cells import columns, plain
-
-AREAS = ("evidence", "root_cause", "remediation", "verification", "lesson")
-GUIDE = {
-    "evidence": "one row a line: panel | observation | favors, ... | rules out, ...",
-    "root_cause": "one sentence: what caused the incident",
-    "remediation": "one change a line (the usual remedies below: enter adds one)",
-    "verification": "seed: N / epsilon: X / through step: T / expect: step N loss < X",
-    "lesson": "one line for the lessons file",
-}
-SECTION_OF = dict(zip(("symptoms", "hypotheses", "evidence", "root_cause", "remediation", "verification",
-                       "lesson"), SECTIONS))
-
-SHORT = dict(zip(SECTIONS, ("Symptoms", "Hypotheses", "Evidence", "Root cause", "Remediation", "Verification",
-                            "Lesson")))
-
-
-def draft_path(root: Path, pm: PostMortem) -> Path:
-    return root / ".postmortem" / "drafts" / f"{pm.run_id}-{pm.spike_step}.md"
-
-
-def typed_path(draft: Path) -> Path:
-    """Beside the draft: every input exactly as typed, lines that do not parse yet included
-    (the Markdown draft holds only what parses)."""
-    return draft.with_suffix(".typed.json")
-
 
 class AskScreen(ModalScreen[str | None]):
     """One line from the author (a dismissal's reason, a new hypothesis); escape cancels."""
@@ -179,22 +156,13 @@ class EditorScreen(Screen):
         super().__init__()
         self.pm, self.root, self.run_log = pm, drafts_root, run_log
         self.fresh = pm              # the document as drafted from the run, for a start over
-        self.path = draft_path(drafts_root, pm)
-        self.restored = False
+        self.store = DraftStore(drafts_root, pm)
+        self.path = self.store.path
         self.problems: list = []
-        self.saved: tuple = ()       # the draft and the typed inputs as last written
         self.committed = None
-        self.typed: dict[str, str] = {}
-        if self.path.exists():
-            from postmortem.document.markdown import DocumentError, read
-            try:
-                self.pm, self.restored = read(self.path), True
-            except DocumentError:
-                pass
-            try:
-                self.typed = json.loads(typed_path(self.path).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.typed = {}
+        restored, self.typed = self.store.restore()
+        self.restored = restored is not None
+        self.pm = restored or pm
 
     def compose(self) -> ComposeResult:
         pm = self.pm
@@ -211,7 +179,7 @@ class EditorScreen(Screen):
                 yield Input(self.typed.get("pattern", pm.pattern or ""), id="pattern",
                             suggester=SuggestFromList(PATTERNS),
                             placeholder=", ".join(PATTERNS[:4]) + ", ...")
-                texts = {**self._texts(pm), **{k: v for k, v in self.typed.items() if k in AREAS}}
+                texts = {**sections.texts(pm), **{k: v for k, v in self.typed.items() if k in AREAS}}
                 for n, name in enumerate(AREAS, 3):
                     yield Label(f"[b]{n}. {SECTION_OF[name]}[/b]: {escape(GUIDE[name])}")
                     area = TextArea(texts[name], id=name, soft_wrap=True)
@@ -227,13 +195,6 @@ class EditorScreen(Screen):
         yield Static("", id="sections")
         yield Static("", id="lint")
         yield Footer()
-
-    @staticmethod
-    def _texts(pm: PostMortem) -> dict[str, str]:
-        return {"evidence": "\n".join(f"{e.panel} | {e.observation} | {', '.join(e.favors)} | "
-                                      f"{', '.join(e.rules_out)}" for e in pm.evidence),
-                "root_cause": pm.root_cause, "remediation": "\n".join(pm.remediation),
-                "verification": "\n".join(pm.verification.lines()), "lesson": pm.lesson}
 
     def _symptoms_text(self) -> str:
         # shown to 4 significant digits; the document keeps every digit the run logged
@@ -254,8 +215,7 @@ class EditorScreen(Screen):
             self.apply_replay(kept)      # a replay run from the dashboard before opening
         self.relint()
         # the cursor where the writing starts: the first section still empty
-        texts = self._texts(self.collect())
-        self.query_one(f"#{next((n for n in AREAS if not texts[n].strip()), AREAS[0])}").focus()
+        self.query_one(f"#{sections.first_empty(self.collect())}").focus()
 
     # -- changes ----------------------------------------------------------------------
 
@@ -335,27 +295,20 @@ class EditorScreen(Screen):
 
     def collect(self) -> PostMortem:
         """The document as the inputs say it now (lines that do not parse are left out)."""
-        get = {name: self.query_one(f"#{name}", TextArea).text for name in AREAS}
-        rows = []
-        for line in get["evidence"].splitlines():
-            parts = [p.strip() for p in line.split("|")]
-            if len(parts) >= 2 and parts[0]:
-                parts += [""] * (4 - len(parts))
-                rows.append(EvidenceRow(panel=parts[0], observation=parts[1],
-                                        favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
-        tokens = self.query_one("#unusual_tokens", Input).value.strip() or None
-        return self.pm.model_copy(update={
-            "symptoms": self.pm.symptoms.model_copy(update={"unusual_tokens": tokens}),
-            "hypotheses": list(self.query_one("#hypotheses", HypothesesTable).hypotheses),
-            "pattern": self.query_one("#pattern", Input).value.strip() or None, "evidence": rows,
-            "root_cause": get["root_cause"].strip(), "lesson": get["lesson"].strip(),
-            "remediation": [r.strip() for r in get["remediation"].splitlines() if r.strip()],
-            "verification": Verification.from_lines(get["verification"].splitlines(), strict=False)})
+        return sections.collect(self.pm, {name: self.query_one(f"#{name}", TextArea).text for name in AREAS},
+                                self.query_one("#hypotheses", HypothesesTable).hypotheses,
+                                self.query_one("#pattern", Input).value,
+                                self.query_one("#unusual_tokens", Input).value)
+
+    def typed_inputs(self) -> dict[str, str]:
+        """Every input exactly as typed, for the draft store."""
+        return {**{n: self.query_one(f"#{n}", TextArea).text for n in AREAS},
+                **{n: self.query_one(f"#{n}", Input).value for n in ("pattern", "unusual_tokens")}}
 
     def load(self, pm: PostMortem) -> None:
         """Put a document into the inputs (after a replay or a re-derivation)."""
         self.pm = pm
-        for name, text in self._texts(pm).items():
+        for name, text in sections.texts(pm).items():
             area = self.query_one(f"#{name}", TextArea)
             if area.text != text:
                 area.text = text
@@ -369,18 +322,10 @@ class EditorScreen(Screen):
     def action_save(self) -> None:
         """Save the draft when it changed; not once committed (the commit holds it), nor
         while another screen is on top (nothing here changes then)."""
-        from postmortem.document.markdown import render
-        from postmortem.files import atomic_write
         if self.committed or not self.is_current:
             return
         self.pm = self.collect()
-        text = render(self.pm)
-        typed = json.dumps({**{n: self.query_one(f"#{n}", TextArea).text for n in AREAS},
-                            **{n: self.query_one(f"#{n}", Input).value for n in ("pattern", "unusual_tokens")}})
-        if (text, typed) != self.saved:
-            atomic_write(self.path, text)
-            atomic_write(typed_path(self.path), typed)
-            self.saved = (text, typed)
+        self.store.save(self.pm, self.typed_inputs())
 
     def relint(self) -> None:
         from postmortem.document.lint import check_text
@@ -412,10 +357,8 @@ class EditorScreen(Screen):
         def answer(yes: bool | None) -> None:
             if not yes:
                 return
-            for path in (self.path, typed_path(self.path)):
-                if path.exists():
-                    os.replace(path, path.with_name(path.name + ".bak"))
-            self.restored, self.saved = False, ()
+            self.store.set_aside()
+            self.restored = False
             self.load(self.fresh)
             kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
             if kept:
@@ -440,15 +383,7 @@ class EditorScreen(Screen):
         """A replay's evidence into section 3, its ranking into section 2, the heavy tail's
         rarest tokens offered as unusual tokens when the author named none."""
         from postmortem.document.draft import apply_replay
-        pm = apply_replay(self.collect(), result)
-        tail = (result.get("probes") or {}).get("per_token") or {}
-        rare = [t["token"] for t in tail.get("heavy_tail", []) if t.get("train_count") is not None
-                and t["train_count"] <= 2]
-        if rare and not pm.symptoms.unusual_tokens:
-            seen = list(dict.fromkeys(repr(t) for t in rare))[:6]
-            pm = pm.model_copy(update={"symptoms": pm.symptoms.model_copy(update={
-                "unusual_tokens": "rare pieces behind the heavy tail: " + ", ".join(seen)})})
-        self.load(pm)
+        self.load(apply_replay(self.collect(), result))
         self._changed()
 
     def action_replay(self) -> None:

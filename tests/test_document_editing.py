@@ -1,0 +1,139 @@
+"""The document as the editor edits it, without a screen: the text form of sections 3-7 and
+its parse, the draft store on disk, a replay's result applied to a document."""
+
+from datetime import date
+from pathlib import Path
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.document import sections
+from postmortem.document.draft import apply_replay, draft
+from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
+from postmortem.document.markdown import read, render
+from postmortem.run import read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"
+RUN = ROOT / "sample_runs" / "long-tail-token"
+
+
+def blank(pm):
+    """The document with sections 3-7, the pattern and the unusual tokens emptied."""
+    return pm.model_copy(update={"evidence": [], "root_cause": "", "remediation": [], "lesson": "",
+                                 "verification": type(pm.verification)(), "pattern": None,
+                                 "symptoms": pm.symptoms.model_copy(update={"unusual_tokens": None})})
+
+
+def test_sections_as_text_and_back_are_the_document():
+    pm = read(EXAMPLE)
+    shown = sections.texts(pm)
+    assert set(shown) == set(sections.AREAS)
+    assert shown["evidence"].splitlines()[3].startswith("lr | logged LR at step 250")
+    back = sections.collect(blank(pm), shown, pm.hypotheses, pm.pattern, pm.symptoms.unusual_tokens)
+    assert back == pm
+    assert render(back) == EXAMPLE.read_text()
+
+
+def test_lines_still_being_typed_are_left_out():
+    pm = read(EXAMPLE)
+    areas = {**sections.texts(blank(pm)),
+             "evidence": "loss | a spike at 250 | long-tail-token\nhalf a line\n | no panel | x\nlr|flat||lr-discontinuity",
+             "remediation": "  one change  \n\n", "verification": "seed: 12\nepsilon: not yet\nexpect: step 9",
+             "lesson": " the lesson \n"}
+    got = sections.collect(pm, areas, [], "  ", "  ")
+    assert [(e.panel, e.observation, e.favors, e.rules_out) for e in got.evidence] == [
+        ("loss", "a spike at 250", ["long-tail-token"], []), ("lr", "flat", [], ["lr-discontinuity"])]
+    assert got.remediation == ["one change"] and got.lesson == "the lesson"
+    assert got.verification.seed == 12 and got.verification.epsilon is None and not got.verification.expectations
+    assert got.pattern is None and got.symptoms.unusual_tokens is None and got.hypotheses == []
+
+
+def test_the_writing_starts_at_the_first_empty_section():
+    pm = read(EXAMPLE)
+    assert sections.first_empty(blank(pm)) == "evidence"
+    assert sections.first_empty(pm.model_copy(update={"root_cause": "", "lesson": ""})) == "root_cause"
+    assert sections.first_empty(pm) == "evidence"          # nothing left empty: the top
+
+
+def test_the_draft_store_saves_restores_sets_aside_and_discards(tmp_path):
+    pm = read(EXAMPLE)
+    store = DraftStore(tmp_path, pm)
+    assert store.path == draft_path(tmp_path, pm) == tmp_path / ".postmortem" / "drafts" / "19-spike-001-250.md"
+    assert store.restore() == (None, {})
+    typed = {**sections.texts(pm), "pattern": "long-tail-token", "unusual_tokens": "d en",
+             "evidence": sections.texts(pm)["evidence"] + "\nhalf a line"}
+    assert store.save(pm, typed) is True
+    assert store.save(pm, typed) is False                   # unchanged: not written again
+    store.path.write_text("changed behind the store's back")
+    assert store.save(pm, typed) is False                   # the store compares with its last write
+    assert store.save(pm, {**typed, "lesson": "another"}) is True
+    again = DraftStore(tmp_path, pm)                        # the editor opened again
+    restored, inputs = again.restore()
+    assert restored == pm and inputs["evidence"].endswith("half a line") and inputs["lesson"] == "another"
+    bak = again.set_aside()
+    assert bak.name == "19-spike-001-250.md.bak" and bak.exists() and not again.path.exists()
+    assert typed_path(again.path).with_name("19-spike-001-250.typed.json.bak").exists()
+    assert again.restore() == (None, {})
+    assert again.save(pm, typed) is True                    # after a start over: written afresh
+    again.discard()
+    assert not again.path.exists() and not again.typed_path.exists()
+    discard(again.path)                                     # twice: nothing to do
+
+
+def test_a_draft_that_no_longer_parses_keeps_its_typed_inputs(tmp_path):
+    pm = read(EXAMPLE)
+    store = DraftStore(tmp_path, pm)
+    store.save(pm, {"lesson": "kept"})
+    store.path.write_text("---\nnot: a post-mortem\n---\n")
+    assert store.restore() == (None, {"lesson": "kept"})
+    store.typed_path.write_text("[1, 2]")                   # not the store's: ignored
+    assert store.restore() == (None, {})
+
+
+def replay_of(inc, rows):
+    """A replay's result in the form the replay hands over: its evidence and its ranking."""
+    hyps = [h.model_dump() for h in reversed(inc.hypotheses)]
+    return {"evidence": rows, "hypotheses": hyps,
+            "probes": {"per_token": {"heavy_tail": [{"token": "ett", "train_count": 1},
+                                                    {"token": " h", "train_count": 0},
+                                                    {"token": "ett", "train_count": 1},
+                                                    {"token": "the", "train_count": 900},
+                                                    {"token": "x", "train_count": None}]}}}
+
+
+ROWS = [{"panel": "batch", "observation": "the batch swapped: no spike", "favors": ["long-tail-token"],
+         "rules_out": ["lr-discontinuity"]},
+        {"panel": "loss", "observation": "faithful to the run", "favors": [], "rules_out": []}]
+
+
+def test_the_draft_is_handed_a_replay():
+    log = read_run(RUN)
+    inc = analyze(log).incidents[0]
+    plain = draft(log, "ana", inc.step, today=date(2026, 11, 22))
+    assert plain.evidence == [] and plain.hypotheses[0].pattern == inc.hypotheses[0].pattern
+    done = replay_of(inc, ROWS)
+    pm = draft(log, "ana", inc.step, today=date(2026, 11, 22), replayed=done)
+    # only the rows that tell causes apart; the hypotheses in the replay's order
+    assert [(e.panel, e.observation) for e in pm.evidence] == [("batch", "the batch swapped: no spike")]
+    assert pm.pattern == done["hypotheses"][0]["pattern"]
+    kept = [h["pattern"] for h in done["hypotheses"]]
+    assert [h.pattern for h in pm.hypotheses] == [p for p in kept if p in {h.pattern for h in pm.hypotheses}]
+
+
+def test_a_replay_applied_to_a_document_adds_once_and_keeps_the_authors_words():
+    log = read_run(RUN)
+    inc = analyze(log).incidents[0]
+    pm = draft(log, "ana", inc.step, today=date(2026, 11, 22))
+    last = pm.hypotheses[-1]
+    pm = pm.model_copy(update={"hypotheses": [pm.hypotheses[0].model_copy(update={"dismissed": "ruled out"}),
+                                              *pm.hypotheses[1:]]})
+    done = replay_of(inc, ROWS)
+    once = apply_replay(pm, done)
+    assert [e.observation for e in once.evidence] == ["the batch swapped: no spike"]
+    assert apply_replay(once, done).evidence == once.evidence          # applied twice: no row twice
+    assert once.hypotheses[-1].dismissed == "ruled out"                  # dismissed ones go last
+    assert once.hypotheses[0].pattern == last.pattern
+    assert once.symptoms.unusual_tokens == "rare pieces behind the heavy tail: 'ett', ' h'"
+    mine = pm.model_copy(update={"symptoms": pm.symptoms.model_copy(update={"unusual_tokens": "mine"}),
+                                 "pattern": "bad-data"})
+    theirs = apply_replay(mine, done)
+    assert theirs.symptoms.unusual_tokens == "mine" and theirs.pattern == "bad-data"
