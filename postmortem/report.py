@@ -78,7 +78,7 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
     full = incidents
     if len(incidents) > FULL:
         # many: the ones that matter most in full (by severity), every one on a line (by step)
-        full = sorted(incidents, key=lambda i: i.severity(), reverse=True)[:FULL]
+        full = sorted(incidents, key=lambda i: i.priority(), reverse=True)[:FULL]
         con.print(f"[bold]{len(incidents)} incidents[/]; the {FULL} largest in full below")
         table = Table(box=None, pad_edge=False, header_style="bold")
         for col in ("#", "kind", "metric", "step", "peak", "rise", "top cause"):

@@ -30,10 +30,20 @@ def _nan_events(ctx: Context) -> list[Event]:
         while end + 1 < len(f) and bad[end + 1] and seg[end + 1] == seg[row]:
             end += 1
         before = (seg == seg[row]) & (step < step[row]) & (step >= step[row] - 100) & np.isfinite(loss)
-        out.append(Event("nan", "loss", int(step[row]), int(seg[row]), int(step[end]), float("nan"),
+        out.append(Event("nan", _what(f, row), int(step[row]), int(seg[row]), int(step[end]), float("nan"),
                          float(loss[before].mean()) if before.any() else float("nan"),
                          float(loss[before].std()) if before.sum() > 1 else float("nan")))
     return out
+
+
+def _what(f, row: int) -> str:
+    """The metric that went non-finite at `row`: the loss first, then the grad norm."""
+    for name in ("loss", "grad_norm"):
+        if name in f:
+            v = f[name].iloc[row]
+            if v != v or v in (np.inf, -np.inf) or (name == "loss" and v == 0.0):
+                return name
+    return "nan_iterations" if "nan_iterations" in f else "loss"
 
 
 def _bad_start(ctx: Context, checks) -> list[Event]:
@@ -65,8 +75,7 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
             continue
         merged.append((e, []))
     for extra in ctx.grad_spikes + ctx.cascades:
-        near = [m for m in merged if m[0].segment == extra.segment
-                and m[0].step - 20 <= extra.step <= max(m[0].peak_step, m[0].step) + 20]
+        near = [m for m in merged if m[0].segment == extra.segment and overlaps(extra, m[0])]
         label = f"{extra.metric} {extra.kind} at step {extra.step}"
         if near:
             near[0][1].append(label)
@@ -76,6 +85,27 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
         merged = [(e, []) for e in _bad_start(ctx, checks)]
     merged.sort(key=lambda m: (m[0].segment, m[0].step))
     return merged
+
+
+def overlaps(a: Event, b: Event, margin: int = 20) -> bool:
+    """Two events of one segment within `margin` steps of each other's span."""
+    return a.segment == b.segment and a.step <= max(b.peak_step, b.step) + margin \
+        and b.step - margin <= max(a.peak_step, a.step)
+
+
+def _severity(ctx: Context, ev: Event) -> float | None:
+    if ev.kind == "divergence":
+        # a sustained rise: its size over the step-to-step noise, averaged over the points
+        # that rose (so a long slow climb is not drowned by one batch's spike)
+        return max(ctx.th.spike_sigma, float(ev.severity))
+    if ev.kind in ("nan", "bad-start"):
+        return None
+    return round(float(ev.severity), 2)
+
+
+def _headline(ctx: Context, ev: Event) -> bool:
+    """A grad-norm blip during warmup, with the loss calm, is not what to look at first."""
+    return not (ev.metric == "grad_norm" and ev.kind == "spike" and ev.step <= ctx.warmup_end)
 
 
 def _rise(ev: Event) -> float | None:
@@ -97,7 +127,8 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
         kind = "spike" if ev.kind == "cascade" else ev.kind
         incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
                                   metric=ev.metric, segment=ev.segment, confidence=confidence,
-                                  related=related, rise=_rise(ev)))
+                                  related=related, rise=_rise(ev), severity=_severity(ctx, ev),
+                                  headline=_headline(ctx, ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
                                    metrics=log.metrics, dtype=log.dtype),
                     checks=checks, incidents=incidents)

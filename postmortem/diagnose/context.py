@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from postmortem.diagnose import detect
-from postmortem.diagnose.nan import nan_rows
+from postmortem.diagnose.nan import nan_rows, overflow_rows
 from postmortem.diagnose.series import effective_history
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
@@ -56,8 +56,21 @@ class Context:
         return detect.grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
+    def scaler(self):
+        return detect.scaler_events(self.log, self.th)
+
+    @property
     def cascades(self):
-        return detect.loss_scale_cascades(self.log, self.th)
+        return self.scaler[0]
+
+    @property
+    def probes(self) -> list[int]:
+        """Steps of the loss scaler's routine probes (an isolated overflow)."""
+        return self.scaler[1]
+
+    @cached_property
+    def overflows(self) -> np.ndarray:
+        return overflow_rows(self.log)
 
     @cached_property
     def divergences(self):
@@ -69,7 +82,8 @@ class Context:
 
     @cached_property
     def nonfinite(self) -> np.ndarray:
-        return nan_rows(self.log)
+        """Non-finite rows that are not a loss scaler's skipped step."""
+        return nan_rows(self.log) & ~self.overflows
 
     def as_other(self) -> tuple:
         """What another run's incidents are matched against: this run's loss and grad-norm
@@ -80,20 +94,101 @@ class Context:
 
     @property
     def ln_v(self) -> float | None:
-        m = self.log.manifest
-        return math.log(m.vocab_size) if m and m.vocab_size else None
+        v = self.facts.vocab_size
+        return math.log(v) if v else None
+
+    @cached_property
+    def facts(self) -> "Facts":
+        return facts_of(self.log)
 
     def scheduled_lr(self, step: int) -> float | None:
-        return scheduled_lr(self.config, step)
+        return scheduled_lr(self.facts, step)
+
+    @cached_property
+    def warmup_end(self) -> int:
+        """The step warmup ends: the configured one, else where the logged LR first reaches
+        95% of its peak after starting below half of it; the first step when neither says."""
+        first = int(self.frame.step.iloc[0]) if len(self.frame) else 0
+        if self.facts.warmup_steps:
+            return int(self.facts.warmup_steps)
+        if self.has("lr"):
+            steps, lr = self.series("lr", 0)
+            fin = np.isfinite(lr)
+            steps, lr = steps[fin], lr[fin]
+            if len(lr) >= 3 and lr.max() > 0 and lr[0] < 0.5 * lr.max():
+                return int(steps[np.argmax(lr >= 0.95 * lr.max())])
+        return first
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The run's configured facts, wherever they were found (manifest.json, or the config
+    a reader found in the log itself); every one may be None."""
+
+    lr_max: float | None = None
+    min_lr: float | None = None
+    warmup_steps: int | None = None
+    schedule: str | None = None          # cosine | linear | constant | step | ...
+    total_steps: int | None = None
+    vocab_size: int | None = None
+    dtype: str | None = None
+    clip: float | None = None
+    from_trained: bool | None = None     # a fine-tune: starts from a trained model
+
+
+_FINETUNE = ("lora", "qlora", "peft", "sft", "finetune", "fine-tune", "fine_tune", "dpo", "grpo", "ppo")
+
+
+def _get(obj, *names):
+    for name in names:
+        v = getattr(obj, name, None)
+        if v is None and isinstance(getattr(obj, "model_extra", None), dict):
+            v = obj.model_extra.get(name)
+        if v is not None:
+            return v
+    return None
+
+
+def facts_of(log: RunLog) -> Facts:
+    """The one place the checks read configured facts from: the manifest's config and
+    top-level fields (which readers fill from the log's own config)."""
+    m = log.manifest
+    if m is None:
+        return Facts(dtype=log.dtype)
+    c = m.config
+    schedule = _get(c, "schedule", "lr_scheduler_type", "lr_schedule", "scheduler")
+    init = _get(c, "init_from", "resume_from", "pretrained", "base_model", "model_name_or_path") \
+        or _get(m, "init_from", "base_model", "model_name_or_path")
+    tune = _get(c, "finetune", "fine_tune", "from_trained", "peft") or _get(m, "from_trained", "finetune")
+    task = str(_get(c, "task", "method", "trainer") or _get(m, "task", "method") or "").lower()
+    from_trained = bool(tune) or (isinstance(init, str) and init not in ("", "scratch", "none")) \
+        or any(w in task for w in _FINETUNE) or None
+    num = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
+    integer = lambda v: int(v) if num(v) is not None else None  # noqa: E731
+    return Facts(
+        lr_max=num(_get(c, "lr_max", "learning_rate", "lr", "max_lr")),
+        min_lr=num(_get(c, "min_lr", "lr_min")),
+        warmup_steps=integer(_get(c, "warmup_steps", "warmup_iters", "lr_warmup_steps")),
+        schedule=str(schedule).lower() if schedule else None,
+        total_steps=integer(_get(c, "total_steps", "max_steps", "max_iters", "train_iters")),
+        vocab_size=integer(_get(m, "vocab_size") or _get(c, "vocab_size")),
+        dtype=log.dtype, clip=num(_get(c, "clip", "max_grad_norm", "grad_clip")),
+        from_trained=from_trained)
+
+
+DECAYS = ("cosine", "linear", "step", "exponential", "inverse_sqrt", "polynomial", "wsd", "cosine_with_restarts")
 
 
 def scheduled_lr(c, step: int) -> float | None:
-    """The LR a manifest's config promises at `step` (warmup + cosine), if it says enough."""
-    if not c or not c.lr_max or c.schedule not in ("cosine", None) or not c.total_steps:
+    """The LR a config promises at `step` (warmup, then cosine or linear decay), if it says
+    enough."""
+    if not c or not c.lr_max or c.schedule not in ("cosine", "linear", None) or not c.total_steps:
         return None
     warm = c.warmup_steps or 0
     if step < warm:
         return c.lr_max * (step + 1) / warm
     min_lr = getattr(c, "min_lr", None) or 0.0
     progress = min(1.0, (step - warm) / max(1, c.total_steps - warm))
+    if c.schedule == "linear":
+        return c.lr_max - (c.lr_max - min_lr) * progress
     return min_lr + (c.lr_max - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from postmortem.diagnose.series import effective_history, widen, window_stats
+from postmortem.diagnose.series import effective_history, step_noise, widen, window_stats
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -27,6 +27,9 @@ class Event:
     window_mean: float = float("nan")
     window_std: float = float("nan")
     notes: dict = field(default_factory=dict)
+    # how far it stands out, in units of the series' own noise (comparable across metrics:
+    # the detection threshold is `spike_sigma` for all of them)
+    severity: float = 0.0
 
 
 def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]:
@@ -68,33 +71,60 @@ def _segment_views(log: RunLog, history=None):
 
 
 def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
+    """A loss that stands out of the level before it (the window's mean) by `spike_sigma`
+    times the larger of the window's std and the series' own step-to-step noise (a single
+    noisy batch is not a spike), and by `spike_min_rise` of the level (a practical margin).
+    A log with too few points for either (a pasted snippet) is judged against the median
+    of the points it has, and its spikes are marked sparse (low confidence)."""
     if "loss" not in log.frame:
         return []
     events = []
     for seg, hist, own in _segment_views(log, history):
-        h = hist[hist.loss.notna()]
-        steps, loss = h.step.to_numpy(), h.loss.to_numpy()
+        h = hist[np.isfinite(hist.loss.to_numpy(dtype=float, na_value=np.nan))]
+        steps, loss = h.step.to_numpy(), h.loss.to_numpy(dtype=float)
         own = (h.segment == seg).to_numpy()
+        if not own.any():
+            continue
         window = widen(steps, th.spike_window, th.spike_min_points)
         mean, std, n = window_stats(steps, loss, window)
-        with np.errstate(invalid="ignore"):
-            flagged = (own & np.isfinite(loss) & (n >= th.spike_min_points)
-                       & (loss > mean + th.spike_sigma * std)
-                       & (loss > mean * (1 + th.spike_min_rise)))
+        noise = step_noise(loss, _block(steps, window))
+        scale = np.fmax(std, noise)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = (loss - mean) / scale
+            dense = own & (n >= th.spike_min_points) & (z >= th.spike_sigma) \
+                & (loss > mean + np.abs(mean) * th.spike_min_rise)
             # Pasted snippets and very sparse logs: too few points for a std.
             typical = _window_median(steps, loss, window)
-            flagged |= (own & np.isfinite(loss) & (n >= 1) & (n < th.spike_min_points)
-                        & (loss > typical * (1 + th.sparse_rise)))
-        for group in _group(steps, flagged, th.merge_gap):
+            # (not the first steps of a long run: there the window is only filling up)
+            pasted = len(loss) < 3 * th.spike_min_points or steps - steps[0] > window
+            sparse = own & pasted & (n >= 1) & (n < th.spike_min_points) \
+                & (loss > typical + np.abs(typical) * th.sparse_rise)
+        for group in _group(steps, dense | sparse, th.merge_gap):
             first = group[0]
             # The peak: the highest loss from the first flag until it comes back down.
             end = np.searchsorted(steps, steps[group[-1]] + th.merge_gap, side="right")
             span = np.arange(first, max(end, first + 1))
-            peak = span[np.nanargmax(loss[span])]
+            peak = span[np.argmax(loss[span])]
+            few = bool(sparse[first])
+            base = typical[first] if few else mean[first]
+            sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma if few and base \
+                else (loss[peak] - mean[first]) / scale[first] if scale[first] > 0 else th.spike_sigma
             events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]),
-                                float(loss[peak]), float(mean[first]), float(std[first]),
-                                {"z": float((loss[first] - mean[first]) / std[first]) if std[first] else None}))
+                                float(loss[peak]), float(base),
+                                float(std[first]) if np.isfinite(std[first]) else float("nan"),
+                                {"z": float(z[first]) if np.isfinite(z[first]) else None,
+                                 "noise": float(noise[first]) if np.isfinite(noise[first]) else None,
+                                 "sparse": few, "points": int(n[first])},
+                                severity=float(sev)))
     return events
+
+
+def _block(steps: np.ndarray, window: int) -> int:
+    """Points per noise block: about one spike window's worth, at least 16."""
+    if len(steps) < 2:
+        return 16
+    interval = max(float(np.median(np.diff(steps))), 1e-9)
+    return int(min(max(16, window / interval), 1024))
 
 
 def _trailing_median(values: np.ndarray, k: int) -> np.ndarray:
@@ -113,15 +143,20 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     Baseline: the median of the last 10 points (it follows a warm-up's decay).
     A point at least `grad_spike_min_ratio` above it is a candidate; it is a spike
     when its residual is `grad_spike_sigma` robust deviations (MAD) above the
-    residuals of the window. Only candidates pay for the robust spread.
+    residuals of the window. Only candidates pay for the robust spread. A log with too
+    few points for a spread (a pasted snippet) flags `sparse_grad_ratio` x its median.
     """
     if "grad_norm" not in log.frame:
         return []
     events = []
     for seg, hist, _ in _segment_views(log, history):
-        h = hist[hist.grad_norm.notna() & (hist.grad_norm > 0) & np.isfinite(hist.grad_norm)]
-        steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy()
+        gn_all = hist.grad_norm.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            h = hist[np.isfinite(gn_all) & (gn_all > 0)]
+        steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy(dtype=float)
         own = (h.segment == seg).to_numpy()
+        if not own.any():
+            continue
         lg = np.log10(gn)
         base = _trailing_median(lg, 10)
         resid = lg - base
@@ -131,69 +166,121 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
             candidates = np.flatnonzero(own & (resid > np.log10(th.grad_spike_min_ratio)))
         flagged = np.zeros(len(steps), dtype=bool)
         spread = np.full(len(steps), np.nan)
+        sparse = np.zeros(len(steps), dtype=bool)
         for i in candidates:
             r = resid[lo[i]:i]
             r = r[np.isfinite(r)]
             if len(r) < th.spike_min_points:
+                # a handful of rows: only a jump of decades over their median is sure
+                sparse[i] = flagged[i] = len(r) >= 2 and resid[i] >= np.log10(th.sparse_grad_ratio)
                 continue
-            spread[i] = 1.4826 * np.median(np.abs(r - np.median(r)))
+            spread[i] = max(1.4826 * np.median(np.abs(r - np.median(r))), 1e-3)
             flagged[i] = resid[i] > th.grad_spike_sigma * spread[i]
         med = 10 ** base
         for group in _group(steps, flagged, th.merge_gap):
             peak = group[np.argmax(gn[group])]
-            events.append(Event("spike", "grad_norm", int(steps[group[0]]), seg, int(steps[peak]),
-                                float(gn[peak]), float(med[group[0]]), float(spread[group[0]]),
-                                {"ratio": float(gn[peak] / med[group[0]])}))
+            first = group[0]
+            few = bool(sparse[first])
+            # severity on the loss's scale: the residual in spreads, rescaled so that the
+            # detection threshold of both is `spike_sigma`
+            sev = (resid[peak] / np.log10(th.sparse_grad_ratio) if few
+                   else (lg[peak] - base[first]) / (th.grad_spike_sigma * spread[first])) * th.spike_sigma
+            events.append(Event("spike", "grad_norm", int(steps[first]), seg, int(steps[peak]),
+                                float(gn[peak]), float(med[first]), float(spread[first]),
+                                {"ratio": float(gn[peak] / med[first]), "sparse": few,
+                                 "points": int(i - lo[i]) if (i := first) is not None else 0},
+                                severity=float(sev)))
     return events
 
 
-def loss_scale_cascades(log: RunLog, th: Thresholds) -> list[Event]:
-    """Several halvings in a short span after a stable scale; the start-up calibration
-    and a periodic single halving (the benign fp16 sawtooth) are not cascades."""
-    if "loss_scale" not in log.frame:
-        return []
-    f = log.frame[log.frame.loss_scale.notna() & (log.frame.loss_scale > 0)]
-    events = []
-    # The scaler's start-up calibration happens at the start of training only.
-    first_step = int(log.frame.step.iloc[0])
-    for seg, rows in f.groupby("segment"):
-        steps, scale = rows.step.to_numpy(), rows.loss_scale.to_numpy()
-        if len(steps) < 2:
+def scaler_events(log: RunLog, th: Thresholds) -> tuple[list[Event], list[int]]:
+    """The loss scaler's overflows, as (cascades, steps of routine probes).
+
+    A dynamic scaler (GradScaler, Megatron, DeepSpeed, fairseq) doubles its scale after N
+    clean steps and the next step often overflows once: one skip, one halving, then normal
+    training. That probe is routine. A cascade is a dense run of overflows, at least
+    `cascade_halvings` halvings (or skips) with at most `cascade_gap` steps between one and
+    the next (also halvings between two logged rows), dated at its first skip. The
+    scaler's calibration at the start of training is neither."""
+    from postmortem.diagnose.nan import overflow_rows, skip_counts
+    f = log.frame
+    skips = skip_counts(log) + overflow_rows(log)
+    has_scale = "loss_scale" in f and f.loss_scale.notna().any()
+    if not has_scale and not skips.any():
+        return [], []
+    first_step = int(f.step.iloc[0])
+    cascades, probes = [], []
+    seg_all = f.segment.to_numpy()
+    for seg in np.unique(seg_all):
+        rows = f[seg_all == seg]
+        st = rows.step.to_numpy()
+        sk = skips[seg_all == seg]
+        marks = []                                        # (step, halvings, skips, from, to)
+        if has_scale:
+            sc = rows.loss_scale.to_numpy(dtype=float, na_value=np.nan)
+            keep = np.flatnonzero(np.isfinite(sc) & (sc > 0))
+            for k in np.flatnonzero(sc[keep][1:] < sc[keep][:-1]) + 1:
+                i, j = keep[k - 1], keep[k]
+                marks.append((int(st[j]), float(np.log2(sc[i] / sc[j])), 0.0, sc[i], sc[j]))
+        for i in np.flatnonzero(sk > 0):
+            marks.append((int(st[i]), 0.0, float(sk[i]), np.nan, np.nan))
+        if not marks:
             continue
-        covered = 0
-        for i in np.flatnonzero(scale[1:] < scale[:-1]) + 1:     # only the drops
-            if i < covered:
+        marks.sort(key=lambda m: m[0])
+        gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(st))) if len(st) > 1 else 0)
+        cluster = [marks[0]]
+        for m in marks[1:] + [None]:
+            if m is not None and m[0] - cluster[-1][0] <= gap:
+                cluster.append(m)
                 continue
-            start = i - 1
-            j = i
-            # Across a gap in the log the halvings were not seen one by one: time the
-            # cascade from the first point after the gap.
-            gap = steps[i] - steps[start] > th.cascade_window
-            anchor = steps[i] if gap else steps[start]
-            while j + 1 < len(steps) and scale[j + 1] <= scale[j] and steps[j + 1] - anchor <= th.cascade_window:
-                j += 1
-            drop = scale[start] / scale[j]
-            # The scaler calibrates in the first steps of training (not of a pasted excerpt).
-            startup = first_step <= th.cascade_stable_before and steps[start] < first_step + th.cascade_stable_before
-            settled = not startup
-            if drop >= 2 ** th.cascade_halvings and settled:
-                skipped = rows.skipped.iloc[start + 1:j + 1].sum() if "skipped" in rows else None
-                events.append(Event("cascade", "loss_scale", int(steps[start + 1]), int(seg), int(steps[j]),
-                                    float(scale[j]), float(scale[start]), notes={
-                                        "from": float(scale[start]), "to": float(scale[j]),
-                                        "halvings": float(np.log2(drop)), "across_gap": bool(gap),
-                                        "skipped": None if skipped is None else float(skipped)}))
-            covered = j + 1
-    return events
+            halvings = sum(c[1] for c in cluster)
+            skipped = sum(c[2] for c in cluster)
+            start = cluster[0][0]
+            startup = first_step <= th.cascade_stable_before and start < first_step + th.cascade_stable_before
+            if max(halvings, skipped) >= th.cascade_halvings and not startup:
+                scales = [c for c in cluster if np.isfinite(c[3])]
+                frm = scales[0][3] if scales else np.nan
+                to = scales[-1][4] if scales else np.nan
+                # the first skip: the step before a halving when the scale is logged after it
+                dated = next((c[0] for c in cluster if c[2] > 0), start)
+                cascades.append(Event("cascade", "loss_scale", int(dated), int(seg), int(cluster[-1][0]),
+                                      float(to), float(frm), notes={
+                                          "from": float(frm), "to": float(to), "halvings": float(halvings),
+                                          "skipped": float(skipped) if skipped else None,
+                                          "across_gap": len(cluster) == 1 and halvings >= th.cascade_halvings},
+                                      severity=float(th.spike_sigma * max(halvings, skipped) / th.cascade_halvings)))
+            elif not startup:
+                probes.append(int(start))
+            if m is not None:
+                cluster = [m]
+    return cascades, probes
+
+
+def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:
+    """Why the divergence check cannot judge this log (too few steps or points), or None."""
+    if "loss" not in log.frame:
+        return "no training loss"
+    f = log.frame
+    loss = f.loss.to_numpy(dtype=float, na_value=np.nan)
+    steps = f.step.to_numpy()[np.isfinite(loss)]
+    if len(steps) < th.divergence_min_points:
+        return f"skipped: {len(steps)} losses logged, needs {th.divergence_min_points}"
+    window = widen(steps, th.divergence_window, th.divergence_min_points)
+    span = int(steps[-1] - steps[0])
+    if span < window:
+        return f"skipped: {span} steps logged, needs {window}"
+    return None
 
 
 def divergence(log: RunLog, th: Thresholds) -> list[Event]:
-    """Loss rising, after smoothing, over `divergence_window` steps: the slow kind of trouble."""
+    """A sustained rise of the smoothed loss over `divergence_window` steps: by
+    `divergence_min_rise` of its level and `divergence_sigma` times its own noise, with
+    most of its steps (`divergence_rising_share`, not all) going up."""
     if "loss" not in log.frame:
         return []
     events = []
     for seg, rows in log.frame[log.frame.loss.notna()].groupby("segment"):
-        steps, loss = rows.step.to_numpy(), rows.loss.to_numpy()
+        steps, loss = rows.step.to_numpy(), rows.loss.to_numpy(dtype=float)
         finite = np.isfinite(loss)
         steps, loss = steps[finite], loss[finite]
         window = widen(steps, th.divergence_window, th.divergence_min_points)
@@ -202,36 +289,72 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             continue
         smooth = pd.Series(loss, index=pd.to_timedelta(steps, unit="s")).rolling(
             f"{smooth_w}s", min_periods=1).mean().to_numpy()
+        noise = step_noise(loss, _block(steps, window))
+        per = np.maximum(1.0, smooth_w / max(float(np.median(np.diff(steps))), 1e-9))
+        noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
         rising = np.concatenate([[0], np.cumsum(np.diff(smooth) > 0)])
         lo = np.searchsorted(steps, steps - window, side="left")
         span_ok = steps - steps[lo] >= window * 0.9
         n = np.arange(len(steps)) - lo
         with np.errstate(invalid="ignore", divide="ignore"):
             share = (rising - rising[lo]) / np.maximum(n, 1)
-            rise = (smooth - smooth[lo]) / np.abs(smooth[lo])
-        hit = span_ok & (share >= th.divergence_rising_share) & (rise >= th.divergence_min_rise)
+            up = smooth - smooth[lo]
+            rise = up / np.abs(smooth[lo])
+        hit = span_ok & (share >= th.divergence_rising_share) & (rise >= th.divergence_min_rise) \
+            & (up >= th.divergence_sigma * noise_s)
         if hit.any():
             end = int(np.argmax(hit))
             start = lo[end]
             events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[-1]),
                                 float(loss[start:].max()), float(smooth[start]), notes={
                                     "rise": float(rise[end]), "rising_share": float(share[end]),
-                                    "confirmed_at": int(steps[end])}))
+                                    "confirmed_at": int(steps[end])},
+                                severity=float(up[end] / noise[end]) if noise[end] > 0 else th.spike_sigma))
     return events
 
 
+EPOCHS = ("epoch", "epochs", "train/epoch")
+EVAL_ONLY = ("loss", "grad_norm", "lr")
+
+
 def resumes(log: RunLog, th: Thresholds) -> list[dict]:
-    """Where the run restarted: steps going backwards (a new segment) or a wall-clock gap."""
+    """Where the run restarted: steps going back (a new segment), an epoch counter going
+    back, or a wall-clock gap `resume_gap_factor` x the median time a step takes. A last
+    row with no training metric (a final eval written after a pause) is not a restart."""
+    f = log.frame
     out = [{"step": s["first_step"], "how": "steps went back", "segment": s["segment"]}
            for s in log.segments()[1:]]
-    if "wall_time" in log.frame:
-        for seg, rows in log.frame[log.frame.wall_time.notna()].groupby("segment"):
-            wt, st = rows.wall_time.to_numpy(), rows.step.to_numpy()
-            if len(wt) < 10:
+    epoch = next((c for c in EPOCHS if c in f and f[c].notna().any()), None)
+    seg_all = f.segment.to_numpy()
+    if epoch:
+        ep = f[epoch].to_numpy(dtype=float, na_value=np.nan)
+        for seg in np.unique(seg_all):
+            idx = np.flatnonzero((seg_all == seg) & np.isfinite(ep))
+            # rounding (HF writes 2 decimals) never takes a counter back by half an epoch
+            back = idx[1:][np.diff(ep[idx]) < -0.5]
+            out += [{"step": int(f.step.iat[i]), "how": f"{epoch} went back to {ep[i]:g}", "segment": int(seg)}
+                    for i in back]
+    if "wall_time" in f:
+        train = np.zeros(len(f), dtype=bool)
+        for c in EVAL_ONLY:
+            if c in f:
+                train |= f[c].notna().to_numpy()
+        wt_all = f.wall_time.to_numpy(dtype=float, na_value=np.nan)
+        for seg in np.unique(seg_all):
+            idx = np.flatnonzero((seg_all == seg) & np.isfinite(wt_all))
+            if len(idx) < 10:
                 continue
-            per_step = np.diff(wt) / np.maximum(np.diff(st), 1)
-            typical = np.median(per_step)
-            for i in np.flatnonzero(per_step > th.resume_gap_factor * max(typical, 1e-9)):
-                out.append({"step": int(st[i + 1]), "how": f"wall-clock gap of {np.diff(wt)[i]:.0f}s",
+            wt, st = wt_all[idx], f.step.to_numpy()[idx]
+            dt = np.diff(wt)
+            per_step = dt / np.maximum(np.diff(st), 1)
+            typical = np.median(per_step[per_step > 0]) if (per_step > 0).any() else 0.0
+            for i in np.flatnonzero(dt < -max(60.0, 100 * typical)):
+                out.append({"step": int(st[i + 1]), "how": f"wall clock went back {-dt[i]:.0f}s (appended runs)",
                             "segment": int(seg)})
+            for i in np.flatnonzero(per_step > th.resume_gap_factor * max(typical, 1e-9)):
+                last = i + 1 == len(idx) - 1 and not train[idx[i + 1]]
+                if not last:
+                    out.append({"step": int(st[i + 1]), "how": f"wall-clock gap of {dt[i]:.0f}s",
+                                "segment": int(seg)})
+    out.sort(key=lambda r: (r["segment"], r["step"]))
     return out

@@ -74,16 +74,21 @@ class Incident(BaseModel):
     # the peak over the level before it (loss: the window's mean; grad norm: its median),
     # e.g. 1.38 for 3.83 -> 5.28; None where it does not apply (NaN, loss-scale cascade)
     rise: float | None = None
+    # how far it stands out of the series' own noise, on one scale for every metric (the
+    # detection threshold is spike_sigma for all); None for a NaN or a bad start
+    severity: float | None = None
+    headline: bool = True             # False for a grad-norm blip during warmup
 
-    def severity(self) -> tuple[int, float]:
-        """For picking the incident to look at first: a NaN, then a divergence, then the
-        spike that rose the most; a bad start last."""
-        return {"nan": 3, "divergence": 2, "spike": 1}.get(self.kind, 0), self.rise or 0.0
+    def priority(self) -> tuple[int, int, float]:
+        """For picking the incident to look at first: a non-finite loss, then any other
+        non-finite value, then the most severe; warmup blips and a bad start last."""
+        nonfinite = 2 if self.kind == "nan" and self.metric == "loss" else 1 if self.kind == "nan" else 0
+        return nonfinite, int(self.headline and self.kind != "bad-start"), self.severity or 0.0
 
 
 def worst(incidents: list[Incident]) -> int:
     """Index of the incident to look at first (0 when there is none)."""
-    return max(range(len(incidents)), key=lambda i: incidents[i].severity(), default=0)
+    return max(range(len(incidents)), key=lambda i: incidents[i].priority(), default=0)
 
 
 class Analysis(BaseModel):

@@ -1,4 +1,5 @@
-"""Tree B's first question: which logged steps are NaN or Inf (or a masked NaN)?"""
+"""Tree B's first question: which logged steps are NaN or Inf (or a masked NaN)? And which
+of them are a loss scaler's overflow, a step it skipped on purpose, not a broken model."""
 
 from __future__ import annotations
 
@@ -9,17 +10,61 @@ from postmortem.run import RunLog
 WATCHED = ("loss", "grad_norm")
 
 
+def _nonfinite(f, name: str, log: RunLog) -> np.ndarray:
+    if name not in f:
+        return np.zeros(len(f), dtype=bool)
+    return log.nan_mask(name) | np.isinf(f[name].to_numpy(dtype=float, na_value=0.0))
+
+
 def nan_rows(log: RunLog) -> np.ndarray:
     """Rows where the training loss or grad norm was logged non-finite, Megatron counted
     NaN iterations, or a loss of exactly 0.0 sits beside a NaN grad norm (a masked NaN)."""
     f = log.frame
     bad = np.zeros(len(f), dtype=bool)
     for name in WATCHED:
-        if name in f:
-            bad |= log.nan_mask(name) | np.isinf(f[name].to_numpy())
+        bad |= _nonfinite(f, name, log)
     if "nan_iterations" in f:
         bad |= f["nan_iterations"].fillna(0).to_numpy() > 0
     if "loss" in f and "grad_norm" in f:
         bad |= (f["loss"].to_numpy() == 0.0) & log.nan_mask("grad_norm")
     return bad
 
+
+def has_scaler(log: RunLog) -> bool:
+    """A dynamic loss scaler is at work: its scale or skips are logged, or the run is fp16."""
+    f = log.frame
+    return log.dtype == "fp16" or any(c in f and f[c].notna().any() for c in ("loss_scale", "skipped", "overflows"))
+
+
+def skip_counts(log: RunLog) -> np.ndarray:
+    """Steps the scaler skipped, per row: `skipped` per interval (a cumulative counter,
+    DeepSpeed's, is differenced) plus overflow lines counted between rows."""
+    f = log.frame
+    out = np.zeros(len(f))
+    if "skipped" in f:
+        s = f["skipped"].to_numpy(dtype=float, na_value=np.nan)
+        fin = np.isfinite(s)
+        v = s[fin]
+        if len(v) > 2 and v[-1] > v[0] and np.all(np.diff(v) >= 0) and (v[v > 0].size == v[np.argmax(v > 0):].size):
+            d = np.diff(v, prepend=v[0])        # a counter that only grows: cumulative
+            s = np.zeros(len(f))
+            s[fin] = d
+        out += np.nan_to_num(s)
+    if "overflows" in f and not ("skipped" in f and f["skipped"].notna().any()):
+        out += np.nan_to_num(f["overflows"].to_numpy(dtype=float, na_value=np.nan))
+    return out
+
+
+def overflow_rows(log: RunLog) -> np.ndarray:
+    """Rows where only the grad norm is non-finite (the loss is finite or not logged) in a
+    run with a loss scaler: the scaler found inf in the gradients and skipped the step."""
+    f = log.frame
+    if "grad_norm" not in f or not has_scaler(log):
+        return np.zeros(len(f), dtype=bool)
+    gn_bad = _nonfinite(f, "grad_norm", log)
+    if "loss" in f:
+        loss = f["loss"].to_numpy(dtype=float, na_value=np.nan)
+        # a loss of exactly 0.0 beside a NaN grad norm is a masked NaN, not a skip
+        unlogged = f["loss"].isna().to_numpy() & ~log.nan_mask("loss")
+        gn_bad &= (np.isfinite(loss) & (loss != 0.0)) | unlogged
+    return gn_bad

@@ -89,7 +89,8 @@ def measure(ctx: Context, ev: Event) -> Features:
         if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
             f.after_resume = ev.step - r["step"]
     for c in ctx.cascades:
-        if c.segment == ev.segment and ev.step - 20 <= c.step <= max(ev.peak_step, ev.step) + 20:
+        if c.segment == ev.segment and c.step <= max(ev.peak_step, ev.step) + 20 \
+                and ev.step - 20 <= max(c.peak_step, c.step):
             f.cascade = c
     if "skipped" in h:
         f.skipped = float(h[_near(st, ev.step, ev.peak_step + 5)].skipped.fillna(0).sum())

@@ -14,6 +14,7 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
     # tree A: did the run start right
     start_loss_vs_ln_v: float = 0.5          # |loss[0] - ln V| at most this
+    trained_start_below: float = 0.4         # loss[0] 40% below ln V: starts from a trained model
     first_grad_norm_min: float = 0.1
     first_grad_norm_max: float = 10.0
     warmup_reach: float = 0.05               # LR at end of warmup within 5% of lr_max
@@ -24,7 +25,11 @@ class Thresholds(BaseModel):
     val_gap_max: float = 0.5                 # val - train above 50% of train: overfitting or leak
     # tree B: dynamics
     spike_window: int = 100                  # steps before the point
-    spike_sigma: float = 3.0
+    # a spike stands out of the larger of the window's std and the series' own step-to-step
+    # noise (robust, of the differences) by this many; single-batch losses are heavy-tailed:
+    # 3 fires every few hundred steps on a clean noisy run; 7 leaves the heavy tail of real
+    # single-batch and RL losses (up to 6.6 on a clean PPO log) and keeps real spikes (7.6+)
+    spike_sigma: float = 7.0
     spike_min_rise: float = 0.10             # and at least 10% above the window mean
     spike_min_points: int = 10               # a sparse log's window widens to hold these
     sparse_rise: float = 0.3                 # too few points for a std: 30% above their max
@@ -33,14 +38,16 @@ class Thresholds(BaseModel):
     merge_gap: int = 10                      # spike points this close are one incident
     grad_spike_sigma: float = 3.0            # robust z (median, MAD) of log10(grad norm)
     grad_spike_min_ratio: float = 5.0        # and at least 5x the recent median
-    cascade_halvings: int = 3                # 8x down ...
-    cascade_window: int = 50                 # ... within 50 steps
+    sparse_grad_ratio: float = 100.0         # a handful of rows: 100x their median
+    cascade_halvings: int = 3                # 8x down (or 3 skips) ...
+    cascade_gap: int = 10                    # ... each within 10 steps of the one before
     cascade_stable_before: int = 50          # after a stable scale (not the start-up calibration)
     divergence_window: int = 200
     divergence_smooth: int = 50
     divergence_min_points: int = 20          # a sparse log's windows widen to hold these
-    divergence_rising_share: float = 0.8
+    divergence_rising_share: float = 0.6     # of the smoothed loss's steps going up (not all)
     divergence_min_rise: float = 0.1         # 10% of the level
+    divergence_sigma: float = 5.0            # and this many of the smoothed loss's own noise
     weight_norm_change: float = 2.0
     resume_gap_factor: float = 20.0          # a wall-clock gap 20x the median step is a restart
     # hypotheses

@@ -11,7 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from postmortem.diagnose.context import Context
+from postmortem.diagnose.context import DECAYS, Context
+from postmortem.diagnose import detect
 from postmortem.diagnose.models import Check
 
 Outcome = tuple[str, str]            # (status, detail)
@@ -36,11 +37,27 @@ def _fmt(x: float) -> str:
 
 # --- tree A: did the run start right ----------------------------------------------
 
+def from_trained(ctx: Context) -> str | None:
+    """Why the run starts from a trained model (a fine-tune), or None: the config says so,
+    or the first loss is far below ln V (a random model scores about ln V)."""
+    if ctx.facts.from_trained:
+        return "the run starts from a trained model (its config)"
+    if ctx.ln_v is not None and ctx.has("loss"):
+        steps, loss = ctx.series("loss", 0)
+        fin = np.isfinite(loss)
+        if fin.any() and loss[fin][0] < ctx.ln_v * (1 - ctx.th.trained_start_below):
+            return (f"the run starts from a trained model (loss {_fmt(loss[fin][0])} at step "
+                    f"{steps[fin][0]}, far below ln V = {_fmt(ctx.ln_v)})")
+    return None
+
+
 def a_start_loss(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     if ctx.ln_v is None:
         return skip("vocab_size unknown (manifest.json)")
+    if why := from_trained(ctx):
+        return skip(why)
     steps, loss = ctx.series("loss", 0)
     if steps[0] > 10:
         return skip(f"the log starts at step {steps[0]}")
@@ -52,6 +69,8 @@ def a_start_loss(ctx: Context) -> Outcome:
 def a_first_grad_norm(ctx: Context) -> Outcome:
     if not ctx.has("grad_norm"):
         return skip("no grad norm logged")
+    if why := from_trained(ctx):
+        return skip(why)
     steps, gn = ctx.series("grad_norm", 0)
     if steps[0] > 10:
         return skip(f"the log starts at step {steps[0]}")
@@ -66,8 +85,8 @@ def a_schedule_applies(ctx: Context) -> Outcome:
     lr = lr[np.isfinite(lr)]
     if len(lr) < 3:
         return skip("fewer than 3 LR values")
-    c = ctx.config
-    planned = c is not None and (c.schedule not in (None, "constant") or (c.warmup_steps or 0) > 0)
+    c = ctx.facts
+    planned = c.schedule not in (None, "constant") or (c.warmup_steps or 0) > 0
     if lr.max() > lr.min():
         return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}"
     if not planned:
@@ -76,10 +95,10 @@ def a_schedule_applies(ctx: Context) -> Outcome:
 
 
 def a_warmup(ctx: Context) -> Outcome:
-    c = ctx.config
+    c = ctx.facts
     if not ctx.has("lr"):
         return skip("no LR logged")
-    if not c or not c.lr_max or not c.warmup_steps:
+    if not c.lr_max or not c.warmup_steps:
         return skip("lr_max / warmup_steps unknown (manifest.json)")
     steps, lr = ctx.series("lr", 0)
     at = np.searchsorted(steps, c.warmup_steps - 1)
@@ -91,6 +110,35 @@ def a_warmup(ctx: Context) -> Outcome:
     return ("pass" if off <= ctx.th.warmup_reach else "fail"), detail
 
 
+def a_decays(ctx: Context) -> Outcome:
+    """After warmup, a decaying schedule never takes the LR back up (restarts aside)."""
+    c = ctx.facts
+    if not ctx.has("lr"):
+        return skip("no LR logged")
+    if c.schedule is None:
+        return skip("no schedule configured (manifest or the log's config)")
+    if c.schedule not in DECAYS:
+        return skip(f"the configured schedule ({c.schedule}) does not decay")
+    steps, lr = ctx.series("lr", 0)
+    keep = (steps >= ctx.warmup_end) & np.isfinite(lr)
+    steps, lr = steps[keep], lr[keep]
+    if len(lr) < 3:
+        return skip(f"{len(lr)} LR values logged after warmup, needs 3")
+    # the climb made of small steps (a jump in one step is a discontinuity, B2's business)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step_up = np.diff(np.log(np.maximum(lr, 1e-30)))
+    gradual = np.where(step_up < np.log(ctx.th.lr_jump_ratio), step_up, 0.0)
+    climb = np.concatenate([[0.0], np.cumsum(gradual)])
+    over = climb - np.minimum.accumulate(climb)
+    worst = int(np.argmax(over))
+    if np.exp(over[worst]) > 1 + ctx.th.warmup_reach:
+        at = int(np.argmax(climb[:worst + 1] == climb[:worst + 1].min()))
+        return "fail", (f"LR rises after warmup although the config says {c.schedule}: "
+                        f"{_fmt(lr[at])} at step {steps[at]} -> {_fmt(lr[worst])} at step {steps[worst]} "
+                        f"(x{np.exp(over[worst]):.2f})")
+    return "pass", f"LR decays after warmup ({_fmt(lr[0])} at step {steps[0]} -> {_fmt(lr[-1])} at step {steps[-1]})"
+
+
 def a_grad_regime(ctx: Context) -> Outcome:
     if not ctx.has("grad_norm"):
         return skip("no grad norm logged")
@@ -99,7 +147,7 @@ def a_grad_regime(ctx: Context) -> Outcome:
     dead = (gn < ctx.th.dead_grad_norm).mean()
     if dead > 0.5:
         return "fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead)"
-    clip = ctx.config.clip if ctx.config else None
+    clip = ctx.facts.clip
     if not clip:
         return "pass", "not dead; clipping unknown (clip not in manifest.json)"
     share = (gn > clip).mean()
@@ -113,7 +161,7 @@ def a_loss_moves(ctx: Context) -> Outcome:
     steps, loss = ctx.series("loss", 0)
     early = np.isfinite(loss) & (steps <= steps[0] + ctx.th.early_window)
     if early.sum() < 5:
-        return skip("fewer than 5 losses in the first 200 steps")
+        return skip(f"{int(early.sum())} losses logged in the first {ctx.th.early_window} steps, needs 5")
     v = loss[early]
     head, tail = np.median(v[: max(1, len(v) // 5)]), np.median(v[-max(1, len(v) // 5):])
     drop = (head - tail) / abs(head) if head else 0.0
@@ -181,10 +229,13 @@ def b_nonfinite(ctx: Context) -> Outcome:
     if not (ctx.has("loss") or ctx.has("grad_norm") or ctx.has("nan_iterations")):
         return skip("neither loss nor grad norm logged")
     bad = ctx.nonfinite
+    skipped = int(ctx.overflows.sum())
+    also = f" ({skipped} step(s) with an inf grad norm the loss scaler skipped)" if skipped else ""
     if not bad.any():
-        return "pass", "every logged loss and grad norm is finite"
+        return "pass", "every logged loss and grad norm is finite" + (
+            f" but {skipped} grad norm(s) the loss scaler skipped" if skipped else "")
     first = int(ctx.frame.step.to_numpy()[bad][0])
-    return "fail", f"{int(bad.sum())} non-finite step(s), first at {first}"
+    return "fail", f"{int(bad.sum())} non-finite step(s), first at {first}{also}"
 
 
 def b_nonfinite_dtype(ctx: Context) -> Outcome:
@@ -233,11 +284,15 @@ def b_grad_spike(ctx: Context) -> Outcome:
 def b_loss_scale(ctx: Context) -> Outcome:
     if not ctx.has("loss_scale"):
         return skip("no loss scale logged (bf16 or fp32, or not printed)")
-    ev = ctx.cascades
+    ev, probes = ctx.cascades, ctx.probes
+    routine = (f"{len(probes)} routine probe(s) (one overflow, then normal training)" if probes
+               else "no routine probe")
     if not ev:
-        return "pass", "no cascade (single halvings, the fp16 sawtooth, are normal)"
+        return "pass", f"no cascade; {routine}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
-        f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g})" for e in ev[:4])
+        f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings)"
+        if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)"
+        for e in ev[:4]) + f"; {routine}"
 
 
 def b_divergence(ctx: Context) -> Outcome:
@@ -245,9 +300,14 @@ def b_divergence(ctx: Context) -> Outcome:
         return skip("no training loss")
     ev = ctx.divergences
     if not ev:
-        return "pass", f"no {ctx.th.divergence_window}-step rise of the smoothed loss"
+        short = detect.divergence_too_short(ctx.log, ctx.th)
+        if short:
+            return skip(short)
+        return "pass", (f"no sustained rise of the smoothed loss over {ctx.th.divergence_window} steps "
+                        f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)")
     e = ev[0]
-    return "fail", f"smoothed loss rising from step {e.step} (+{e.notes['rise']:.0%})"
+    return "fail", (f"smoothed loss rising from step {e.step} (+{e.notes['rise']:.0%} by step "
+                    f"{e.notes['confirmed_at']}, {e.notes['rising_share']:.0%} of its steps up)")
 
 
 def _trend(ctx: Context, name: str, start: int) -> float | None:
@@ -294,6 +354,7 @@ TREE_A = (
     Node("A2", "Is the first grad norm in a sane range?", ("first_grad_norm_min", "first_grad_norm_max"), "bad-init", a_first_grad_norm),
     Node("A3", "Is the LR schedule applying (the LR changes)?", (), "schedule-misconfigured", a_schedule_applies),
     Node("A4", "Does warmup reach lr_max, without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
+    Node("A4.1", "After warmup, does the LR follow the configured decay (never rising)?", ("warmup_reach", "lr_jump_ratio"), "schedule-misconfigured", a_decays),
     Node("A5", "Is the grad norm alive and not always clipped?", ("dead_grad_norm", "clipping_share_max"), "lr-too-high", a_grad_regime),
     Node("A6", "Does the loss move over the first 200 steps?", ("early_window", "early_min_drop"), "schedule-misconfigured", a_loss_moves),
     Node("A7", "Is the val-train gap sane (no overfit, no leak)?", ("val_gap_max",), "bad-data", a_val_gap),
@@ -307,8 +368,8 @@ TREE_B = (
     Node("B2", "Is there a loss spike (mean + 3 std of the previous 100 steps)?", ("spike_window", "spike_sigma", "spike_min_rise"), "long-tail-token", b_loss_spike),
     Node("B2.1", "Did each spike recover (mean + 0.5 std within 50 steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
     Node("B2.2", "Is there a grad-norm spike?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
-    Node("B3", "Does the fp16 loss scale cascade down?", ("cascade_halvings", "cascade_window"), "fp16-overflow", b_loss_scale),
-    Node("B4", "Is the loss slowly diverging over 200 steps?", ("divergence_window", "divergence_min_rise"), "lr-too-high", b_divergence),
+    Node("B3", "Does the fp16 loss scale cascade down?", ("cascade_halvings", "cascade_gap"), "fp16-overflow", b_loss_scale),
+    Node("B4", "Is the loss slowly diverging over 200 steps?", ("divergence_window", "divergence_min_rise", "divergence_sigma"), "lr-too-high", b_divergence),
     Node("B4.1", "Is the LR rising while it diverges?", (), "schedule-misconfigured", b_lr_rising),
     Node("B4.2", "Do weight norms change by over 2x?", ("weight_norm_change",), "weight-decay", b_weight_norm),
     Node("B4.3", "Is the grad norm trending up?", (), "lr-too-high", b_grad_trend),
