@@ -37,13 +37,10 @@ NOT_YET_READ = {
     "issue-simmim-15-gradnorm-avg-nan": "Swin/SimMIM (`Train: [e/E][i/N] ... loss X (mean)`)",
     "issue-timm-814-console-control": "timm train console (`Train: e [i/N] Loss: X (mean)`)",
     "issue-torchtitan-2389-dup-rank-lines": "torchtitan, every rank printing the same step",
-    "keras-csvlogger-tomato-earlystop": "Keras CSVLogger (epoch-indexed CSV)",
-    "mae-logtxt-pretrain-resumes": "MAE/DeiT log.txt (JSON lines by epoch)",
     "nanogpt-seis-bracket-prefix-ctx4k": "nanoGPT with `[train]` prefixes",
     "olmo-console-20m-zero-gradnorm-flatloss": "OLMo console (`[step=N/M]` + indented name=value)",
     "paddle-prednet-custom-epoch-step": "plain prints (`Epoch e, Step i, ... loss is X`)",
     "pytorch-wordlm-rnntanh-diverge-anneal": "PyTorch word_language_model (`| epoch 1 | 200/ 2983 batches |`)",
-    "yolov8-results-incomplete-91of100": "Ultralytics results.csv (epoch-indexed, padded)",
 }
 
 
@@ -223,3 +220,34 @@ def test_trainer_state_streamed_row_by_row_reads_the_same(real_runs, monkeypatch
     cut.write_bytes(data[: len(data) // 2])
     with pytest.raises(RunReadError, match="truncated"):
         read_run(cut)
+
+
+def test_epoch_indexed_tables(real_runs):
+    keras = read_run(real_runs / "keras-csvlogger-tomato-earlystop")
+    assert keras.frame.step.tolist() == list(range(29))          # epoch 0..28 is the step
+    assert at(keras, 27, "loss") == pytest.approx(0.048188884)    # a 9-digit repr among 17-digit ones
+    assert at(keras, 26, "val_loss") == pytest.approx(0.3359593451023102)
+    assert keras.source.extras["step_from"].startswith("epoch")
+    assert not keras.source.warnings
+    yolo = read_run(real_runs / "yolov8-results-incomplete-91of100")
+    f = yolo.frame
+    assert f.step.min() == 1 and f.step.max() == 91 and len(f) == 91   # padded header and cells
+    assert at(yolo, 90, "train/cls_loss") == pytest.approx(0.56337)
+    # no total column: the loss is the sum of box, cls and dfl, and info says so
+    assert at(yolo, 90, "loss") == pytest.approx(1.0611 + 0.56337 + 1.3314)
+    assert at(yolo, 90, "val_loss") == pytest.approx(0.93336 + 0.43515 + 1.2771)
+    assert "train/box_loss + train/cls_loss + train/dfl_loss" in yolo.source.extras["loss_from"]
+
+
+def test_mae_log_txt_epoch_resumes(real_runs):
+    log = read_run(real_runs / "mae-logtxt-pretrain-resumes")
+    assert log.source.format == "jsonl"
+    segs = log.segments()
+    assert len(segs) == 6                                  # 5 backward epoch jumps = 5 resumes
+    assert [s["first_step"] for s in segs] == [0, 561, 581, 621, 621, 621]
+    assert segs[0]["last_step"] == 569 and segs[-1]["last_step"] == 799
+    assert at(log, 569, "loss", segment=0) == pytest.approx(0.22519876282201465)
+    assert at(log, 561, "loss", segment=1) == pytest.approx(0.2253963444249915)
+    assert at(log, 621, "loss", segment=5) == pytest.approx(0.22297731667337284)
+    assert at(log, 799, "lr") == pytest.approx(2.1366997976197385e-10)   # train_lr
+    assert len(log.frame) == 831

@@ -11,7 +11,7 @@ import pandas as pd
 from postmortem.run.aliases import canonical_name
 from postmortem.run.model import CANONICAL, RunLog, RunManifest, RunReadError, Source
 
-_STEP_BITS = 40  # steps up to ~1.1e12; the segment id sits above them in one int64 key
+_STEP_BITS = 40  # distinct steps up to ~1.1e12; the segment id sits above them in one int64 key
 
 
 @dataclass
@@ -45,9 +45,20 @@ def series_from_wide(steps: np.ndarray, columns: dict[str, np.ndarray],
     return out
 
 
-def _canonical_order(names: list[str]) -> list[str]:
+def canonical_order(names: list[str]) -> list[str]:
     rank = {c: i for i, c in enumerate(CANONICAL)}
     return sorted(names, key=lambda n: (rank.get(n, len(rank)), n if n not in rank else ""))
+
+
+_canonical_order = canonical_order
+
+
+def _note_names(source: Source, origin: dict[str, list[str]]) -> None:
+    """Which name in the log each canonical column came from (`info` shows it)."""
+    names = source.extras.setdefault("names", {})
+    for canon, given in origin.items():
+        if given != [canon]:
+            names[canon] = sorted(set(given))
 
 
 def _merge_aliases(series: list[Series], source: Source) -> list[Series]:
@@ -58,6 +69,7 @@ def _merge_aliases(series: list[Series], source: Source) -> list[Series]:
         canon = canonical_name(s.name)
         by_name.setdefault(canon, []).append(s)
         origin.setdefault(canon, []).append(s.name)
+    _note_names(source, origin)
     merged = []
     for canon, parts in by_name.items():
         if len(parts) > 1 and canon != parts[0].name:
@@ -99,8 +111,8 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
         steps = first.astype(np.int64)
     else:
         steps = np.unique(np.concatenate([s.step for s in series])).astype(np.int64)
-    if steps[0] < 0 or steps[-1] >= (1 << _STEP_BITS):
-        raise RunReadError(source.path, f"step {steps[0] if steps[0] < 0 else steps[-1]} is out of range")
+    if steps[0] < 0:
+        raise RunReadError(source.path, f"step {steps[0]} is negative")
     n = len(steps)
     frame = {"segment": np.zeros(n, dtype=np.int64), "step": steps}
     logged_nan: dict[str, np.ndarray] = {}
@@ -144,9 +156,11 @@ def build_runlog(series: list[Series], source: Source,
 
     all_order = np.concatenate([s.order for s in series])
     all_step = np.concatenate([s.step for s in series]).astype(np.int64, copy=False)
-    if all_step.min() < 0 or all_step.max() >= (1 << _STEP_BITS):
-        bad = all_step[(all_step < 0) | (all_step >= (1 << _STEP_BITS))][0]
-        raise RunReadError(source.path, f"step {bad} is out of range")
+    if all_step.min() < 0:
+        raise RunReadError(source.path, f"step {all_step[all_step < 0][0]} is negative")
+    # Keys hold the segment above the step's rank among the distinct steps, so a step of any
+    # size (tokens as the step axis) fits beside it in one int64.
+    distinct = np.unique(all_step)
 
     # The step sequence in file order (rows shared by several metrics counted once).
     uorder, first = np.unique(all_order, return_index=True)
@@ -166,12 +180,12 @@ def build_runlog(series: list[Series], source: Source,
     keys = []
     for s in series:
         seg = seg_of_order[np.searchsorted(uorder, s.order)]
-        keys.append((seg << _STEP_BITS) | s.step.astype(np.int64, copy=False))
+        keys.append((seg << _STEP_BITS) | np.searchsorted(distinct, s.step.astype(np.int64, copy=False)))
     row_keys = np.unique(np.concatenate(keys))
     n = len(row_keys)
 
     frame = {"segment": (row_keys >> _STEP_BITS).astype(np.int64),
-             "step": (row_keys & ((1 << _STEP_BITS) - 1)).astype(np.int64)}
+             "step": distinct[row_keys & ((1 << _STEP_BITS) - 1)].astype(np.int64)}
     logged_nan: dict[str, np.ndarray] = {}
     for s, key in zip(series, keys):
         # Keep the last value when one metric is logged twice at one step of a segment.
@@ -232,6 +246,7 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
                 if logged_nan and name in logged_nan and logged_nan[name].any():
                     nan_rows[target] = np.flatnonzero(logged_nan[name])
             frame[target] = values
+        _note_names(source, {t: [n] for n, t in canon.items()})
         present = [t for t in canon.values()
                    if frame[t].dtype == object and pd.notna(frame[t]).any()
                    or frame[t].dtype != object and (not np.isnan(frame[t]).all() or t in nan_rows)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from postmortem.run import hf, mlflow, tables, tensorboard, textlogs, wandb
+from postmortem.run import hf, losscolumn, mlflow, tables, tensorboard, textlogs, wandb
 from postmortem.run.assemble import build_runlog
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
@@ -32,6 +32,7 @@ class Candidate:
     root: Path
     structured: bool = True
     companion: bool = False       # the same run in a second format: read only on request
+    weak: bool = False            # a table with no step column: loses to any log that has one
     notes: list[str] = field(default_factory=list)
 
     def label(self, base: Path) -> str:
@@ -47,9 +48,26 @@ def _magic(path: Path, n: int = 16) -> bytes:
         return b""
 
 
+def _first_line(path: Path, head: bytes, limit: int = 4 << 20) -> bytes:
+    """The first line whole, even when it is longer than the head (a wide JSONL record)."""
+    if b"\n" in head or len(head) < 4096:
+        return head.split(b"\n", 1)[0]
+    with open(path, "rb") as f:
+        line = f.readline(limit)
+    return line.removeprefix(b"\xef\xbb\xbf")
+
+
+def _json_keys(line: bytes) -> set[str]:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return set()
+    return set(obj) if isinstance(obj, dict) else set()
+
+
 def classify_file(path: Path) -> str | None:
     """The format of one file, by content first and by name where content is ambiguous."""
-    head = _magic(path, 4096)
+    head = _magic(path, 4096).removeprefix(b"\xef\xbb\xbf")
     if not head:
         return None
     if head.startswith(wandb.MAGIC):
@@ -66,16 +84,13 @@ def classify_file(path: Path) -> str | None:
     if text.startswith(b"{") and hf.is_trainer_state(path):
         return "hf-trainer-state"
     if text.startswith(b"{"):
-        first = text.split(b"\n", 1)[0]
-        try:
-            obj = json.loads(first)
-            if isinstance(obj, dict) and any(k in obj for k in tables.STEP_NAMES):
-                return "jsonl"
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            pass
+        keys = _json_keys(_first_line(path, text))
+        if keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES}:
+            return "jsonl"
     first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lower()
-    if "," in first_line and any(c.strip().strip('"') in tables.STEP_NAMES
-                                 for c in first_line.split(",")):
+    cells = [c.strip().strip('"') for c in first_line.split(",")]
+    if "," in first_line and (any(c in tables.STEP_NAMES or c in tables.EPOCH_NAMES for c in cells)
+                              or path.suffix.lower() == ".csv" and _names_not_numbers(cells)):
         return "lightning" if path.name == "metrics.csv" and tables.is_lightning_dir(path.parent) else "csv"
     if textlogs.looks_like_text(path):
         dialect, _ = textlogs.sniff(path)
@@ -83,30 +98,52 @@ def classify_file(path: Path) -> str | None:
     return None
 
 
-def _walk(root: Path):
-    stack = [root]
+def _keyed_csv(path: Path) -> bool:
+    cells = _magic(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace").lower().split(",")
+    return any(c.strip().strip('"') in (*tables.STEP_NAMES, *tables.EPOCH_NAMES) for c in cells)
+
+
+def _names_not_numbers(cells: list[str]) -> bool:
+    """A header row: a table without a step column still names its columns."""
+    return len(cells) >= 2 and all(c and tables.to_number(c) is None for c in cells)
+
+
+def _walk(root: Path, problems: list[str] | None = None):
+    """Files under `root`; symlinked files are read, a symlinked directory once (no loops);
+    FIFOs and devices never opened."""
+    stack, seen = [root], set()
     while stack:
         d = stack.pop()
         try:
+            real = d.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
             entries = sorted(d.iterdir())
-        except OSError:
+        except OSError as err:
+            if problems is not None:
+                problems.append(f"{d}: {err.strerror or err}; not searched")
             continue
         for e in entries:
-            if e.name.startswith(".") or e.is_symlink():
+            if e.name.startswith("."):
                 continue
-            if e.is_dir():
+            try:
+                is_dir, is_file = e.is_dir(), e.is_file()
+            except OSError:
+                continue
+            if is_dir:
                 if e.name not in _SKIP_DIRS:
                     stack.append(e)
-            elif e.is_file() and e.suffix.lower() not in _SKIP_SUFFIXES:
+            elif is_file and e.suffix.lower() not in _SKIP_SUFFIXES:
                 yield e
 
 
-def find_candidates(root: Path) -> list[Candidate]:
+def find_candidates(root: Path, problems: list[str] | None = None) -> list[Candidate]:
     """Group the files under `root` into the runs they belong to."""
     tb, hf_states, lightning, wandb_files, dbs, others = [], [], {}, [], [], []
     mlflow_runs = mlflow.find_file_store_runs(root)
     mlflow_dirs = set(mlflow_runs)
-    for f in _walk(root):
+    for f in _walk(root, problems):
         if any(p in mlflow_dirs for p in f.parents):
             continue
         kind = classify_file(f)
@@ -123,7 +160,8 @@ def find_candidates(root: Path) -> list[Candidate]:
         elif kind == "mlflow-db":
             dbs.append(f)
         else:
-            others.append(Candidate(kind, [f], f, structured=kind in ("jsonl", "csv", "parquet")))
+            others.append(Candidate(kind, [f], f, structured=kind in ("jsonl", "csv", "parquet"),
+                                    weak=kind == "csv" and not _keyed_csv(f)))
     cands: list[Candidate] = []
     if hf_states:
         c = Candidate("hf-trainer-state", [hf.pick_trainer_state(hf_states)], root)
@@ -135,6 +173,9 @@ def find_candidates(root: Path) -> list[Candidate]:
         cands.append(Candidate("tensorboard", tb, root if len(tb) > 1 else tb[0].parent,
                                companion=bool(hf_states)))
     for parent, versions in lightning.items():
+        # an empty or broken version_N/metrics.csv beside good ones is read too, to be named
+        versions += [d for d in sorted(parent.glob("version_*"))
+                     if d not in versions and tables.is_lightning_dir(d)]
         cands.append(Candidate("lightning", sorted(versions), parent if len(versions) > 1 else versions[0]))
     for f in wandb_files:
         cands.append(Candidate("wandb", [f], f.parent))
@@ -161,6 +202,8 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
                                  "trainer_state.json, event files, W&B, MLflow and text logs)")
     structured = [c for c in cands if c.structured]
     pool = structured or cands
+    if len(pool) > 1 and any(not c.weak for c in pool):
+        pool = [c for c in pool if not c.weak]
     if len(pool) > 1:
         shown = ", ".join(c.label(path) for c in pool[:4]) + (" ..." if len(pool) > 4 else "")
         raise RunReadError(path, f"holds {len(pool)} different runs or logs: {shown}; "
@@ -173,8 +216,12 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
     return chosen
 
 
-def load_manifest(path: Path) -> RunManifest | None:
+def load_manifest(path: Path, problems: list[str] | None = None) -> RunManifest | None:
     for cand in ([path / "manifest.json"] if path.is_dir() else [path.parent / "manifest.json"]):
+        if cand.is_dir():
+            if problems is not None:
+                problems.append(f"{cand} is a directory, not a manifest; ignored")
+            continue
         if cand.exists():
             try:
                 return RunManifest.model_validate_json(cand.read_bytes())
@@ -182,16 +229,40 @@ def load_manifest(path: Path) -> RunManifest | None:
                 first = err.errors()[0]
                 where = ".".join(str(x) for x in first["loc"]) or "top level"
                 raise RunReadError(cand, f"{where}: {first['msg']}") from None
+            except OSError as err:
+                raise RunReadError(cand, err.strerror or str(err)) from None
     return None
 
 
-def read_run(path: str | Path, format: str | None = None) -> RunLog:
-    """Read whatever `path` holds (a directory or one file) into a RunLog."""
+def read_run(path: str | Path, format: str | None = None, *, loss: str | None = None,
+             step: str | None = None) -> RunLog:
+    """Read whatever `path` holds (a directory or one file) into a RunLog.
+
+    `loss` names the column that is the loss, `step` the column that is the step (tables),
+    where the rules in `losscolumn` and `tables` would pick another.
+    """
     path = Path(path)
+    try:
+        return _read_run(path, format, loss, step)
+    except RecursionError:
+        raise RunReadError(path, "nested too deeply to read (JSON or YAML nested thousands "
+                                 "of levels deep?)") from None
+
+
+def _read_run(path: Path, format: str | None, loss: str | None, step: str | None) -> RunLog:
     if not path.exists():
         raise RunReadError(path, "no such file or directory")
+    problems: list[str] = []
     if path.is_dir():
-        cand = _choose(find_candidates(path), path, format)
+        try:
+            next(path.iterdir(), None)
+        except OSError as err:
+            raise RunReadError(path, err.strerror or str(err)) from None
+        cand = _choose(find_candidates(path, problems), path, format)
+    elif not path.is_file():
+        # a FIFO, socket or device: opening it could wait for ever
+        raise RunReadError(path, "not a regular file or directory (a FIFO, socket or device?); "
+                                 "save the log to a file first")
     else:
         kind = classify_file(path)
         if format and format != kind and format in textlogs.SNIFF and textlogs.looks_like_text(path):
@@ -202,6 +273,9 @@ def read_run(path: str | Path, format: str | None = None) -> RunLog:
                 raise RunReadError(path, f"holds {len(runs)} MLflow runs ({', '.join(runs[:4])}); "
                                          f"export one, or pass its run directory")
             cand = Candidate(kind, [path], path, notes=[runs[0]])
+        elif kind is None and _magic(path).startswith(b"SQLite format 3\x00"):
+            raise RunReadError(path, "an SQLite file, but not a readable MLflow store "
+                                     "(corrupt, truncated, or another program's database)")
         elif kind is None:
             raise RunReadError(path, "unknown format: not a metrics table, trainer_state.json, "
                                      "event file, W&B or MLflow store, or a known text log")
@@ -211,10 +285,13 @@ def read_run(path: str | Path, format: str | None = None) -> RunLog:
                 cand = Candidate(kind, [path.parent], path.parent)
         if format and cand.format != format:
             raise RunReadError(path, f"is {cand.format}, not {format}")
-    manifest = load_manifest(path)
+    if step and cand.format not in _TABLES:
+        raise RunReadError(path, f"--step picks a column of a table ({', '.join(_TABLES)}); "
+                                 f"this is {cand.format}")
+    manifest = load_manifest(path, problems)
     source = Source(format=cand.format, path=str(path), files=[str(f) for f in cand.files])
     try:
-        log = _read(cand, source, manifest)
+        log = _read(cand, source, manifest, step)
     except OSError as err:
         raise RunReadError(getattr(err, "filename", None) or path, err.strerror or str(err)) from None
     except MemoryError:
@@ -222,21 +299,30 @@ def read_run(path: str | Path, format: str | None = None) -> RunLog:
     for note in cand.notes:
         if cand.format != "mlflow-db":
             log.source.warn(note)
+    for problem in problems:
+        log.source.warn(problem)
+    if step:
+        log.source.extras["step_from"] = f"{step} (--step)"
+    losscolumn.choose(log, loss)
     _infer_dtype(log)
     return log
 
 
-def _read(cand: Candidate, source: Source, manifest: RunManifest | None) -> RunLog:
+_TABLES = ("csv", "jsonl", "parquet", "lightning")
+
+
+def _read(cand: Candidate, source: Source, manifest: RunManifest | None,
+          step: str | None = None) -> RunLog:
     f = cand.files[0]
     match cand.format:
         case "jsonl":
-            return tables.read_jsonl(f, source, manifest)
+            return tables.read_jsonl(f, source, manifest, step)
         case "csv":
-            return tables.read_csv(f, source, manifest)
+            return tables.read_csv(f, source, manifest, step)
         case "parquet":
-            return tables.read_parquet(f, source, manifest)
+            return tables.read_parquet(f, source, manifest, step)
         case "lightning":
-            return tables.read_lightning(cand.files, source, manifest)
+            return tables.read_lightning(cand.files, source, manifest, step)
         case "hf-trainer-state":
             series = hf.read_trainer_state(f, source)
         case "tensorboard":

@@ -88,14 +88,20 @@ def is_mlflow_db(path: Path) -> bool:
                 return False
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
             tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
-        return {"metrics", "runs"} <= tables
+            if not {"metrics", "runs"} <= tables:
+                return False
+            cols = {r[1] for r in con.execute("pragma table_info(metrics)")}
+        return {"key", "value", "step", "run_uuid"} <= cols
     except (OSError, sqlite3.Error):
         return False
 
 
 def mlflow_db_runs(path: Path) -> list[str]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
-        return [r[0] for r in con.execute("select distinct run_uuid from metrics order by run_uuid")]
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+            return [r[0] for r in con.execute("select distinct run_uuid from metrics order by run_uuid")]
+    except sqlite3.Error as err:
+        raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
 
 
 def read_mlflow_db(path: Path, run_id: str, source: Source) -> list[Series]:

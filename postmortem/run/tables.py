@@ -29,12 +29,36 @@ _SENTINEL_VALUES = {v: {b"NaN": np.nan, b"Infinity": np.inf, b"-Infinity": -np.i
 _JSON_BARE = re.compile(rb"(?<=[:\[,])(\s*)(-?Infinity|NaN)(?=\s*[,}\]])")
 
 
-def _step_column(names: list[str], path: Path) -> str:
-    lowered = {n.lower(): n for n in names}
+# Tables indexed by epoch (Keras CSVLogger, Ultralytics results.csv, timm summary.csv, MAE/DeiT
+# log.txt) have no step column: the epoch is their step.
+EPOCH_NAMES = ("epoch", "epochs", "train/epoch")
+ROW = "\0row"      # no step column at all: the row number is the step
+
+
+def _step_column(names: list[str], path: Path, source: Source | None = None,
+                 wanted: str | None = None) -> str:
+    """The step column: the one asked for, else a step name, else the epoch, else the row."""
+    lowered = {n.strip().lower(): n for n in names}
+    if wanted:
+        if wanted in names:
+            return wanted
+        if wanted.strip().lower() in lowered:
+            return lowered[wanted.strip().lower()]
+        raise RunReadError(path, f"no column {wanted!r} for --step; columns: "
+                                 f"{', '.join(n.strip() for n in names[:8])}")
     for cand in STEP_NAMES:
         if cand in lowered:
             return lowered[cand]
-    raise RunReadError(path, f"no step column (looked for {', '.join(STEP_NAMES[:4])}, ...)")
+    for cand in EPOCH_NAMES:
+        if cand in lowered:
+            if source is not None:
+                source.extras["step_from"] = f"{lowered[cand].strip()} (no step column: epoch-indexed)"
+            return lowered[cand]
+    if source is not None:
+        source.warn(f"no step column (looked for {', '.join(STEP_NAMES[:4])}, ..., epoch): "
+                    f"read by row, the first row as step 0 (--step COLUMN names one)")
+        source.extras["step_from"] = "the row number (no step column)"
+    return ROW
 
 
 def _first_bad(path: Path, column: str, values: pa.ChunkedArray, offset_lines: int) -> str:
@@ -45,14 +69,54 @@ def _first_bad(path: Path, column: str, values: pa.ChunkedArray, offset_lines: i
     return f"{column} is not numeric"
 
 
-def _convert(batch, step_name: str, path: Path, source: Source, header_lines: int,
-             sentinel: bool, skipped: set[str]) -> tuple[np.ndarray, dict, dict]:
-    """One batch (or a whole table) -> steps, float columns and logged-NaN masks."""
-    step = batch.column(step_name)
+def _unique_names(table, source: Source):
+    """Column names stripped (Ultralytics pads them) and made unique: a second `loss` is `loss_2`."""
+    names, seen = [], {}
+    for raw in table.column_names:
+        name = raw.strip() or "unnamed"
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            source.warn(f"column {name!r} appears {seen[name]} times; the later one read as "
+                        f"{name}_{seen[name]}")
+            name = f"{name}_{seen[name]}"
+        names.append(name)
+    return table if names == table.column_names else table.rename_columns(names)
+
+
+def _step_values(step, step_name: str, path: Path, header_lines: int) -> np.ndarray:
+    """The step column as numbers (float where the file had a NaN or a fraction)."""
+    if pa.types.is_string(step.type) or pa.types.is_large_string(step.type):
+        cells = step.to_pylist()
+        parsed = [None if v is None else to_number(v) for v in cells]
+        if any(p is None and v is not None for p, v in zip(parsed, cells)):
+            raise RunReadError(path, _first_bad(path, step_name, step, header_lines))
+        return np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
     if not pa.types.is_integer(step.type) and not pa.types.is_floating(step.type):
         raise RunReadError(path, _first_bad(path, step_name, step.cast(pa.string()), header_lines))
+    values = step.to_numpy(zero_copy_only=False)
     if step.null_count:
-        raise RunReadError(path, f"{step.null_count} row(s) have no {step_name}")
+        values = values.astype(np.float64)
+    return values
+
+
+def _convert(batch, step_name: str, path: Path, source: Source, header_lines: int,
+             sentinel: bool, skipped: set[str], row0: int = 0) -> tuple[np.ndarray, dict, dict]:
+    """One batch (or a whole table) -> steps, float columns and logged-NaN masks."""
+    if step_name == ROW:
+        steps = np.arange(row0, row0 + batch.num_rows, dtype=np.int64)
+    else:
+        steps = _step_values(batch.column(step_name), step_name, path, header_lines)
+        if steps.dtype.kind == "f":
+            bad = ~np.isfinite(steps)
+            if bad.any():
+                source.warn(f"{int(bad.sum())} row(s) with no or a non-finite {step_name.strip()} "
+                            f"(first at line {int(np.flatnonzero(bad)[0]) + header_lines}); dropped")
+                batch = batch.filter(pa.array(~bad))
+                steps = steps[~bad]
+            if len(steps) and np.abs(steps).max() >= 2.0 ** 63:
+                big = steps[np.abs(steps) >= 2.0 ** 63][0]
+                raise RunReadError(path, f"step {big:.0f} is beyond a 64-bit integer "
+                                         f"(tokens as the step axis? --step COLUMN picks another)")
     columns, nan_masks = {}, {}
     for name in batch.column_names:
         if name == step_name or name in skipped:
@@ -73,7 +137,7 @@ def _convert(batch, step_name: str, path: Path, source: Source, header_lines: in
                 continue
             col = pa.array(parsed, type=pa.float64())
         elif pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type):
-            col = col.cast(pa.float64())
+            col = col.cast(pa.float64(), safe=False)     # an integer above 2^53 rounds, never fails
         elif not pa.types.is_floating(col.type):
             source.warn(f"{name}: {col.type} values; kept out of the table")
             skipped.add(name)
@@ -95,7 +159,7 @@ def _convert(batch, step_name: str, path: Path, source: Source, header_lines: in
                     if np.isnan(real):
                         nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
         columns[name] = values
-    return step.to_numpy(zero_copy_only=False), columns, nan_masks
+    return steps, columns, nan_masks
 
 
 class _Columns:
@@ -129,12 +193,13 @@ class _Columns:
 
 
 def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifest | None,
-                       header_lines: int, sentinel: bool = False, chunk_bytes: int = 0) -> RunLog:
+                       header_lines: int, sentinel: bool = False, chunk_bytes: int = 0,
+                       step_column: str | None = None) -> RunLog:
     """Batches (pieces of the file, or one whole table) into a RunLog, a batch at a time."""
     if isinstance(batches, list) and len(batches) == 1:
         # One whole table: its columns are the result, no store to copy them into.
-        table = batches.pop()
-        step_name = _step_column(table.column_names, path)
+        table = _unique_names(batches.pop(), source)
+        step_name = _step_column(table.column_names, path, source, step_column)
         st, columns, nan_masks = _convert(table, step_name, path, source, header_lines, sentinel, set())
         del table
         return build_runlog_wide(st, columns, source, manifest, nan_masks)
@@ -142,10 +207,12 @@ def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifes
     skipped: set[str] = set()
     step_name = None
     for batch in batches:
+        batch = _unique_names(batch, source)
         if step_name is None:
-            step_name = _step_column(batch.column_names, path)
-        offset = header_lines + (store.rows if store else 0)
-        st, columns, nan_masks = _convert(batch, step_name, path, source, offset, sentinel, skipped)
+            step_name = _step_column(batch.column_names, path, source, step_column)
+        rows = store.rows if store else 0
+        st, columns, nan_masks = _convert(batch, step_name, path, source, header_lines + rows,
+                                          sentinel, skipped, row0=rows)
         n = len(st)
         if store is None:
             size = path.stat().st_size
@@ -182,21 +249,25 @@ _CHUNK = 16 << 20
 _POOL = pa.system_memory_pool()
 
 
-def _line_chunks(path: Path, size: int = _CHUNK):
+def _line_chunks(path: Path, size: int = _CHUNK, limit: int | None = None):
     """Pieces of whole lines, read into one reused buffer (no copies): memory stays near
     the size of the result while arrow still parses each piece on every core.
 
     Yields (buffer, is_first); a buffer is only valid until the next one is asked for.
+    `limit` stops after that many bytes (a cut-off last line left out).
     """
     buf = bytearray(size)
     view = memoryview(buf)
-    filled, first = 0, True
+    filled, first, left = 0, True, limit
     with open(path, "rb") as f:
         while True:
             if filled == len(buf):          # one line longer than the buffer: grow it
                 buf.extend(bytes(len(buf)))
                 view = memoryview(buf)
-            got = f.readinto(view[filled:])
+            room = view[filled:] if left is None else view[filled:filled + min(left, len(buf) - filled)]
+            got = f.readinto(room) if len(room) else 0
+            if left is not None:
+                left -= got
             filled += got
             if not got:
                 if view[:filled].tobytes().strip():
@@ -212,14 +283,43 @@ def _line_chunks(path: Path, size: int = _CHUNK):
             filled = tail
 
 
-def read_csv(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
+def _csv_shape(path: Path, source: Source) -> tuple[str, int | None]:
+    """The header's encoding, and where to stop when the last line was cut off mid-row."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(max(0, size - (1 << 16)))
+        tail = f.read()
+    header = head.split(b"\n", 1)[0]
+    encoding = "utf8"
+    try:
+        header.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+        source.warn(f"{path.name}: the header is not UTF-8; read as Latin-1")
+    limit = None
+    if tail and not tail.endswith(b"\n") and b"\n" in head:
+        last = tail.rsplit(b"\n", 1)[-1]
+        if last.count(b",") < header.count(b","):   # fewer cells than the header: a torn row
+            limit = size - len(last)
+            source.warn(f"{path.name}: the last line is cut off ({last[:40].decode('utf-8', 'replace')!r}, "
+                        f"{last.count(b',') + 1} of {header.count(b',') + 1} cells; file still being "
+                        f"written?); dropped it")
+    return encoding, limit
+
+
+def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
+             step_column: str | None = None) -> RunLog:
     from pyarrow import csv
     options = csv.ConvertOptions(**_CSV_CONVERT)
+    encoding, limit = _csv_shape(path, source)
 
     def tables():
         names = None
-        for chunk, first in _line_chunks(path):
-            read = csv.ReadOptions() if first else csv.ReadOptions(column_names=names)
+        for chunk, first in _line_chunks(path, limit=limit):
+            read = (csv.ReadOptions(encoding=encoding) if first
+                    else csv.ReadOptions(column_names=names, encoding=encoding))
             try:
                 table = csv.read_csv(pa.BufferReader(chunk), read_options=read, convert_options=options,
                                      memory_pool=_POOL)
@@ -229,27 +329,35 @@ def read_csv(path: Path, source: Source, manifest: RunManifest | None = None) ->
             yield table
     try:
         return _batches_to_runlog(tables(), path, source, manifest, header_lines=2,
-                                  chunk_bytes=_CHUNK)
+                                  chunk_bytes=_CHUNK, step_column=step_column)
     except RunReadError:
         pass    # a quoted newline can split a piece: parse the file whole to be sure
     try:
-        table = csv.read_csv(path, convert_options=options)
+        with open(path, "rb") as f:
+            data = f.read(limit if limit is not None else -1)
+        table = csv.read_csv(pa.BufferReader(data), convert_options=options,
+                             read_options=csv.ReadOptions(encoding=encoding))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
-    return _batches_to_runlog([table], path, source, manifest, header_lines=2)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=2,
+                              step_column=step_column)
 
 
-def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
+def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None,
+                 step_column: str | None = None) -> RunLog:
     import pyarrow.parquet as pq
     try:
         table = pq.read_table(path, memory_map=True)
     except (pa.ArrowInvalid, pa.ArrowException, OSError) as err:
         raise RunReadError(path, f"not a readable Parquet file: {str(err).splitlines()[0]}") from None
-    return _batches_to_runlog([table], path, source, manifest, header_lines=0)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=0,
+                              step_column=step_column)
 
 
-def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) -> RunLog:
-    """One JSON object per line; bare NaN/Infinity accepted; a torn last line is dropped."""
+def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
+               step_column: str | None = None) -> RunLog:
+    """One JSON object per line; bare NaN/Infinity accepted; a torn last line is dropped,
+    a whole one without its newline kept."""
     from pyarrow import json as pajson
     with open(path, "rb") as f:
         f.seek(0, 2)
@@ -261,14 +369,17 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) 
             tables = (pajson.read_json(pa.BufferReader(c), memory_pool=_POOL)
                       for c, _ in _line_chunks(path))
             return _batches_to_runlog(tables, path, source, manifest, header_lines=1,
-                                      chunk_bytes=_CHUNK)
+                                      chunk_bytes=_CHUNK, step_column=step_column)
         except (pa.ArrowInvalid, pa.ArrowException):
             pass
     raw = path.read_bytes()
     if raw and not raw.endswith(b"\n"):
         cut = raw.rfind(b"\n") + 1
-        source.warn(f"{path.name}: last line is incomplete (file still being written?); dropped it")
-        raw = raw[:cut]
+        if _whole_object(raw[cut:]):        # a crash's last record, complete but for its newline
+            raw += b"\n"
+        else:
+            source.warn(f"{path.name}: last line is incomplete (file still being written?); dropped it")
+            raw = raw[:cut]
     sentinel = b"NaN" in raw or b"Infinity" in raw
     if sentinel:
         raw = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), raw)
@@ -276,7 +387,16 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None) 
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
-    return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel)
+    return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel,
+                              step_column=step_column)
+
+
+def _whole_object(line: bytes) -> bool:
+    import json
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 # --- Lightning CSVLogger --------------------------------------------------------
@@ -285,16 +405,31 @@ def is_lightning_dir(path: Path) -> bool:
     return re.fullmatch(r"version_\d+", path.name) is not None and (path / "metrics.csv").exists()
 
 
-def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManifest | None) -> RunLog:
+def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManifest | None,
+                   step_column: str | None = None) -> RunLog:
     """version_N directories of one run, joined in order; each later one is a resume segment."""
     version_dirs = sorted(version_dirs, key=lambda d: int(d.name.split("_")[1]))
     series_all: list[Series] = []
     resumes: list[int] = []
     base = 0
     prev_first = None
+    good = []
     for vdir in version_dirs:
         sub = Source(source.format, str(vdir))
-        log = read_csv(vdir / "metrics.csv", sub)
+        try:
+            log = read_csv(vdir / "metrics.csv", sub, step_column=step_column)
+        except RunReadError as err:
+            if len(version_dirs) == 1:
+                raise
+            # one empty or broken version among good ones: say so, read the others
+            source.warn(f"{vdir.name}/metrics.csv: {err.problem}; left out")
+            continue
+        except OSError as err:
+            if len(version_dirs) == 1:
+                raise
+            source.warn(f"{vdir.name}/metrics.csv: {err.strerror or err}; left out")
+            continue
+        good.append(vdir)
         source.warnings += [f"{vdir.name}: {w}" for w in sub.warnings]
         first = int(log.frame["step"].iloc[0])
         if prev_first is not None and first <= prev_first:
@@ -319,9 +454,11 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
             s.order = s.order + base
             series_all.append(s)
         base += len(steps)
-    if len(version_dirs) > 1:
-        source.warn(f"joined {len(version_dirs)} version directories in order: "
-                    f"{', '.join(d.name for d in version_dirs)} (each later one a resume)")
+    if not good:
+        raise RunReadError(source.path, "no version_N/metrics.csv could be read")
+    if len(good) > 1:
+        source.warn(f"joined {len(good)} version directories in order: "
+                    f"{', '.join(d.name for d in good)} (each later one a resume)")
     return build_runlog(series_all, source, manifest, resumes=resumes)
 
 

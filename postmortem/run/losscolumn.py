@@ -1,0 +1,140 @@
+"""Which column is the loss: the alias table first, then name rules, or the column --loss names.
+
+The rules, in order, for the train loss (the eval loss the same way over val/eval/valid/test names):
+1. a name the alias table knows (`loss`, `train_loss`, `lm_loss`, `loss_step`, `train/loss`, ...);
+2. a total: `total_loss`, `mean_loss`, `avg_loss`, `loss_total`, `train/loss/total`, ...;
+3. a cross-entropy / LM loss: `CrossEntropyLoss`, `ce_loss`, `nll_loss`, `lm_loss_avg`, ...;
+4. one other `*loss*` column: that one;
+5. several component losses under one namespace and no total (Ultralytics' `train/box_loss`,
+   `train/cls_loss`, `train/dfl_loss`): their sum, since the trainer steps on the sum and a spike
+   in any part is a spike of it; the parts keep their own columns;
+6. several losses with no shared namespace (a GAN's `generator_loss` and `critic_loss`, RLHF's
+   `act_loss` and `cri_loss`: two models): none is chosen, and a warning names them.
+The choice is kept in `source.extras["loss_from"]` (and `val_loss_from`), which `info` prints.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from postmortem.run.aliases import normalize
+from postmortem.run.assemble import canonical_order
+from postmortem.run.model import RunLog, RunReadError
+
+_EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+_NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
+_TOTAL = re.compile(r"^(?:train_?)?(?:total|mean|avg|average|overall|sum)_?loss(?:_step)?$"
+                    r"|^loss_?(?:total|mean|avg|sum)$|^objective$")
+_CE = re.compile(r"^(?:train_?)?(?:cross_?entropy_?loss|crossentropy|ce_?loss|nll_?loss|lm_?loss\w*"
+                 r"|loss_?(?:ce|nll|lm))(?:_step)?$")
+
+
+def _parts(name: str) -> list[str]:
+    return [p for p in re.split(r"[/.]", normalize(name)) if p]
+
+
+def _stream(name: str) -> str | None:
+    """'train' or 'eval' for a loss-like name, None for any other metric."""
+    parts = _parts(name)
+    if not parts:
+        return None
+    leaf = parts[-1]
+    loss_word = "loss" in leaf or (len(parts) > 1 and parts[-2].endswith("loss"))
+    if not loss_word or _NOT_LOSS.search(leaf) or leaf.endswith("_epoch") and len(parts) == 1:
+        return None
+    words = set(parts[:-1]) | set(re.split(r"_", leaf))
+    return "eval" if words & _EVAL else "train"
+
+
+def _leaf(name: str) -> str:
+    parts = _parts(name)
+    if len(parts) > 1 and parts[-2].endswith("loss") and "loss" not in parts[-1]:
+        return f"{parts[-2]}_{parts[-1]}"       # train/loss/total -> loss_total
+    return parts[-1]
+
+
+def _pick(names: list[str]) -> tuple[list[str], str | None]:
+    """The column(s) that make the loss among loss-like names of one stream, and the rule."""
+    for rule, pattern in (("a total loss", _TOTAL), ("a cross-entropy / LM loss", _CE)):
+        hits = [n for n in names if pattern.match(_leaf(n))]
+        if hits:
+            return [min(hits, key=lambda n: ("epoch" in normalize(n), names.index(n)))], rule
+    steps = [n for n in names if not normalize(n).endswith("_epoch")] or names
+    if len(steps) == 1:
+        return steps, "the only loss column"
+    spaces = {tuple(_parts(n)[:-1]) for n in steps}
+    if len(spaces) == 1 and spaces != {()}:
+        return steps, "the sum of the component losses (no total column)"
+    return steps, None
+
+
+def _origin(log: RunLog, column: str) -> str:
+    names = log.source.extras.get("names", {}).get(column)
+    return " and ".join(names) if names else column
+
+
+def choose(log: RunLog, override: str | None = None) -> None:
+    """Make `loss` (and `val_loss`) the right column of `log.frame`, saying how it was chosen."""
+    extras = log.source.extras
+    if override:
+        _use(log, override)
+        return
+    for canon, stream in (("loss", "train"), ("val_loss", "eval")):
+        if canon in log.frame:
+            origin = _origin(log, canon)
+            extras[f"{canon}_from"] = canon if origin == canon else f"{origin} (the alias table)"
+            continue
+        names = [c for c in log.metrics if c not in ("loss", "val_loss") and _stream(c) == stream]
+        if not names:
+            continue
+        chosen, rule = _pick(names)
+        if rule is None:
+            if stream == "eval":        # several eval sets (HF's eval_g0_loss ...): each its own
+                continue
+            log.source.warn(f"several losses and none a total ({', '.join(chosen[:4])}): none read "
+                            f"as the {canon}; --loss COLUMN picks one")
+            continue
+        if len(chosen) == 1:
+            _rename(log, chosen[0], canon)
+        else:
+            _sum(log, chosen, canon)
+        extras[f"{canon}_from"] = f"{' + '.join(chosen)} ({rule})"
+    if "loss" not in log.frame and not any("--loss" in w for w in log.source.warnings):
+        log.source.warn("no column looks like the loss; --loss COLUMN names it")
+
+
+def _use(log: RunLog, column: str) -> None:
+    frame = log.frame
+    names = log.source.extras.get("names", {})
+    target = column if column in frame else next(
+        (canon for canon, orig in names.items() if column in orig), None)
+    if target is None or target in ("segment", "step"):
+        shown = ", ".join(log.metrics[:8]) + (" ..." if len(log.metrics) > 8 else "")
+        raise RunReadError(log.source.path, f"no column {column!r} for --loss; columns: {shown}")
+    if target != "loss":
+        if "loss" in frame:
+            was = [n for n in names.get("loss", []) if n != "loss"]
+            _rename(log, "loss", was[0] if was and was[0] not in frame else "loss_not_chosen")
+        _rename(log, target, "loss")
+    log.source.extras["loss_from"] = f"{column} (--loss)"
+
+
+def _rename(log: RunLog, old: str, new: str) -> None:
+    cols = canonical_order([new if c == old else c for c in log.metrics])
+    log.frame = log.frame.rename(columns={old: new})[["segment", "step", *cols]]
+    if old in log.logged_nan:
+        log.logged_nan[new] = log.logged_nan.pop(old)
+
+
+def _sum(log: RunLog, parts: list[str], new: str) -> None:
+    frame = log.frame
+    values = frame[parts].to_numpy(dtype=np.float64).sum(axis=1)
+    logged = np.all([log.logged_mask(p) for p in parts], axis=0)
+    values[~logged] = np.nan                      # a part not logged: no total at that row
+    frame[new] = values
+    nan_rows = np.flatnonzero(logged & np.isnan(values))
+    if len(nan_rows):
+        log.logged_nan[new] = nan_rows
+    log.frame = frame[["segment", "step", *canonical_order(list(log.metrics))]]
