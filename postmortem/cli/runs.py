@@ -1,13 +1,11 @@
-"""The `postmortem` command line. Each command imports only what it needs."""
+"""The commands over one run: info, export, analyze, sample, tui."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 
-from postmortem import __version__
+from postmortem.cli.options import add_against, run_command
 
 
 def _read(args):
@@ -89,33 +87,15 @@ def cmd_tui(args) -> int:
     return run(args.run, args.format, args.device, against=args.against or [], loader=loader)
 
 
-def add_against(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--against", action="append", metavar="OTHER",
-                   help="another run over the same data in the same order (another optimizer, LR, "
-                        "precision or seed): a spike at the same step there points at the batch; repeatable")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="postmortem",
-        description="The hour after a training run misbehaves: read the run, find the incident.")
-    parser.add_argument("--version", action="version", version=f"postmortem {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    def run_command(name: str, help: str):
-        p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("run", metavar="RUN", help="a run directory or a log file")
-        p.add_argument("--format", help="read as this format instead of detecting it")
-        return p
-
-    p = run_command("info", "what was read: format, files, segments, steps, metrics, warnings")
+def register(sub) -> None:
+    p = run_command(sub, "info", "what was read: format, files, segments, steps, metrics, warnings")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_info)
-    p = run_command("export", "write the canonical table of any log")
+    p = run_command(sub, "export", "write the canonical table of any log")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.csv, FILE.parquet or FILE.jsonl")
     p.set_defaults(func=cmd_export)
-    p = run_command("analyze", "walk both checklists, find the incidents, rank their causes")
+    p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes")
     p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md)")
     p.add_argument("--thresholds", metavar="FILE", help="a JSON file of thresholds to override")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
@@ -129,44 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
     p.set_defaults(func=cmd_sample)
-    p = run_command("tui", "the dashboard: panels, incidents, the checklist walk, the replay, "
-                           "the post-mortem editor and the lessons")
+    p = run_command(sub, "tui", "the dashboard: panels, incidents, the checklist walk, the replay, "
+                                "the post-mortem editor and the lessons")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the replay panel runs (default: cuda when there is one)")
     add_against(p)
     p.set_defaults(func=cmd_tui)
-    from postmortem import cli_docs
-    cli_docs.register(sub)
-    cli_docs.register_replay(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
-    commands = {"info", "export", "analyze", "sample", "new", "check", "commit", "lessons",
-                "similar", "verify", "replay", "tui", "-h", "--help", "--version"}
-    if argv and argv[0] not in commands:
-        # `postmortem RUN`: the dashboard in a terminal, the analysis in a pipe or a script
-        argv = ["tui" if sys.stdout.isatty() and sys.stdin.isatty() else "analyze", *argv]
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    from postmortem.run.model import RunReadError
-    try:
-        return args.func(args)
-    except RunReadError as err:
-        print(f"postmortem: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("postmortem: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as err:  # a bug of ours: one line, the traceback on request
-        if os.environ.get("POSTMORTEM_DEBUG"):
-            raise
-        print(f"postmortem: internal error: {type(err).__name__}: {err} "
-              f"(POSTMORTEM_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return 3

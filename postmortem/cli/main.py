@@ -1,0 +1,59 @@
+"""The `postmortem` command line: the parser of every command, and the dispatch. Each
+command imports only what it needs when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from postmortem import __version__
+from postmortem.cli import postmortems, replay, runs
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="postmortem",
+        description="The hour after a training run misbehaves: read the run, find the incident.")
+    parser.add_argument("--version", action="version", version=f"postmortem {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    runs.register(sub)
+    postmortems.register(sub)
+    replay.register(sub)
+    return parser
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    """The command names, as the subparsers hold them."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    commands = _commands(parser) | {"-h", "--help", "--version"}
+    if argv and argv[0] not in commands:
+        # `postmortem RUN`: the dashboard in a terminal, the analysis in a pipe or a script
+        argv = ["tui" if sys.stdout.isatty() and sys.stdin.isatty() else "analyze", *argv]
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from postmortem.run.model import RunReadError
+    try:
+        return args.func(args)
+    except RunReadError as err:
+        print(f"postmortem: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("postmortem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("POSTMORTEM_DEBUG"):
+            raise
+        print(f"postmortem: internal error: {type(err).__name__}: {err} "
+              f"(POSTMORTEM_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 3
