@@ -25,7 +25,7 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(data, indent=2, allow_nan=False, default=str))
         return 0
-    from postmortem.report import print_info
+    from postmortem.cli.report import print_info
     print_info(data)
     return 0
 
@@ -52,7 +52,7 @@ def cmd_analyze(args) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
-    from postmortem.report import print_analysis
+    from postmortem.cli.report import print_analysis
     print_analysis(result)
     return 0
 
