@@ -10,7 +10,6 @@ from postmortem.diagnose.models import Analysis
 
 FULL = 5        # incidents shown in full when there are more
 LISTED = 100    # incidents listed a line each
-_STATUS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skipped": "[dim]skip[/]"}
 
 
 def _console() -> Console:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 
@@ -17,11 +15,3 @@ def train_tokenizer(sentences: list[str], vocab_size: int = 512) -> Tokenizer:
     tok.train_from_iterator(sentences, trainer=trainer)
     return tok
 
-
-def load_or_train(path: Path, sentences: list[str], vocab_size: int = 512) -> Tokenizer:
-    if path.exists():
-        return Tokenizer.from_file(str(path))
-    tok = train_tokenizer(sentences, vocab_size)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tok.save(str(path))
-    return tok

@@ -20,7 +20,6 @@ _SKIP_SUFFIXES = {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".npy", ".npz"
                   ".zip"}
 _SIDE_JSON = {"all_results.json", "train_results.json", "eval_results.json", "config.json",
               "manifest.json", "wandb-summary.json", "wandb-metadata.json"}
-_TEXT_SNIFF_MAX = 64 << 20   # a text file bigger than this is sniffed on its head only
 
 
 @dataclass

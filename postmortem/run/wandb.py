@@ -22,14 +22,6 @@ _REC_HISTORY = 2
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in range(5)}
 
 
-def is_wandb_file(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == MAGIC
-    except OSError:
-        return False
-
-
 def _records(data: bytes, path: Path, source: Source):
     """Whole records of the log; a torn or corrupt tail ends the scan with a warning."""
     if len(data) < 7 or data[:4] != MAGIC:
