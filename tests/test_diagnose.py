@@ -249,8 +249,9 @@ def test_every_node_has_an_outcome_and_a_reason(real_runs):
         assert c.status in ("pass", "fail", "skipped") and c.detail
         if c.status == "fail":
             assert c.leaf
+    # a fine-tune of LLaMA-7B (its config.yaml gives the vocab): 4.47 at step 1 is far below ln 32000
     a1 = next(c for c in result.checks if c.id == "A1")
-    assert a1.status == "skipped" and "vocab_size" in a1.detail
+    assert a1.status == "skipped" and "trained model" in a1.detail
 
 
 def test_human_output_fits_100_columns(tmp_path):

@@ -86,11 +86,12 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
             peak = inc.symptoms.peak_loss if inc.metric == "loss" else None
             table.add_row(str(n), inc.kind, inc.metric, str(inc.step), _num(peak),
                           f"x{inc.rise:.2f}" if inc.rise else "-",
-                          inc.hypotheses[0].pattern if inc.hypotheses else "-")
+                          inc.hypotheses[0].pattern if inc.hypotheses and inc.hypotheses[0].score > 0 else "-")
         con.print(table)
         if len(incidents) > LISTED:
             con.print(f"... {len(incidents) - LISTED} more (--json has them all)")
     else:
+        full = sorted(incidents, key=lambda i: i.priority(), reverse=True)    # the headline first
         con.print(f"[bold]{len(incidents)} incident(s)[/]")
     for inc in full:
         n = incidents.index(inc) + 1
@@ -101,11 +102,14 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
                   f"{len(inc.related)} related{rise}){conf}")
         sym = inc.symptoms.model_dump()
         con.print("   " + "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None))
-        for h in inc.hypotheses[:top]:
+        shown = [h for h in inc.hypotheses[:top] if h.score > 0]     # a 0 is not a cause
+        if not shown:
+            con.print("   [yellow]no convincing cause[/]: no hypothesis has support in the logged numbers")
+        for h in shown:
             con.print(f"   {h.rank}. [bold]{h.pattern}[/] {h.score:.2f}")
             for o in h.supported_by[:3]:
                 con.print(f"      [green]+[/] {escape(f'[{o.panel}]')} {escape(o.observation)}")
             for o in h.contradicted_by[:2]:
                 con.print(f"      [red]-[/] {escape(f'[{o.panel}]')} {escape(o.observation)}")
-        if inc.hypotheses:
-            con.print(f"   next: {inc.hypotheses[0].discriminate}")
+        if shown:
+            con.print(f"   next: {shown[0].discriminate}")

@@ -11,11 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-PANELS = ("loss", "lr", "grad-norm", "loss-scale", "activations", "per-token-loss", "batch",
-          "optimizer-moments", "weight-norm")
-SPIKE_PATTERNS = ("long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset")
-PATTERNS = (*SPIKE_PATTERNS, "numerics", "bad-data", "lr-too-high", "schedule-misconfigured",
-            "weight-decay", "bad-init")
+from postmortem.diagnose.catalog import PANELS, PATTERNS, SPIKE_PATTERNS  # noqa: F401  (the catalog is their home)
 
 
 class RunSummary(BaseModel):

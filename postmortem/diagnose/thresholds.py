@@ -58,6 +58,48 @@ class Thresholds(BaseModel):
     low_confidence_score: float = 0.5
     low_confidence_margin: float = 0.15
     low_confidence_support: float = 2.5      # one weak observation is not a diagnosis
+    # weights of the patterns' rules (postmortem/diagnose/catalog.py), by what they weigh
+    w_grad_ratio_big: float = 2.0            # grad norm long_tail_grad_ratio x its rolling mean
+    w_grad_ratio: float = 1.0                # ... a third of that
+    w_recovers: float = 1.5                  # a short loss spike back within 50 steps
+    w_not_finite_spike: float = 1.0
+    w_unique_batch: float = 0.5
+    w_cascade_against: float = 1.5          # a loss-scale cascade speaks against the data
+    w_cross_run: float = 2.0                 # another run over the same data spikes there too
+    w_dtype_rules_out: float = 5.0           # bf16 / fp32: no fp16 overflow
+    w_dtype: float = 1.0
+    w_cascade: float = 2.5
+    w_no_cascade: float = 1.5
+    w_skipped: float = 1.0
+    w_finite_again: float = 1.0
+    w_lr_jump: float = 3.0                   # an LR off its own trend
+    w_lr_smooth: float = 1.5
+    w_lr_schedule_off: float = 2.0
+    w_lr_schedule_on: float = 1.0
+    w_after_restart: float = 3.0
+    w_no_restart: float = 2.0
+    w_cross_run_reset: float = 1.0
+    w_moments: float = 0.5
+    w_all_finite: float = 2.0
+    w_inf_first: float = 2.0
+    w_never_finite: float = 1.0
+    w_finite_later: float = 1.0
+    w_no_scaler: float = 1.0
+    w_repeated_batch: float = 3.0
+    w_new_batch: float = 1.0
+    w_repeated_index: float = 2.0
+    w_cross_run_data: float = 1.0
+    w_divergence: float = 1.0
+    w_grad_regime: float = 1.0
+    w_lr_smooth_spike: float = 0.5
+    w_lr_rising: float = 3.0                 # B4.1 / A4.1: the LR climbs where it should decay
+    w_schedule_check: float = 2.0
+    w_lr_not_rising: float = 1.5
+    w_weight_norm: float = 2.0
+    w_late: float = 2.0
+    w_start_loss: float = 3.0
+    w_first_grad: float = 2.0
+    w_weight_growth: float = 1.0
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: list[str] = ()) -> "Thresholds":

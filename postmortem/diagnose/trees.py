@@ -252,7 +252,8 @@ def b_loss_spike(ctx: Context) -> Outcome:
         return skip("no training loss")
     ev = ctx.loss_spikes
     if not ev:
-        return "pass", "no loss above mean + 3 std of the previous 100 steps"
+        return "pass", (f"no loss {ctx.th.spike_sigma:g} x the noise and {ctx.th.spike_min_rise:.0%} above the mean "
+                        f"of the previous {ctx.th.spike_window} steps")
     shown, head = ev, f"{len(ev)} spike(s): "
     if len(ev) > 4:           # many: the ones that rose the most over their window's mean
         shown = sorted(ev, key=lambda e: -e.peak / e.window_mean if e.window_mean > 0 else 0)[:4]
@@ -266,7 +267,8 @@ def b_recovery(ctx: Context) -> Outcome:
         return skip("no loss spike")
     bad = [e for e in ctx.loss_spikes if not recovered(ctx, e)]
     if not bad:
-        return "pass", "every spike came back within mean + 0.5 std inside 50 steps"
+        return "pass", (f"every spike came back within mean + {ctx.th.recovery_sigma:g} std inside "
+                        f"{ctx.th.recovery_window} steps")
     return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}"
 
 
@@ -350,28 +352,28 @@ def b_grad_trend(ctx: Context) -> Outcome:
 
 
 TREE_A = (
-    Node("A1", "Did the run start? Loss at step 0 near ln V", ("start_loss_vs_ln_v",), "bad-init", a_start_loss),
-    Node("A2", "Is the first grad norm in a sane range?", ("first_grad_norm_min", "first_grad_norm_max"), "bad-init", a_first_grad_norm),
+    Node("A1", "Did the run start? Loss at step 0 within {start_loss_vs_ln_v:g} of ln V", ("start_loss_vs_ln_v",), "bad-init", a_start_loss),
+    Node("A2", "Is the first grad norm in a sane range ({first_grad_norm_min:g} to {first_grad_norm_max:g})?", ("first_grad_norm_min", "first_grad_norm_max"), "bad-init", a_first_grad_norm),
     Node("A3", "Is the LR schedule applying (the LR changes)?", (), "schedule-misconfigured", a_schedule_applies),
-    Node("A4", "Does warmup reach lr_max, without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
+    Node("A4", "Does warmup reach lr_max (within {warmup_reach:.0%}), without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
     Node("A4.1", "After warmup, does the LR follow the configured decay (never rising)?", ("warmup_reach", "lr_jump_ratio"), "schedule-misconfigured", a_decays),
-    Node("A5", "Is the grad norm alive and not always clipped?", ("dead_grad_norm", "clipping_share_max"), "lr-too-high", a_grad_regime),
-    Node("A6", "Does the loss move over the first 200 steps?", ("early_window", "early_min_drop"), "schedule-misconfigured", a_loss_moves),
-    Node("A7", "Is the val-train gap sane (no overfit, no leak)?", ("val_gap_max",), "bad-data", a_val_gap),
-    Node("A8", "Do weight norms hold after the first 200 steps (within 2x)?", ("early_window", "weight_norm_change"), "weight-decay", a_weight_growth),
+    Node("A5", "Is the grad norm alive (above {dead_grad_norm:g}) and not always clipped (at most {clipping_share_max:.0%} of steps)?", ("dead_grad_norm", "clipping_share_max"), "lr-too-high", a_grad_regime),
+    Node("A6", "Does the loss move over the first {early_window} steps (by {early_min_drop:.0%})?", ("early_window", "early_min_drop"), "schedule-misconfigured", a_loss_moves),
+    Node("A7", "Is the val-train gap sane (within {val_gap_max:.0%}: no overfit, no leak)?", ("val_gap_max",), "bad-data", a_val_gap),
+    Node("A8", "Do weight norms hold after the first {early_window} steps (within {weight_norm_change:g}x)?", ("early_window", "weight_norm_change"), "weight-decay", a_weight_growth),
     Node("A9", "Do the Adam moments accumulate?", (), "optimizer-reset", a_moments),
 )
 TREE_B = (
-    Node("B0", "Did the run restart (steps back, a wall-clock gap)?", ("resume_gap_factor",), "optimizer-reset", b_resume),
+    Node("B0", "Did the run restart (steps or epochs back, a wall-clock gap {resume_gap_factor:g}x a step)?", ("resume_gap_factor",), "optimizer-reset", b_resume),
     Node("B1", "Is any loss or grad norm NaN or Inf?", (), "numerics", b_nonfinite),
     Node("B1.1", "In which dtype regime did it go non-finite?", (), "fp16-overflow", b_nonfinite_dtype),
-    Node("B2", "Is there a loss spike (mean + 3 std of the previous 100 steps)?", ("spike_window", "spike_sigma", "spike_min_rise"), "long-tail-token", b_loss_spike),
-    Node("B2.1", "Did each spike recover (mean + 0.5 std within 50 steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
-    Node("B2.2", "Is there a grad-norm spike?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
-    Node("B3", "Does the fp16 loss scale cascade down?", ("cascade_halvings", "cascade_gap"), "fp16-overflow", b_loss_scale),
-    Node("B4", "Is the loss slowly diverging over 200 steps?", ("divergence_window", "divergence_min_rise", "divergence_sigma"), "lr-too-high", b_divergence),
+    Node("B2", "Is there a loss spike ({spike_sigma:g} x the noise and {spike_min_rise:.0%} over the mean of the previous {spike_window} steps)?", ("spike_window", "spike_sigma", "spike_min_rise"), "long-tail-token", b_loss_spike),
+    Node("B2.1", "Did each spike recover (mean + {recovery_sigma:g} std within {recovery_window} steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
+    Node("B2.2", "Is there a grad-norm spike ({grad_spike_sigma:g} robust std and {grad_spike_min_ratio:g}x its recent median)?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
+    Node("B3", "Does the loss scale cascade down ({cascade_halvings} halvings, each within {cascade_gap} steps)?", ("cascade_halvings", "cascade_gap"), "fp16-overflow", b_loss_scale),
+    Node("B4", "Is the loss slowly diverging over {divergence_window} steps?", ("divergence_window", "divergence_min_rise", "divergence_sigma"), "lr-too-high", b_divergence),
     Node("B4.1", "Is the LR rising while it diverges?", (), "schedule-misconfigured", b_lr_rising),
-    Node("B4.2", "Do weight norms change by over 2x?", ("weight_norm_change",), "weight-decay", b_weight_norm),
+    Node("B4.2", "Do weight norms change by over {weight_norm_change:g}x?", ("weight_norm_change",), "weight-decay", b_weight_norm),
     Node("B4.3", "Is the grad norm trending up?", (), "lr-too-high", b_grad_trend),
 )
 
@@ -386,6 +388,7 @@ def walk(ctx: Context) -> list[Check]:
             leaf = "numerics"
         else:
             leaf = node.leaf if status == "fail" else None
-        out.append(Check(id=node.id, question=node.question, status=status, detail=detail,
+        question = node.question.format(**{t: getattr(ctx.th, t) for t in type(ctx.th).model_fields})
+        out.append(Check(id=node.id, question=question, status=status, detail=detail,
                          threshold=th, leaf=leaf))
     return out

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from postmortem.diagnose.catalog import arm_tests
 from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Hypothesis, Incident, Observation
 from postmortem.record import this_machine
@@ -20,9 +21,8 @@ from postmortem.run import RunLog
 from postmortem.run.model import RunReadError
 
 ARMS = ("faithful", "fp32", "scheduled-lr", "restored-moments", "swap-batch", "earlier-checkpoint")
-TESTS = {"fp32": ["fp16-overflow"], "scheduled-lr": ["lr-discontinuity"],
-         "restored-moments": ["optimizer-reset"], "swap-batch": ["long-tail-token", "bad-data"],
-         "earlier-checkpoint": ["long-tail-token", "bad-data", "optimizer-reset"]}
+# which patterns each arm tests: the catalog names each pattern's arms
+TESTS = {arm: arm_tests(arm) for arm in ARMS if arm_tests(arm)}
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
 Arrived = Callable[["Evidence"], None]                 # one evidence row, as soon as it is known
 

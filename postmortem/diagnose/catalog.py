@@ -1,0 +1,264 @@
+"""The failure patterns as data: one entry per pattern, the single home of its id, title,
+panels, rules (whose weights are named fields of `Thresholds`), the experiment that tells
+it apart, the replay arms that test it and the usual remedies. Adding a pattern is adding
+an entry here (and its rule function beside it).
+
+A rule looks at the incident and its measured features and adds observations for or
+against the pattern, each citing a panel and the step its number is at; a rule that lacks
+the data says nothing. Kept free of pandas and of the rest of the diagnosis at import:
+the document linter and the editor read the ids and remedies from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+PANELS = ("loss", "lr", "grad-norm", "loss-scale", "activations", "per-token-loss", "batch",
+          "optimizer-moments", "weight-norm")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    title: str
+    panels: tuple[str, ...]            # where its evidence shows, first the one to look at
+    rules: Callable                    # (ctx, event, features, evidence) -> None
+    discriminate: str                  # the experiment that tells it apart
+    arms: tuple[str, ...]              # replay arm ids that test it (postmortem/replay)
+    remedies: tuple[str, ...]
+    spike: bool = False                # a cause of a sudden spike (vs a tree leaf)
+
+
+def _checks(ctx) -> dict:
+    return {c.id: c for c in getattr(ctx, "checks", [])}
+
+
+def _cross_run(f, e, weight: str, why: str) -> None:
+    """Another run over the same data in the same order: a spike at the same step there too
+    points at the batch, not at this run's state."""
+    for text in f.same_step:
+        e.add(True, weight, "loss", f"{text}: {why}")
+    for run_id in f.not_there:
+        e.add(False, weight, "loss", f"{run_id}, over the same data, does not spike here", half=True)
+
+
+def _long_tail(ctx, ev, f, e) -> None:
+    th = ctx.th
+    if f.gn_ratio is not None:
+        smooth = f.lr_jump is None
+        big = f.gn_ratio >= th.long_tail_grad_ratio
+        some = f.gn_ratio >= th.long_tail_grad_ratio / 3
+        e.add((big or some) and smooth, "w_grad_ratio_big" if big else "w_grad_ratio", "grad-norm",
+              f"grad norm {f.gn_at:.3g} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
+              + (" with a smooth LR" if smooth else ""))
+    if ev.kind == "spike" and ev.metric == "loss":
+        from postmortem.diagnose.symptoms import recovered
+        rec = recovered(ctx, ev)
+        short = ev.peak_step - ev.step <= 2
+        e.add(rec and short, "w_recovers", "loss", f"loss {ev.window_mean:.3g} -> {ev.peak:.3g} at step "
+              f"{ev.peak_step}, " + ("back within 50 steps" if rec else "not back within 50 steps"))
+    if ev.kind == "nan":
+        e.add(False, "w_not_finite_spike", "loss", f"the loss went non-finite at step {ev.step}, not a finite spike")
+    if f.repeated_batch == 0:
+        e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the 50 before it")
+    if f.cascade is not None:
+        e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes['from']:g} -> "
+              f"{f.cascade.notes['to']:g} from step {f.cascade.step}, near the spike")
+    _cross_run(f, e, "w_cross_run", "the same batch, so the data")
+
+
+def _fp16(ctx, ev, f, e) -> None:
+    dtype = ctx.log.dtype
+    if dtype in ("bf16", "fp32"):
+        e.add(False, "w_dtype_rules_out", "loss-scale", f"the run is {dtype}: no fp16 overflow")
+    elif dtype == "fp16":
+        e.add(True, "w_dtype", "loss-scale", "the run is fp16 with dynamic loss scaling")
+    if f.cascade is not None:
+        c = f.cascade
+        what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings)"
+                if c.notes["from"] == c.notes["from"] else f"{c.notes['skipped']:.0f} overflow skips")
+        e.add(True, "w_cascade", "loss-scale", f"{what} from step {c.step} to step {c.peak_step}")
+    elif ctx.has("loss_scale"):
+        probes = [p for p in ctx.probes if abs(p - ev.step) <= 20]
+        e.add(False, "w_no_cascade", "loss-scale", "no loss-scale cascade around the incident"
+              + (f" (a routine probe at step {probes[0]})" if probes else ""))
+    if f.skipped:
+        e.add(True, "w_skipped", "loss-scale", f"{f.skipped:.0f} skipped step(s) from step {ev.step}")
+    if ev.kind == "nan" and f.recovers:
+        e.add(True, "w_finite_again", "loss", "finite again after the non-finite steps (skipped, not corrupted)")
+
+
+def _lr_disc(ctx, ev, f, e) -> None:
+    if f.lr_jump is not None:
+        e.add(True, "w_lr_jump", "lr", f"LR {f.lr_jump[1]:.3g} at step {f.lr_jump[0]} is x{f.lr_jump[2]:.2f} "
+              "the trend of the steps before it")
+    elif f.lr_smooth is not None:
+        e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth[0]} to step "
+              f"{f.lr_smooth[1]}" + (" (warmup)" if ev.step <= ctx.warmup_end else ""))
+    if f.lr_vs_schedule is not None:
+        off = abs(f.lr_vs_schedule - 1) > 0.2
+        e.add(off, "w_lr_schedule_off" if off else "w_lr_schedule_on", "lr",
+              f"logged LR is {f.lr_vs_schedule:.2f}x the configured schedule at step {ev.step}")
+
+
+def _opt_reset(ctx, ev, f, e) -> None:
+    if f.after_resume is not None:
+        e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume[0]} step(s) after a restart "
+              f"at step {f.after_resume[1]} ({f.after_resume[2]})")
+    elif ctx.resumes:
+        e.add(False, "w_no_restart", "loss", f"no restart within {ctx.th.after_resume_steps} steps before it")
+    else:
+        e.add(False, "w_no_restart", "loss", "the run never restarted")
+    for text in f.same_step:
+        e.add(False, "w_cross_run_reset", "loss", f"{text}: not this run's restart")
+    cols = [c for c in ctx.frame.columns if c.startswith("adam_v_norm/")]
+    if cols and f.after_resume is not None:
+        e.add(True, "w_moments", "optimizer-moments", f"Adam moments are recorded ({cols[0]}): compare them across the restart")
+
+
+def _numerics(ctx, ev, f, e) -> None:
+    if ev.kind != "nan":
+        e.add(False, "w_all_finite", "loss", "every value around the incident is finite")
+        return
+    if f.first_nonfinite == "+inf":
+        e.add(True, "w_inf_first", "loss", f"the loss is +inf at step {ev.step} before any NaN: log(0) or exp overflow")
+    if f.recovers is False:
+        e.add(True, "w_never_finite", "loss", "never finite again: the weights were corrupted")
+    elif f.recovers:
+        e.add(False, "w_finite_later", "loss", "finite again later: the bad steps were skipped")
+    if ctx.log.dtype in ("fp32", "bf16"):
+        e.add(True, "w_no_scaler", "loss-scale", f"{ctx.log.dtype} run: no loss scaler to blame")
+
+
+def _bad_data(ctx, ev, f, e) -> None:
+    if f.repeated_batch:
+        e.add(True, "w_repeated_batch", "batch", f"the batch of step {ev.step} was already trained "
+              f"{f.repeated_batch} time(s) in the 50 steps before")
+    elif f.hashes_logged:
+        e.add(False, "w_new_batch", "batch", f"the batch hash of step {ev.step} is new")
+    if f.repeated_index:
+        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index[0]} repeated batch index(es) in the 100 "
+              f"steps up to {ev.step}, first at step {f.repeated_index[1]}")
+    _cross_run(f, e, "w_cross_run_data", "the same batch, so the data")
+
+
+def _lr_high(ctx, ev, f, e) -> None:
+    if ev.kind == "divergence":
+        e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.get('rise', 0):.0%} from step "
+              f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")
+    checks = _checks(ctx)
+    for cid in ("A5", "B4.3"):
+        if cid in checks and checks[cid].status == "fail":
+            e.add(True, "w_grad_regime", "grad-norm", checks[cid].detail)
+    if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
+        e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth[0]}"
+              f"-{f.lr_smooth[1]})")
+
+
+def _schedule(ctx, ev, f, e) -> None:
+    checks = _checks(ctx)
+    for cid, w in (("B4.1", "w_lr_rising"), ("A4.1", "w_lr_rising"), ("A3", "w_schedule_check"),
+                   ("A4", "w_schedule_check")):
+        c = checks.get(cid)
+        if c and c.status == "fail":
+            e.add(True, w, "lr", c.detail)
+        elif c and c.status == "pass" and cid in ("B4.1", "A4.1"):
+            e.add(False, "w_lr_not_rising", "lr", c.detail)
+    if f.lr_vs_schedule is not None and abs(f.lr_vs_schedule - 1) <= 0.2 and ev.kind != "divergence":
+        e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
+
+
+def _weight_decay(ctx, ev, f, e) -> None:
+    c = _checks(ctx).get("B4.2")
+    if c and c.status != "skipped":
+        e.add(c.status == "fail", "w_weight_norm", "weight-norm", c.detail, half=c.status != "fail")
+
+
+def _bad_init(ctx, ev, f, e) -> None:
+    first = int(ctx.frame.step.iloc[0])
+    if ev.kind != "bad-start" and ev.step > first + ctx.th.early_window:
+        e.add(False, "w_late", "loss", f"the incident is at step {ev.step}, long after the start")
+        return
+    checks = _checks(ctx)
+    for cid, w, panel in (("A1", "w_start_loss", "loss"), ("A2", "w_first_grad", "grad-norm"),
+                          ("A8", "w_weight_growth", "weight-norm")):
+        c = checks.get(cid)
+        if c and c.status == "fail":
+            e.add(True, w, panel, c.detail)
+        elif c and c.status == "pass" and cid in ("A1", "A2"):
+            e.add(False, w, panel, c.detail, half=True)
+
+
+CATALOG: tuple[Pattern, ...] = (
+    Pattern(
+        "long-tail-token", "A batch of rare or junk tokens", ("loss", "grad-norm", "per-token-loss", "batch"),
+        _long_tail,
+        "replay the step with the batch swapped for a neighbour, and the batch from an earlier "
+        "checkpoint; look at the per-token losses",
+        ("swap-batch", "earlier-checkpoint"),
+        ("filter or dedupe the documents behind the suspect batch (junk, long runs of rare tokens)",
+         "shuffle at the document level so rare-token text is not concentrated in one batch",
+         "skip a batch whose loss exceeds 3x the running mean, and log its index",
+         "lower lr_max or warm up longer so one batch's gradient cannot dominate"), spike=True),
+    Pattern(
+        "fp16-overflow", "fp16 overflow: a loss-scale cascade", ("loss-scale", "loss", "activations"),
+        _fp16, "replay the steps in fp32; find the first non-finite module", ("fp32",),
+        ("train in bf16 instead of fp16 (same range as fp32)",
+         "keep the dynamic loss scaler and log the scale every step",
+         "compute softmax, norms and the loss in fp32 (autocast does; hand-written code may not)",
+         "bound the activations: QK-layernorm, or scale the residual branches at init"), spike=True),
+    Pattern(
+        "lr-discontinuity", "The LR jumped off its schedule", ("lr", "loss"),
+        _lr_disc, "replay with the scheduled LR instead of the logged one", ("scheduled-lr",),
+        ("derive the LR from the global step, never from a counter that restarts",
+         "save and restore the scheduler state with every checkpoint",
+         "plot lr(step) from the config before training and after every resume"), spike=True),
+    Pattern(
+        "optimizer-reset", "A resume without the optimizer state", ("loss", "optimizer-moments"),
+        _opt_reset, "replay from the checkpoint with the optimizer moments restored",
+        ("restored-moments", "earlier-checkpoint"),
+        ("save and restore the optimizer state (Adam moments) with every checkpoint",
+         "on a resume without the moments, re-warm the LR over a few hundred steps",
+         "assert on resume that optimizer.state is not empty"), spike=True),
+    Pattern(
+        "numerics", "A non-finite op: log(0), 0/0, exp overflow", ("loss", "activations"),
+        _numerics, "replay the step with the first-non-finite-module probe", (),
+        ("use F.cross_entropy / log_softmax instead of log(softmax(x))",
+         "add an epsilon where dividing or taking a log; clamp before exp",
+         "find the first non-finite module with forward hooks (postmortem replay) and fix that op")),
+    Pattern(
+        "bad-data", "A corrupt or repeated batch", ("batch", "loss"),
+        _bad_data, "compare the batch hash with its neighbours; replay with the batch swapped",
+        ("swap-batch", "earlier-checkpoint"),
+        ("fix the loader so no batch repeats (log a hash of every batch and check it)",
+         "reseed the shuffle each epoch and assert the sampler covers the dataset once")),
+    Pattern(
+        "lr-too-high", "The LR is too high for the model", ("loss", "grad-norm", "lr"),
+        _lr_high, "re-run the window at half the LR", (),
+        ("lower lr_max by 2-3x", "lengthen the warmup", "clip the grad norm at 1.0")),
+    Pattern(
+        "schedule-misconfigured", "The LR schedule is not the one configured", ("lr", "loss"),
+        # the scheduled-lr arm replays the configured schedule, the suspect itself: no arm
+        _schedule, "plot the logged LR against the configured schedule", (),
+        ("fix the schedule (warmup, then decay to lr_min by total_steps) and plot it before training",
+         "check warmup_steps and total_steps against the run's real length")),
+    Pattern(
+        "weight-decay", "Weight decay on the wrong parameters, or too strong", ("weight-norm",),
+        _weight_decay, "check the decay / no-decay parameter groups; record weight norms per layer", (),
+        ("exclude biases, norms and embeddings from weight decay",
+         "set weight decay to about 0.1 for AdamW, not 1.0")),
+    Pattern(
+        "bad-init", "A bad initialisation", ("loss", "grad-norm", "weight-norm"),
+        _bad_init, "check the init std and the loss at step 0 against ln V", (),
+        ("initialise with std 0.02 and scale the residual projections by 1/sqrt(2 n_layer)",
+         "check the loss at step 0 is about ln(vocab size) before training")),
+)
+BY_ID = {p.id: p for p in CATALOG}
+PATTERNS = tuple(p.id for p in CATALOG)
+SPIKE_PATTERNS = tuple(p.id for p in CATALOG if p.spike)
+
+
+def arm_tests(arm: str) -> list[str]:
+    """The patterns a replay arm tests."""
+    return [p.id for p in CATALOG if arm in p.arms]
