@@ -138,8 +138,10 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert commit.committed is not None
         head = git.Repo(repo).head.commit
         assert head.message.startswith("post-mortem 19-spike-001 (long-tail-token)")
+        # the merge attribute rides in the same commit, announced before and after
         assert set(head.stats.files) == {f"learners/ada/postmortems/{commit.pm.filename}",
-                                         "learners/ada/lessons.md"}
+                                         "learners/ada/lessons.md", ".gitattributes"}
+        assert "merge=union" in plan and "merge=union" in str(commit.query_one("#commit-plan").render())
         written = read(repo / "learners" / "ada" / "postmortems" / commit.pm.filename)
         assert written.lesson.startswith("A spike on one batch") and written.hypotheses[1].dismissed
         assert not draft_path(repo, editor.pm).exists()           # committed: the draft is gone

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 
 from postmortem.diagnose.models import PANELS, PATTERNS, Symptoms
-from postmortem.document.markdown import sections, _split_front, _table
-from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem
+from postmortem.document.markdown import _table, front_matter, scanned, sections
+from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem, one_line
 
 NUMERIC = ("spike_step", "pre_spike_loss_ema50", "peak_loss", "peak_step", "grad_norm_pre_clip", "lr",
            "batch_index")
@@ -55,12 +55,20 @@ def _close(a, b) -> bool:
 def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
     """Every problem of the document, each with its section."""
     problems: list[Problem] = []
-    _, body = _split_front(text)
+    _, body, twice = front_matter(text)
+    for key in dict.fromkeys(twice):
+        problems.append(Problem("front matter", f"{key} is given twice (the last would win)"))
     secs = sections(body)
+    written = [s.name for s in scanned(body)]
+    for name in dict.fromkeys(written):
+        if written.count(name) > 1:
+            problems.append(Problem(name, f"section given {written.count(name)} times"))
+        if name not in SECTIONS:
+            problems.append(Problem(name, "not a section of the template (a heading in the text?)"))
     for name in SECTIONS:
         if name not in secs:
             problems.append(Problem(name, "section missing"))
-        elif PLACEHOLDER in " ".join(t.content for t in secs[name] if t.type == "inline"):
+        elif PLACEHOLDER in secs[name].words():
             problems.append(Problem(name, f"still has a {PLACEHOLDER} placeholder"))
     # 1. Symptoms: filled, numbers only, and (with the run) equal to what the run says
     rows = {r[0]: r[1] for r in _table(secs.get("Symptoms", [])) if len(r) >= 2}
@@ -132,6 +140,8 @@ def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
         problems.append(Problem("Lesson", "empty"))
     elif "\n" in pm.lesson.strip():
         problems.append(Problem("Lesson", "more than one line"))
+    elif one_line(pm.lesson) != pm.lesson.strip():
+        problems.append(Problem("Lesson", "not one line of plain text (a line break or control character)"))
     # A section still waiting for its author says so once, not twice.
     waiting = {p.section for p in problems if PLACEHOLDER in p.problem}
     redundant = ("empty", "no hypothesis", "no evidence row")

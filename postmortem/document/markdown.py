@@ -46,8 +46,14 @@ def _num(v) -> str:
 
 
 def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
-    front = {k: getattr(pm, k) for k in _FRONT}
+    front = {}
+    for k in _FRONT:
+        front[k] = getattr(pm, k)
+        if k == "run_id" and pm.run_name:
+            front["run_name"] = pm.run_name        # the run's own id, beside its safe form
     front["date"] = pm.date.isoformat()
+    if pm.signature is not None:
+        front["signature"] = pm.signature.model_dump()
     sym = "\n".join(f"| {k} | {_cell(_num(v))} |" for k, v in pm.symptoms.model_dump().items())
     hyps = "\n".join(
         f"{i}. " + (f"~~**{h.pattern}**~~" if h.dismissed else f"**{h.pattern}**")
@@ -66,67 +72,174 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
 
 
 # --- parsing -------------------------------------------------------------------------
+# The document is cut into sections and tables by lines (linear, whatever the size: a
+# 150k-row table costs a regex split a row); markdown-it reads only the rest, which is prose.
 
-_MD = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+_MD = MarkdownIt("commonmark").enable("strikethrough")
 _HEADING = re.compile(r"^(\d)\.\s+(.+)$")
+_H2 = re.compile(r"^ {0,3}##(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DELIMITER = re.compile(r"^ {0,3}\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+_TERMINATOR = re.compile(r"^ {0,3}(?:[#>]|`{3}|~{3}|<|(?:[-+*]|\d{1,9}[.)])(?:\s|$)|([-*_])(?:\s*\1){2,}\s*$)")
+_PIPE = re.compile(r"(?<!\\)\|")
 _HYP = re.compile(r"^(~~)?\*\*(?P<pattern>[\w-]+)\*\*(?:~~)?\s+\[(?P<panel>[\w-]+)\]\s+(?P<obs>.*?)"
                   r"(?:\s+\(dismissed: (?P<why>.*)\))?$")
 
 
-def _split_front(text: str) -> tuple[dict, str]:
+class _Unique(yaml.SafeLoader):
+    """Safe YAML that remembers the keys a mapping holds twice (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str) and key in seen:
+                self.duplicates.append(key)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def front_matter(text: str) -> tuple[dict, str, list[str]]:
+    """(front matter, body, keys given twice)."""
     if not text.startswith("---\n"):
         raise DocumentError("no front matter (the file must start with ---)")
-    end = text.find("\n---\n", 4)
+    end = text.find("\n---\n", 3)
     if end < 0:
         raise DocumentError("front matter is not closed with ---")
+    loader = _Unique(text[4:end])
+    loader.duplicates = []
     try:
-        front = yaml.safe_load(text[4:end]) or {}
+        front = loader.get_single_data() or {}
     except yaml.YAMLError as err:
         raise DocumentError(f"front matter is not YAML: {str(err).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
     if not isinstance(front, dict):
         raise DocumentError("front matter is not a mapping")
-    return front, text[end + 5:]
+    return front, text[end + 5:], loader.duplicates
 
 
-def sections(body: str) -> dict[str, list]:
-    """Section name -> its markdown-it tokens (HTML comments dropped)."""
-    out: dict[str, list] = {}
-    current = None
-    tokens = _MD.parse(body)
-    i = 0
-    while i < len(tokens):
-        t = tokens[i]
-        if t.type == "heading_open" and t.tag == "h2":
-            m = _HEADING.match(tokens[i + 1].content.strip())
-            current = m.group(2).strip() if m else tokens[i + 1].content.strip()
-            out[current] = []
-            i += 3
+def _split_front(text: str) -> tuple[dict, str]:
+    front, body, _ = front_matter(text)
+    return front, body
+
+
+class Section:
+    """One `## N. Name` section: its prose as markdown-it tokens, its tables as rows of cells."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lines: list[str] = []
+        self.tables: list[tuple[list[str], list[list[str]]]] = []     # (header, body rows)
+
+    @property
+    def tokens(self) -> list:
+        if not hasattr(self, "_tokens"):
+            self._tokens = [t for t in _MD.parse("\n".join(self.lines)) if t.type != "html_block"]
+        return self._tokens
+
+    def words(self) -> str:
+        """Every word of the section, prose and table cells (where a placeholder may hide)."""
+        cells = (" ".join(c) for head, rows in self.tables for c in (head, *rows))
+        return " ".join([*(t.content for t in self.tokens if t.type == "inline"), *cells])
+
+
+def _cells(line: str, count: int | None = None) -> list[str]:
+    """A table row's cells, split on the pipes that are not escaped (as markdown-it does),
+    padded or cut to the header's `count`."""
+    line = line.strip()
+    if line[:1] == "|":
+        line = line[1:]
+    if line[-1:] == "|" and line[-2:] != "\\|":
+        line = line[:-1]
+    if "\\" in line:
+        cells = [c.replace("\\|", "|").strip() for c in _PIPE.split(line)]
+    else:
+        cells = [c.strip() for c in line.split("|")]
+    if count is not None and len(cells) != count:
+        cells = cells[:count] + [""] * (count - len(cells))
+    return cells
+
+
+def scan(body: str) -> list[Section]:
+    """The sections in the order written (a name twice is twice here)."""
+    out: list[Section] = []
+    lines = body.split("\n")
+    fence, comment, i, n = None, False, 0, len(lines)
+    current: Section | None = None
+    while i < n:
+        line = lines[i]
+        if fence is not None:
+            if line.lstrip().startswith(fence):
+                fence = None
+        elif comment:
+            comment = "-->" not in line
+            i += 1
             continue
-        if current is not None and t.type != "html_block":
-            out[current].append(t)
+        elif (m := _FENCE.match(line)) is not None:
+            fence = m[1][0] * 3
+        elif line.lstrip(" ").startswith("<!--") and len(line) - len(line.lstrip(" ")) <= 3:
+            comment = "-->" not in line
+            i += 1
+            continue
+        elif line.startswith(("##", " ")) and (m := _H2.match(line)) is not None and not line.lstrip().startswith("###"):
+            title = (m[1] or "").strip()
+            h = _HEADING.match(title)
+            current = Section(h[2].strip() if h else title)
+            out.append(current)
+            i += 1
+            continue
+        elif (current is not None and "|" in line and i + 1 < n and _DELIMITER.match(lines[i + 1])
+              and ("|" in lines[i + 1] or "-" in lines[i + 1])):
+            head = _cells(line)
+            if len(head) == len(_cells(lines[i + 1])):
+                start = i = i + 2
+                while i < n:
+                    row = lines[i]
+                    # a row starting with a pipe is a row; anything else may end the table
+                    if row[:1] != "|" and (not row.strip() or _TERMINATOR.match(row)):
+                        break
+                    i += 1
+                count = len(head)
+                current.tables.append((head, [_cells(row, count) for row in lines[start:i]]))
+                current.lines.append("")
+                continue
+        if current is not None:
+            current.lines.append(line)
         i += 1
     return out
 
 
-def _table(tokens) -> list[list[str]]:
-    rows, row, in_body = [], None, False
-    for t in tokens:
-        if t.type == "tbody_open":
-            in_body = True
-        elif t.type == "tr_open" and in_body:
-            row = []
-        elif t.type == "inline" and row is not None:
-            row.append(t.content.replace("\\|", "|").strip())
-        elif t.type == "tr_close" and row is not None:
-            rows.append(row)
-            row = None
-    return rows
+_CACHE: dict[str, list[Section]] = {}
 
 
-def _items(tokens) -> list[str]:
+def scanned(body: str) -> list[Section]:
+    """scan(body), once for the parse and the check of the same text."""
+    hit = _CACHE.get(body)
+    if hit is None:
+        hit = scan(body)
+        _CACHE.clear()
+        _CACHE[body] = hit
+    return hit
+
+
+def sections(body: str) -> dict[str, Section]:
+    """Section name -> the section (the last, for a name given twice: `check` says so)."""
+    return {s.name: s for s in scanned(body)}
+
+
+_EMPTY = Section("")
+
+
+def _table(sec: Section | None) -> list[list[str]]:
+    """The body rows of the section's tables."""
+    return [row for _, rows in (sec or _EMPTY).tables for row in rows]
+
+
+def _items(sec: Section | None) -> list[str]:
     """The text of each list item."""
     out, depth = [], 0
-    for t in tokens:
+    for t in (sec or _EMPTY).tokens:
         if t.type == "list_item_open":
             depth += 1
             out.append("")
@@ -137,8 +250,8 @@ def _items(tokens) -> list[str]:
     return out
 
 
-def _text(tokens) -> str:
-    return "\n".join(t.content for t in tokens if t.type == "inline").strip()
+def _text(sec: Section | None) -> str:
+    return "\n".join(t.content for t in (sec or _EMPTY).tokens if t.type == "inline").strip()
 
 
 def _todo(s: str) -> bool:
@@ -164,7 +277,7 @@ def parse(text: str) -> PostMortem:
     front, body = _split_front(text)
     secs = sections(body)
     missing = [s for s in SECTIONS if s not in secs]
-    data: dict = {k: front.get(k) for k in _FRONT if front.get(k) is not None}
+    data: dict = {k: front.get(k) for k in (*_FRONT, "run_name", "signature") if front.get(k) is not None}
     data.pop("schema_version", None)
     sym = {}
     for row in _table(secs.get("Symptoms", [])):
@@ -180,9 +293,10 @@ def parse(text: str) -> PostMortem:
     data["hypotheses"] = hyps
     ev = []
     for row in _table(secs.get("Discriminating evidence", [])):
-        if len(row) >= 4 and not _todo(row[0]):
-            ev.append(EvidenceRow(panel=row[0], observation=row[1],
-                                  favors=split_patterns(row[2]), rules_out=split_patterns(row[3])))
+        if len(row) >= 4 and not row[0].startswith(PLACEHOLDER):
+            # dicts, validated with the document in one call (a model a row: 1.6 s in 150k rows)
+            ev.append({"panel": row[0], "observation": row[1], "favors": split_patterns(row[2]),
+                       "rules_out": split_patterns(row[3])})
     data["evidence"] = ev
     root = _text(secs.get("Root cause", []))
     data["root_cause"] = "" if _todo(root) else root
@@ -191,7 +305,7 @@ def parse(text: str) -> PostMortem:
         data["verification"] = Verification.from_lines(_items(secs.get("Verification", [])))
     except ValueError as err:
         raise DocumentError(f"Verification: {err}") from None
-    lesson = "\n".join(line for line in _text(secs.get("Lesson", [])).splitlines()
+    lesson = "\n".join(line for line in _text(secs.get("Lesson", [])).split("\n")
                        if not line.startswith("Pattern:")).strip()
     data["lesson"] = "" if _todo(lesson) else lesson
     try:

@@ -6,14 +6,24 @@ import re
 from datetime import date as Date
 from typing import Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, field_validator, model_validator
 
 from postmortem.diagnose.models import Symptoms
+from postmortem.diagnose.signature import Signature
+from postmortem.files import check_name, safe_name
 
 SCHEMA_VERSION = 1
 SECTIONS = ("Symptoms", "Hypotheses", "Discriminating evidence", "Root cause", "Remediation",
             "Verification", "Lesson")
 PLACEHOLDER = "TODO"        # what a draft leaves in a section for the author
+# Characters that are line breaks to someone (a renderer, str.splitlines) and control characters
+_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """Text as one line of plain text: every kind of line break a space, control characters gone."""
+    return _CONTROL.sub("", _BREAKS.sub(" ", str(text))).strip()
 
 
 class HypothesisEntry(BaseModel):
@@ -94,12 +104,15 @@ class Verification(BaseModel):
 
 def split_patterns(text: str) -> list[str]:
     """`a, b` -> ["a", "b"], as the evidence table writes favors and rules out."""
+    if "," not in text:
+        return [text.strip()] if text.strip() else []
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
 class PostMortem(BaseModel):
     schema_version: int = SCHEMA_VERSION
-    run_id: str
+    run_id: str                             # a plain name (files.check_name): it makes the file name
+    run_name: str | None = None             # the run's own id, when run_id had to be made safe from it
     learner: str
     pattern: str | None = None
     spike_step: int | None = None
@@ -113,6 +126,29 @@ class PostMortem(BaseModel):
     remediation: list[str] = []
     verification: Verification = Verification()
     lesson: str = ""
+    signature: Signature | None = None      # written when drafted: `similar` compares documents only
+
+    @model_validator(mode="before")
+    @classmethod
+    def _safe_run_id(cls, data):
+        """A run id that cannot be a file name (a path, a `|`, a newline, 300 characters) is
+        mapped to a safe one, and the original is kept beside it as `run_name`."""
+        if isinstance(data, dict) and isinstance(data.get("run_id"), str):
+            rid = data["run_id"]
+            safe = safe_name(rid)
+            if safe != rid:
+                data = {**data, "run_id": safe, "run_name": data.get("run_name") or one_line(rid)[:200] or None}
+        return data
+
+    @field_validator("learner")
+    @classmethod
+    def _plain_learner(cls, v: str) -> str:
+        return v if v == "" else check_name(v, "learner name")
+
+    @field_validator("run_name")
+    @classmethod
+    def _one_line_name(cls, v: str | None) -> str | None:
+        return None if v is None else (one_line(v)[:200] or None)
 
     @property
     def filename(self) -> str:

@@ -1,15 +1,35 @@
-"""`commit`: check the post-mortem, write it and its lesson, and commit exactly those two files."""
+"""`commit`: the post-mortem, its lesson row and (the first time) the merge attribute, in one
+git commit or not at all.
+
+The whole sequence runs under one lock per repository. Before it touches a file it writes a
+journal in the git directory (what each path held, in the tree and in the index); any failure
+(a hook, gpg, a full disk, ...) puts every path back as the journal says, and a run killed
+half-way is put back (or found committed) by the next `commit` when it takes the lock.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from postmortem.document.model import PostMortem
-from postmortem.files import atomic_write
-from postmortem.kb.lessons import KBError, Lesson, append, check_learner, replace_row
+from postmortem.files import NameRefused, atomic_write, check_name
+from postmortem.kb.lessons import KBError, Lesson, check_learner, one_line, with_row
 
 ATTRIBUTE = "learners/*/lessons.md merge=union"
+DRAFTS = "/.postmortem/"
+LOCK_WAIT_S = 120.0
+_IN_PROGRESS = {"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick", "REVERT_HEAD": "a revert",
+                "rebase-merge": "a rebase", "rebase-apply": "a rebase or git am"}
+_TXN = "postmortem-commit"          # the journal's folder in the git directory
 
 
 @dataclass
@@ -18,35 +38,43 @@ class Committed:
     lessons: Path
     sha: str
     message: str
+    notes: list[str] = field(default_factory=list)     # what else was done, said once
+
+
+def kb_root(start: Path) -> Path:
+    """The repository's root when `start` is inside one (where learners/ lives), else `start`."""
+    try:
+        return Path(open_repo(start).working_tree_dir)
+    except KBError:
+        return Path(start)
 
 
 def open_repo(start: Path, init: bool = False):
     import git
+    start = Path(start)
     try:
-        return git.Repo(start, search_parent_directories=True)
+        repo = git.Repo(start, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        if init:
-            return git.Repo.init(start)
-        raise KBError(f"{start} is not in a git repository (postmortem commit --init makes one here)") from None
+        if not init:
+            raise KBError(f"{start} is not in a git repository (postmortem commit --init makes one here)") from None
+        try:
+            repo = git.Repo.init(start)
+        except (OSError, git.GitCommandError) as err:
+            raise KBError(f"cannot make a git repository in {start}: {_why(err)}") from None
+    if repo.bare or repo.working_tree_dir is None:
+        raise KBError(f"{repo.git_dir} is a bare repository: commit into a clone with a working tree")
+    return repo
 
 
-def _dirty(repo, rel: str) -> bool:
-    if not repo.head.is_valid():
-        return False
-    return bool(repo.git.status("--porcelain", "--", rel).strip())
-
-
-def ensure_union_merge(repo) -> bool:
-    """Lessons files merge by union; the attribute gets a commit of its own if missing."""
-    root = Path(repo.working_tree_dir)
-    attrs = root / ".gitattributes"
-    text = attrs.read_text() if attrs.exists() else ""
-    if ATTRIBUTE in text.splitlines():
-        return False
-    atomic_write(attrs, text + ("" if not text or text.endswith("\n") else "\n") + ATTRIBUTE + "\n")
-    repo.git.add("--", ".gitattributes")
-    repo.git.commit("-m", "postmortem: lessons files merge by union", "--only", "--", ".gitattributes")
-    return True
+def _why(err: BaseException) -> str:
+    import git
+    if isinstance(err, git.GitCommandError):
+        lines = [ln for ln in (err.stderr or str(err)).strip().splitlines() if ln.strip()]
+        last = lines[-1].strip() if lines else str(err)
+        return "git: " + last.removeprefix("stderr: ").strip("' ")
+    if isinstance(err, OSError):
+        return err.strerror or str(err)
+    return f"{type(err).__name__}: {err}"
 
 
 @dataclass
@@ -57,37 +85,319 @@ class Plan:
     postmortem: str         # paths relative to the repository's root
     lessons: str
     message: str
+    attributes: bool = False    # .gitattributes gets the merge attribute in the same commit
+
+
+def _message(pm: PostMortem) -> str:
+    return f"post-mortem {pm.run_id} ({pm.pattern}): {one_line(pm.lesson)}"
 
 
 def plan(pm: PostMortem, learner: str, repo) -> Plan:
     check_learner(learner)
-    return Plan(Path(repo.working_tree_dir), f"learners/{learner}/postmortems/{pm.filename}",
-                f"learners/{learner}/lessons.md",
-                f"post-mortem {pm.run_id} ({pm.pattern}): {pm.lesson.strip()}")
+    try:
+        check_name(pm.run_id, "run id")
+    except NameRefused as err:
+        raise KBError(str(err)) from None
+    root = Path(repo.working_tree_dir)
+    return Plan(root, f"learners/{learner}/postmortems/{pm.filename}", f"learners/{learner}/lessons.md",
+                _message(pm), not _has_attribute(root))
+
+
+def _has_attribute(root: Path) -> bool:
+    attrs = root / ".gitattributes"
+    try:
+        return ATTRIBUTE in attrs.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+# --- the lock and the journal ------------------------------------------------------------
+
+def _git_dir(repo) -> Path:
+    return Path(repo.git_dir)
+
+
+@contextmanager
+def repo_lock(repo, wait_s: float = LOCK_WAIT_S):
+    """One `commit` at a time in a repository (flock: released by the kernel when its holder
+    dies, so a killed run never leaves it taken)."""
+    path = Path(repo.common_dir) / "postmortem.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise KBError(f"cannot write in {path.parent}: {err.strerror}") from None
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KBError(f"another postmortem commit has held {path} for {wait_s:.0f} s: "
+                                  "try again when it is done") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _index_entries(repo, rels: list[str]) -> dict[str, str | None]:
+    """path -> 'mode sha stage' of its index entry (None: not in the index)."""
+    out: dict[str, str | None] = {r: None for r in rels}
+    for line in repo.git.ls_files("-s", "-z", "--", *rels).split("\0"):
+        if line:
+            meta, rel = line.split("\t", 1)
+            out[rel] = meta
+    return out
+
+
+def _set_index(repo, entries: dict[str, str | None]) -> None:
+    zero = "0" * (len(repo.head.commit.hexsha) if repo.head.is_valid() else 40)
+    lines = []
+    for rel, meta in entries.items():
+        if meta is None:
+            lines.append(f"0 {zero}\t{rel}")
+        else:
+            mode, sha, _stage = meta.split()
+            lines.append(f"{mode} {sha}\t{rel}")
+    _git_stdin(repo, ["update-index", "-z", "--index-info"], "".join(x + "\0" for x in lines))
+
+
+def _git_stdin(repo, args: list[str], data: str) -> None:
+    import subprocess
+    r = subprocess.run(["git", *args], cwd=repo.working_tree_dir, input=data.encode("utf-8"),
+                       capture_output=True)
+    if r.returncode:
+        lines = r.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
+        raise KBError(f"git {args[0]}: {lines[-1]}")
+
+
+def _wait_index_lock(repo, wait_s: float = 10.0) -> None:
+    """A git the killed run started may still be finishing: wait for its index.lock to go."""
+    lock = _git_dir(repo) / "index.lock"
+    deadline = time.monotonic() + wait_s
+    while lock.exists():
+        if time.monotonic() > deadline:
+            raise KBError(f"{lock} exists: another git is running, or one died; remove it if none runs")
+        time.sleep(0.05)
+
+
+class Journal:
+    """What a commit is about to change, written before it changes anything."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.dir = _git_dir(repo) / _TXN
+        self.root = Path(repo.working_tree_dir)
+
+    def begin(self, writes: dict[str, bytes], message: str) -> None:
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.dir.mkdir()
+        paths = {}
+        for i, (rel, data) in enumerate(writes.items()):
+            path = self.root / rel
+            backup = None
+            if path.exists():
+                backup = f"backup-{i}"
+                try:         # a hard link costs no space: the write renames a new file over it
+                    os.link(path, self.dir / backup)
+                except OSError:
+                    shutil.copy2(path, self.dir / backup)
+            created = []
+            parent = path.parent
+            while parent != self.root and not parent.exists():
+                created.append(str(parent.relative_to(self.root)))
+                parent = parent.parent
+            paths[rel] = {"backup": backup, "written": _sha(data), "dirs": created}
+        head = self.repo.head.commit.hexsha if self.repo.head.is_valid() else None
+        record = {"head": head, "message": message, "paths": paths,
+                  "index": _index_entries(self.repo, list(writes))}
+        atomic_write(self.dir / "journal.json", json.dumps(record, indent=1))
+
+    def end(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def recover(self) -> str | None:
+        """Leave no trace of an unfinished commit: a commit that got made is kept, anything
+        else is put back as it was. Returns what was done, or None when there was nothing."""
+        if not self.dir.exists():
+            return None
+        try:
+            record = json.loads((self.dir / "journal.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.end()            # killed while writing the journal: nothing was touched yet
+            return None
+        _wait_index_lock(self.repo)
+        if self._committed(record):
+            self.end()
+            return "an interrupted commit had been made; its journal is cleared"
+        restore_index = {}
+        for rel, p in record["paths"].items():
+            path = self.root / rel
+            now = _sha(_read(path))
+            before = _sha(_read(self.dir / p["backup"])) if p["backup"] else None
+            # only what this commit wrote goes back: a later edit by the user stays
+            if now == p["written"] or now == before:
+                if p["backup"]:
+                    os.replace(self.dir / p["backup"], path)
+                elif path.exists() or path.is_symlink():
+                    path.unlink()
+                for d in p["dirs"]:
+                    try:
+                        (self.root / d).rmdir()
+                    except OSError:
+                        pass
+                restore_index[rel] = record["index"][rel]
+        if restore_index:
+            _set_index(self.repo, restore_index)
+        self.end()
+        return "an interrupted commit was rolled back"
+
+    def _committed(self, record) -> bool:
+        if not self.repo.head.is_valid():
+            return False
+        head = self.repo.head.commit
+        if head.hexsha == record["head"]:
+            return False
+        for c in self.repo.iter_commits(head.hexsha, max_count=50):
+            parents = [p.hexsha for p in c.parents]
+            if c.message.strip() == record["message"].strip() and parents == ([record["head"]] if record["head"] else []):
+                return True
+            if c.hexsha == record["head"]:
+                break
+        return False
+
+
+# --- the commit --------------------------------------------------------------------------
+
+def _refuse_state(repo) -> None:
+    gd = _git_dir(repo)
+    if repo.head.is_valid() and repo.head.is_detached:
+        raise KBError("HEAD is detached: check out a branch first")
+    for name, what in _IN_PROGRESS.items():
+        if (gd / name).exists():
+            raise KBError(f"{what} is in progress in {repo.working_tree_dir}: finish or abort it first")
+    import git
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        try:
+            repo.git.var(var)
+        except git.GitCommandError:
+            raise KBError("git does not know who you are: set user.name and user.email "
+                          "(git config --global user.email you@example.com)") from None
+
+
+def _check_path(root: Path, rel: str) -> Path:
+    """`root/rel`, refused when it, or a folder on the way, is a symbolic link or not what
+    it should be: nothing is written through a link (it may lead out of the repository)."""
+    path = root
+    parts = Path(rel).parts
+    for i, part in enumerate(parts):
+        path = path / part
+        if path.is_symlink():
+            where = os.path.realpath(path)
+            raise KBError(f"{rel}: {path.relative_to(root)} is a symbolic link (to {where}): "
+                          "refusing to write through it")
+        last = i == len(parts) - 1
+        if path.exists() and (path.is_dir() if last else not path.is_dir()):
+            raise KBError(f"{rel}: {path.relative_to(root)} is {'a folder' if last else 'not a folder'}")
+    return path
+
+
+def _dirty(repo, rels: list[str]) -> list[str]:
+    out = repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", *rels)
+    return [entry[3:] for entry in out.split("\0") if len(entry) > 3]
+
+
+def ignore_drafts(repo) -> bool:
+    """The editor's drafts (.postmortem/) are ignored through .git/info/exclude, the user's
+    own ignore list that is never committed. True when the line was added."""
+    exclude = Path(repo.common_dir) / "info" / "exclude"
+    try:
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        if any(line.strip() in (DRAFTS, DRAFTS.strip("/"), DRAFTS.lstrip("/")) for line in text.splitlines()):
+            return False
+        atomic_write(exclude, text + ("" if not text or text.endswith("\n") else "\n")
+                     + "# postmortem: the editor's drafts\n" + DRAFTS + "\n")
+    except (OSError, UnicodeDecodeError):
+        return False          # not worth refusing a commit over
+    return True
 
 
 def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool = False,
            init: bool = False) -> Committed:
+    """Write `rendered` as the learner's post-mortem, add or replace its lesson row, and
+    commit exactly those files (and .gitattributes the first time), or change nothing."""
     check_learner(learner)
     repo = open_repo(start, init)
-    if repo.head.is_valid() and repo.head.is_detached:
-        raise KBError("HEAD is detached: check out a branch first")
-    todo = plan(pm, learner, repo)
-    root, rel_pm, rel_lessons, message = todo.root, todo.postmortem, todo.lessons, todo.message
-    target = root / rel_pm
-    if target.exists() and not amend:
-        raise KBError(f"{rel_pm} exists: a post-mortem of {pm.run_id} on {pm.date} (use --amend)")
-    for rel in (rel_lessons, rel_pm):
-        if _dirty(repo, rel):
-            raise KBError(f"{rel} has uncommitted changes: commit or stash them first")
-    ensure_union_merge(repo)
-    atomic_write(target, rendered)
-    lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, pm.lesson.strip(),
-                    f"postmortems/{pm.filename}", learner)
-    (replace_row if amend else append)(root / rel_lessons, lesson)
-    repo.git.add("--", rel_pm, rel_lessons)
-    if repo.head.is_valid() and not repo.git.diff("--cached", "--name-only", "HEAD", "--", rel_pm, rel_lessons):
-        raise KBError(f"{rel_pm} is already committed as it is: nothing to amend")
-    # --only: exactly these two files, whatever else is staged or dirty
-    repo.git.commit("-m", message, "--only", "--", rel_pm, rel_lessons)
-    return Committed(target, root / rel_lessons, repo.head.commit.hexsha, message)
+    notes = []
+    with repo_lock(repo):
+        done = Journal(repo).recover()
+        if done:
+            notes.append(done)
+        _refuse_state(repo)
+        todo = plan(pm, learner, repo)
+        root = todo.root
+        target = _check_path(root, todo.postmortem)
+        lessons_path = _check_path(root, todo.lessons)
+        attrs_path = _check_path(root, ".gitattributes")
+        if target.exists() and not amend:
+            raise KBError(f"{todo.postmortem} exists: a post-mortem of {pm.run_id} on {pm.date} (use --amend)")
+        rels = [todo.postmortem, todo.lessons] + ([".gitattributes"] if todo.attributes else [])
+        dirty = _dirty(repo, rels)
+        if dirty:
+            raise KBError(f"{dirty[0]} has uncommitted changes: commit or stash them first")
+        lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, one_line(pm.lesson),
+                        f"postmortems/{pm.filename}", learner)
+        try:
+            old_lessons = lessons_path.read_text(encoding="utf-8") if lessons_path.exists() else ""
+            old_attrs = attrs_path.read_text(encoding="utf-8") if attrs_path.exists() else ""
+        except (OSError, UnicodeDecodeError) as err:
+            raise KBError(f"cannot read {todo.lessons}: {getattr(err, 'strerror', None) or err}") from None
+        writes = {todo.postmortem: rendered.encode("utf-8"),
+                  todo.lessons: with_row(old_lessons, lesson, learner, replace=amend).encode("utf-8")}
+        if todo.attributes:
+            writes[".gitattributes"] = (old_attrs + ("" if not old_attrs or old_attrs.endswith("\n") else "\n")
+                                        + ATTRIBUTE + "\n").encode("utf-8")
+        if amend and all(_read(root / rel) == data for rel, data in writes.items()):
+            raise KBError(f"{todo.postmortem} is already committed as it is: nothing to amend")
+        journal = Journal(repo)
+        try:
+            journal.begin(writes, todo.message)
+        except OSError as err:
+            journal.end()
+            raise KBError(f"cannot write in {journal.dir.parent}: {err.strerror}") from None
+        try:
+            for rel, data in writes.items():
+                atomic_write(root / rel, data)
+            repo.git.add("--", *writes)
+            # --only: exactly these files, whatever else the user has staged or changed
+            repo.git.commit("-m", todo.message, "--only", "--", *writes)
+        except BaseException as err:
+            try:
+                journal.recover()
+            except Exception as again:        # say both: the tree may need a hand
+                raise KBError(f"not committed: {_why(err)}; and the rollback failed: {_why(again)} "
+                              f"(the journal is in {journal.dir})") from None
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise KBError(f"not committed, nothing changed: {_why(err)}") from None
+        sha = repo.head.commit.hexsha
+        journal.end()
+        if todo.attributes:
+            notes.append(f"added `{ATTRIBUTE}` to .gitattributes in this commit (lessons files merge by union)")
+    if ignore_drafts(repo):
+        notes.append(f"the editor's drafts ({DRAFTS.strip('/')}/) are ignored through .git/info/exclude")
+    return Committed(target, lessons_path, sha, todo.message, notes)

@@ -62,7 +62,7 @@ class CommitScreen(Screen):
 
     def show_plan(self) -> None:
         from postmortem.kb.lessons import KBError
-        from postmortem.kb.repo import open_repo, plan
+        from postmortem.kb.repo import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
             todo = plan(self.pm, self._learner(), open_repo(self.root))
@@ -75,7 +75,9 @@ class CommitScreen(Screen):
         out.update("\n".join([
             "[b]Ready.[/b] Enter commits exactly these files:", "",
             f"  write   {escape(todo.postmortem)}",
-            f"  append  {escape(todo.lessons)}  (one row: the lesson)", "",
+            f"  append  {escape(todo.lessons)}  (one row: the lesson)",
+            *([f"  add     .gitattributes  (`{escape(ATTRIBUTE)}`: lessons files merge by union)"]
+              if todo.attributes else []), "",
             f"in {escape(str(todo.root))}, with the message:", f"  {escape(todo.message)}"]))
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -108,7 +110,8 @@ class CommitScreen(Screen):
         if self.draft is not None:
             from postmortem.document.drafts import discard
             discard(self.draft)     # the committed file holds every word of it now
-        out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}\n{done.lessons}")
+        out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}\n{done.lessons}"
+                          + "".join(f"\n{note}" for note in done.notes))
                    + "\n\n[b]l[/b] opens the lessons, escape goes back")
         self.app.notify(f"committed {done.sha[:10]}")
         self.set_focus(None)              # l and escape act now, not the learner's input

@@ -1,0 +1,66 @@
+"""An incident's signature: the few facts two incidents are compared on. Written into the
+post-mortem's front matter when it is drafted, so the knowledge base compares documents
+without reading their runs again."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from postmortem.diagnose.models import Symptoms
+
+
+class Signature(BaseModel):
+    pattern: str | None = None
+    dtype: str | None = None
+    phase: str | None = None          # warmup | early | mid | late, from the run's schedule
+    grad_lead: int | None = None      # steps the grad-norm spike came before the loss spike
+    peak_ratio: float | None = None   # peak loss / the 50-step EMA before
+    recovery: str | None = None       # recovered | did not recover
+
+
+def phase_of(step: int | None, manifest) -> str | None:
+    c = manifest.config if manifest else None
+    if step is None or not c or not c.total_steps:
+        return None
+    if c.warmup_steps and step < c.warmup_steps:
+        return "warmup"
+    third = step / c.total_steps
+    return "early" if third < 1 / 3 else "mid" if third < 2 / 3 else "late"
+
+
+def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int | None = None,
+              phase: str | None = None) -> Signature:
+    ratio = None
+    if sym.peak_loss and sym.pre_spike_loss_ema50:
+        ratio = sym.peak_loss / sym.pre_spike_loss_ema50
+    rec = None if sym.recovery_loss is None else (
+        "did not recover" if sym.recovery_loss == "did not recover" else "recovered")
+    return Signature(pattern=pattern, dtype=sym.dtype, phase=phase or phase_of(sym.spike_step, manifest),
+                     grad_lead=grad_lead, peak_ratio=ratio, recovery=rec)
+
+
+def grad_lead(incident) -> int | None:
+    """How many steps the grad-norm spike came before the loss went up (0: together)."""
+    for r in incident.related:
+        if r.startswith("grad_norm spike at step "):
+            return max(0, incident.step - int(r.rsplit(" ", 1)[1]))
+    return None
+
+
+def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
+    """The signature of an incident already found (no second analysis)."""
+    top = inc.hypotheses[0].pattern if inc.hypotheses else None
+    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc))
+
+
+def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:
+    """The signature of a run's incident (the largest, or the one at `step`); with no
+    incident, one that knows only the pattern and dtype."""
+    from postmortem.diagnose.analyze import analyze
+    from postmortem.diagnose.models import worst
+    incidents = analyze(log).incidents
+    if step is not None:
+        incidents = [i for i in incidents if i.step == step] or incidents
+    if not incidents:
+        return Signature(pattern=pattern, dtype=log.dtype)
+    return of_incident(incidents[worst(incidents)], log.manifest, pattern)
