@@ -29,7 +29,8 @@ def test_jsonl_nan_vs_missing_and_aliases(tmp_path):
     assert np.isinf(log.frame.loss.iloc[2]) and log.frame.val_loss.iloc[2] == 3.0
     assert log.frame.batch_hash.iloc[2] == "ab12"
     assert info(log)["metrics"][0] == {"name": "loss", "count": 3, "nan": 1, "inf": 1,
-                                       "min": 2.5, "max": 2.5, "first_step": 0, "last_step": 2}
+                                       "min": 2.5, "max": 2.5, "first_step": 0, "last_step": 2,
+                                       "from": ["train/loss"]}
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])

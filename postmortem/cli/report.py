@@ -39,6 +39,7 @@ def print_info(data: dict) -> None:
         for s in segs[:10]:
             con.print(f"  segment {s['segment']}: steps {s['first_step']}..{s['last_step']} "
                       f"({s['rows']} rows)")
+    _print_read(con, data)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("metric", "count", "NaN", "Inf", "steps", "min", "max"):
         table.add_column(col, justify="left" if col in ("metric", "steps") else "right")
@@ -51,6 +52,16 @@ def print_info(data: dict) -> None:
     con.print(table)
     for w in data["warnings"]:
         con.print(f"[yellow]warning:[/] {w}")
+
+
+def _print_read(con, data: dict) -> None:
+    """Which columns are the step and the loss, and where each configured fact came from."""
+    read = data.get("read") or {}
+    for what in ("step", "loss", "val_loss"):
+        if read.get(what) and read[what] != what:
+            con.print(f"[bold]{what}[/] from {read[what]}")
+    for fact, f in (data.get("facts") or {}).items():
+        con.print(f"[bold]{fact}[/] {f['value']}  [dim]({f['from']})[/]")
 
 
 def _path(checks) -> str:

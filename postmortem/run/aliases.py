@@ -21,7 +21,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gradient_norm", "train/gnorm", "grad_norm_pre_clip", "total_norm",
     ),
     "lr": (
-        "lr", "learning_rate", "train_lr", "train/learning_rate", "train/lr", "train/samples/lr", "learning_rate/lr", "optimizer/lr",
+        "lr", "learning_rate", "train_lr", "lr/pg0", "train/learning_rate", "train/lr", "train/samples/lr", "learning_rate/lr", "optimizer/lr",
     ),
     "loss_scale": (
         "loss_scale", "train/samples/loss_scale", "scaler/scale", "grad_scale",

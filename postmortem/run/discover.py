@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from postmortem.run import hf, losscolumn, mlflow, tables, tensorboard, textlogs, wandb
+from postmortem.run import hf, logconfig, losscolumn, mlflow, tables, tensorboard, textlogs, wandb
 from postmortem.run.assemble import build_runlog
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
@@ -303,6 +303,7 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
     if step:
         log.source.extras["step_from"] = f"{step} (--step)"
     losscolumn.choose(log, loss)
+    logconfig.apply(log)
     _infer_dtype(log)
     return log
 

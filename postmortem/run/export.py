@@ -18,12 +18,19 @@ SUFFIXES = (".csv", ".parquet", ".jsonl")
 def info(log: RunLog) -> dict:
     """What was read: format, files, segments, steps, metrics with counts and NaN counts."""
     frame = log.frame
+    extras = log.source.extras
+    names = {k: list(v) for k, v in extras.get("names", {}).items()}
+    for canon in ("loss", "val_loss"):
+        if extras.get(f"{canon}_from") and canon not in names:
+            names[canon] = [extras[f"{canon}_from"]]
     metrics = []
     for name in log.metrics:
         col = frame[name]
         logged = log.logged_mask(name)
         entry = {"name": name, "count": int(logged.sum()),
                  "nan": int(len(log.logged_nan.get(name, ())))}
+        if name in names:
+            entry["from"] = names[name]
         if is_numeric_dtype(col):
             values = col.to_numpy()
             finite = np.isfinite(values)
@@ -42,9 +49,32 @@ def info(log: RunLog) -> dict:
         "steps": {"rows": len(frame), "first": int(steps.min()), "last": int(steps.max())},
         "segments": log.segments(),
         "metrics": metrics,
+        "read": {"step": extras.get("step_from", "step"), "loss": extras.get("loss_from"),
+                 "val_loss": extras.get("val_loss_from")},
+        "facts": _facts(log),
         "warnings": log.source.warnings,
         "manifest": log.manifest.model_dump(exclude_none=True) if log.manifest else None,
     }
+
+
+def _facts(log: RunLog) -> dict:
+    """Each configured fact the checks use, its value and where it came from."""
+    from postmortem.run.logconfig import FACTS
+    origins = log.source.extras.get("facts_from", {})
+    m = log.manifest
+    out = {}
+    for fact in FACTS:
+        if fact == "run_name":
+            value = log.source.extras.get("run_name") or (m.run_id if m else None)
+        elif fact in ("vocab_size", "dtype"):
+            value = getattr(m, fact, None) if m else None
+        else:
+            value = getattr(m.config, fact, None) if m else None
+        if value is not None:
+            out[fact] = {"value": value, "from": origins.get(fact, "manifest.json")}
+    if "dtype" not in out and log.dtype:
+        out["dtype"] = {"value": log.dtype, "from": log.source.extras.get("dtype_from", "the log")}
+    return out
 
 
 def _arrow_table(log: RunLog):

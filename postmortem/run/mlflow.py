@@ -74,6 +74,13 @@ def _read_params(run_dir: Path, source: Source) -> None:
     if params.is_dir():
         source.extras["params"] = {p.name: p.read_text(errors="replace").strip()
                                    for p in sorted(params.iterdir()) if p.is_file()}
+    source.extras["mlflow_run_id"] = run_dir.name
+    tags = run_dir / "tags"
+    if tags.is_dir():
+        source.extras["tags"] = {p.relative_to(tags).as_posix(): p.read_text(errors="replace").strip()
+                                 for p in sorted(tags.rglob("*")) if p.is_file()}
+        if source.extras["tags"].get("mlflow.runName"):
+            source.extras["mlflow_run_name"] = source.extras["tags"]["mlflow.runName"]
     meta = run_dir / "meta.yaml"
     if meta.exists():
         text = meta.read_text(errors="replace")
@@ -112,13 +119,19 @@ def read_mlflow_db(path: Path, run_id: str, source: Source) -> list[Series]:
             rows = con.execute(
                 f"select key, timestamp, step, value, {nan_col} from metrics where run_uuid = ? "
                 "order by timestamp, rowid", (run_id,)).fetchall()
+            tables = {r[0] for r in con.execute("select name from sqlite_master")}
             params = con.execute("select key, value from params where run_uuid = ?",
-                                 (run_id,)).fetchall() if "params" in {
-                r[0] for r in con.execute("select name from sqlite_master")} else []
+                                 (run_id,)).fetchall() if "params" in tables else []
+            tags = con.execute("select key, value from tags where run_uuid = ?",
+                               (run_id,)).fetchall() if "tags" in tables else []
     except sqlite3.Error as err:
         raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
     if params:
         source.extras["params"] = dict(params)
+    if tags:
+        source.extras["tags"] = dict(tags)
+        if source.extras["tags"].get("mlflow.runName"):
+            source.extras["mlflow_run_name"] = source.extras["tags"]["mlflow.runName"]
     by_key: dict[str, tuple[list, list, list]] = {}
     for order, (key, _ts, step, value, is_nan) in enumerate(rows):
         o, s, v = by_key.setdefault(key, ([], [], []))

@@ -10,20 +10,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from postmortem.errors import RunReadError  # noqa: F401 (importable here and from postmortem.run, as ever)
+
 # Canonical columns, in display order. Any other metric keeps its own name.
 CANONICAL = [
     "step", "loss", "grad_norm", "lr", "loss_scale", "skipped", "val_loss",
     "batch_index", "batch_hash", "wall_time",
 ]
-
-
-class RunReadError(Exception):
-    """A run that cannot be read; the message is one line naming file and problem."""
-
-    def __init__(self, path: str | Path, problem: str):
-        self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
 
 
 class RunConfig(BaseModel):
@@ -92,10 +85,9 @@ class RunLog:
 
     @property
     def run_id(self) -> str:
-        if self.manifest and self.manifest.run_id:
-            return self.manifest.run_id
-        p = Path(self.source.path)
-        return p.stem if p.is_file() else p.name
+        """What names the run, safe as a file name (see run/identity.py)."""
+        from postmortem.run.identity import run_id
+        return run_id(self)
 
     @property
     def metrics(self) -> list[str]:

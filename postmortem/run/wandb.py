@@ -108,6 +108,7 @@ def read_wandb(path: Path, source: Source) -> list[Series]:
         records.append((int(s), values))
     if use_custom:
         source.warn("steps are train/global_step (W&B's _step is its own counter, one less)")
+    source.extras["wandb_run_id"] = path.stem.removeprefix("run-")     # run-<id>.wandb
     _read_side_files(path.parent, source)
     return series_from_records(records, source)
 

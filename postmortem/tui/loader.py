@@ -16,12 +16,13 @@ import tempfile
 
 
 class Loader:
-    def __init__(self, run: str, format: str | None = None, against: list[str] = ()):
+    def __init__(self, run: str, format: str | None = None, against: list[str] = (),
+                 columns: dict | None = None):
         self._stderr = tempfile.TemporaryFile()      # a file, not a pipe: it never blocks the child
         self.proc = subprocess.Popen([sys.executable, "-m", "postmortem.tui.loader"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         try:
-            self.proc.stdin.write(pickle.dumps((run, format, list(against))))
+            self.proc.stdin.write(pickle.dumps((run, format, list(against), columns or {})))
             self.proc.stdin.close()
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
@@ -65,12 +66,12 @@ def main() -> None:
     from postmortem.diagnose.analyze import analyze
     from postmortem.run import RunReadError, read_run
     from postmortem.tui.view import first_view
-    run, format, against = pickle.load(sys.stdin.buffer)
+    run, format, against, columns = pickle.load(sys.stdin.buffer)    # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles
     try:
         started = time.perf_counter()
-        log = read_run(run, format=format)
+        log = read_run(run, format=format, **columns)
         read_s = time.perf_counter() - started
         others = [read_run(other) for other in against]
         result = analyze(log, against=others)
