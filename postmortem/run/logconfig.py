@@ -127,8 +127,10 @@ def _dtype(flat: dict) -> tuple[str, str] | None:
     return None
 
 
-def facts_of_config(flat: dict, epoch_axis: bool = False) -> dict[str, tuple[object, str]]:
-    """{fact: (value, the key it came from)} for one flat config."""
+def facts_of_config(flat: dict, epoch_axis: bool = False,
+                    total_hint: int | None = None) -> dict[str, tuple[object, str]]:
+    """{fact: (value, the key it came from)} for one flat config; `total_hint` is the total
+    steps another config gave (HF: the ratio in training_args.json, the steps in trainer_state)."""
     out: dict[str, tuple[object, str]] = {}
     for fact, keys in KEYS.items():
         hit = _lookup(flat, keys)
@@ -155,13 +157,13 @@ def facts_of_config(flat: dict, epoch_axis: bool = False) -> dict[str, tuple[obj
                 del out[fact]
             else:
                 out[fact] = (int(v), out[fact][1])
-    _derived(flat, out, epoch_axis)
+    _derived(flat, out, epoch_axis, total_hint)
     if "schedule" in out:
         out["schedule"] = (str(out["schedule"][0]).lower().rsplit(".", 1)[-1], out["schedule"][1])
     return out
 
 
-def _derived(flat: dict, out: dict, epoch_axis: bool) -> None:
+def _derived(flat: dict, out: dict, epoch_axis: bool, total_hint: int | None = None) -> None:
     """Facts a config states in other units: tokens, samples, ratios, epochs."""
     num = lambda *k: (lambda h: (h[0], _number(h[1])) if h and _number(h[1]) is not None else None)(  # noqa: E731
         _lookup(flat, k))
@@ -180,7 +182,7 @@ def _derived(flat: dict, out: dict, epoch_axis: bool) -> None:
             if hit:
                 out["total_steps"] = (int(hit[1]), f"{hit[0]} (the steps are epochs)")
     if not out.get("warmup_steps", (0,))[0]:
-        total = out.get("total_steps", (None,))[0]
+        total = out.get("total_steps", (total_hint,))[0]
         for key, kind in (("warmup_ratio", "ratio"), ("lr_warmup_fraction", "ratio"),
                           ("lr_warmup_samples", "samples"), ("lr_warmup_tokens", "tokens"),
                           ("warmup_epochs", "epochs")):
@@ -334,10 +336,19 @@ def apply(log: RunLog) -> None:
     """Fill the manifest's facts from the configs the run carries; manifest.json wins."""
     epoch_axis = str(log.source.extras.get("step_from", "")).startswith("epoch")
     facts: dict[str, tuple[object, str]] = {}
-    for where, flat in configs(log):
+    found = configs(log)
+    for where, flat in found:
         for fact, (value, key) in facts_of_config(flat, epoch_axis).items():
             if fact not in facts:
                 facts[fact] = (value, f"{where}: {key}")
+    total = (log.manifest.config.total_steps if log.manifest and log.manifest.config else None) \
+        or facts.get("total_steps", (None,))[0]
+    if "warmup_steps" not in facts and total:           # a ratio of a total another file gave
+        for where, flat in found:
+            hit = facts_of_config(flat, epoch_axis, total).get("warmup_steps")
+            if hit:
+                facts["warmup_steps"] = (hit[0], f"{where}: {hit[1]}")
+                break
     m = log.manifest
     given = m.model_dump(exclude_none=True) if m else {}
     config_given = given.get("config", {})
