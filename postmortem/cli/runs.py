@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 
-from postmortem.cli.options import add_against, run_command
+from postmortem.cli.options import add_against, read_options, run_command
 
 
 def _read(args):
     from postmortem.run import read_run
-    return read_run(args.run, format=args.format)
+    return read_run(args.run, **read_options(args))
 
 
 def _others(args) -> list:
@@ -82,7 +82,8 @@ def cmd_tui(args) -> int:
               f"`postmortem analyze {args.run} --json` prints the analysis", file=sys.stderr)
         return 2
     from postmortem.tui.loader import Loader
-    loader = Loader(args.run, args.format, args.against or [])    # reading while Textual loads
+    loader = Loader(args.run, args.format, args.against or [],    # reading while Textual loads
+                    columns={k: v for k, v in read_options(args).items() if k != "format" and v})
     from postmortem.tui.app import run
     return run(args.run, args.format, args.device, against=args.against or [], loader=loader)
 
