@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from postmortem.diagnose.analyze import analyze
+from postmortem.errors import ReplayError
 from postmortem.replay.engine import Cancelled, Replayer
-from postmortem.run import RunReadError, read_run
+from postmortem.run import read_run
 
 from conftest import recorded_here
 
@@ -151,7 +152,7 @@ def test_unsafe_checkpoint_is_refused(tmp_path):
     state["extra"] = threading.Event        # a class: needs arbitrary unpickling
     torch.save(state, ckpt)
     log = read_run(d)
-    with pytest.raises(RunReadError, match="unsafe unpickling"):
+    with pytest.raises(ReplayError, match="unsafe unpickling"):
         Replayer(log, analyze(log).incidents[0], "cpu").replay(("faithful",))
 
 

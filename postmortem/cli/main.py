@@ -40,12 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from postmortem.run.model import RunReadError
+    from postmortem.errors import UserError
     try:
         return args.func(args)
-    except RunReadError as err:
+    except UserError as err:
         print(f"postmortem: error: {err}", file=sys.stderr)
-        return 2
+        return err.exit_code
     except KeyboardInterrupt:
         print("postmortem: interrupted", file=sys.stderr)
         return 130

@@ -8,30 +8,26 @@ import sys
 from pathlib import Path
 
 from postmortem.cli.options import add_against
-
-
-def _fail(path, problem: str):
-    from postmortem.run.model import RunReadError
-    raise RunReadError(path, problem)
+from postmortem.errors import DocumentError, IncidentError, KBError
 
 
 def _doc(path: str):
-    from postmortem.document.markdown import DocumentError, read
+    from postmortem.document.markdown import read
     try:
         return read(path)
     except DocumentError as err:
-        _fail(path, str(err))
+        raise DocumentError(f"{path}: {err}") from None
 
 
 def cmd_new(args) -> int:
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
-    from postmortem.kb.lessons import KBError, check_learner
+    from postmortem.kb.lessons import check_learner
     from postmortem.run import read_run
     try:
         check_learner(args.learner)
     except KBError as err:
-        _fail(args.learner, str(err))
+        raise KBError(f"{args.learner}: {err}") from None
     log = read_run(args.run, format=args.format)
     against = [read_run(other) for other in args.against or []]
     if args.replay:
@@ -47,7 +43,7 @@ def cmd_new(args) -> int:
         pm = draft(log, args.learner, args.step, against=against)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
-        _fail(out, "exists; --force overwrites it")
+        raise DocumentError(f"{out}: exists; --force overwrites it")
     from postmortem.files import atomic_write
     atomic_write(out, render(pm))
     print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
@@ -82,7 +78,6 @@ def cmd_check(args) -> int:
 def cmd_commit(args) -> int:
     import git
 
-    from postmortem.kb.lessons import KBError
     from postmortem.kb.repo import commit
     run = args.run
     pm, problems = _problems(args.file, run)
@@ -96,9 +91,9 @@ def cmd_commit(args) -> int:
     try:
         done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init)
     except KBError as err:
-        _fail(args.file, str(err))
+        raise KBError(f"{args.file}: {err}") from None
     except git.GitCommandError as err:
-        _fail(args.file, f"git: {(err.stderr or str(err)).strip().splitlines()[-1]}")
+        raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
     print(f"committed {done.sha[:10]}: {done.postmortem.name} and {done.lessons.name}")
     return 0
 
@@ -106,7 +101,6 @@ def cmd_commit(args) -> int:
 def cmd_lessons(args) -> int:
     from postmortem.kb.lessons import read_all
     from postmortem.kb.repo import open_repo
-    from postmortem.kb.lessons import KBError
     try:
         root = Path(open_repo(Path(args.repo or ".")).working_tree_dir)
     except KBError:
@@ -148,7 +142,7 @@ def cmd_similar(args) -> int:
         from postmortem.run import read_run
         own, sig = None, of_run(read_run(target))
         if sig.peak_ratio is None and sig.recovery is None:
-            _fail(target, "no incident to compare")
+            raise IncidentError(f"{target}: no incident to compare")
     matches = []
     for path, pm in past_postmortems(root):
         if own is not None and pm.run_id == own.run_id and pm.date == own.date:
@@ -177,7 +171,7 @@ def cmd_verify(args) -> int:
     base_log = read_run(baseline) if baseline and Path(baseline).exists() else None
     outcomes = verify(pm, read_run(args.run), base_log)
     if not outcomes:
-        _fail(args.file, "the Verification section has nothing to check")
+        raise DocumentError(f"{args.file}: the Verification section has nothing to check")
     for o in outcomes:
         print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
     return 0 if all(o.ok for o in outcomes) else 1

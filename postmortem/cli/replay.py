@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from postmortem.cli.postmortems import _fail
+from postmortem.errors import ReplayError, UserError
 
 
 def cmd_replay(args) -> int:
@@ -19,7 +19,7 @@ def cmd_replay(args) -> int:
     arms = tuple(args.arms.split(",")) if args.arms else ARMS
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
-        _fail(unknown[0], f"unknown arm; known: {', '.join(ARMS)}")
+        raise ReplayError(f"{unknown[0]}: unknown arm; known: {', '.join(ARMS)}")
     if "faithful" not in arms:
         arms = ("faithful", *arms)
     log = read_run(args.run, format=args.format)
@@ -42,10 +42,10 @@ def cmd_replay(args) -> int:
             print("postmortem: replay cancelled", file=sys.stderr)
             return 130
         except Exception as err:        # the user's own code failed: say where, keep one line
-            from postmortem.run.model import RunReadError
-            if isinstance(err, RunReadError):
+            if isinstance(err, UserError):
                 raise
-            _fail(args.run, f"the replay failed in the run's code: {type(err).__name__}: {err}")
+            raise ReplayError(f"{args.run}: the replay failed in the run's code: "
+                              f"{type(err).__name__}: {err}") from None
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0

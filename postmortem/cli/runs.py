@@ -43,11 +43,11 @@ def cmd_analyze(args) -> int:
 
     from postmortem.diagnose.analyze import analyze
     from postmortem.diagnose.thresholds import Thresholds
-    from postmortem.run.model import RunReadError
+    from postmortem.errors import UsageError
     try:
         thresholds = Thresholds.load(args.thresholds, args.set or [])
     except (ValidationError, ValueError, OSError) as err:
-        raise RunReadError(args.thresholds or "--set", f"bad thresholds: {str(err).splitlines()[0]}") from None
+        raise UsageError(f"{args.thresholds or '--set'}: bad thresholds: {str(err).splitlines()[0]}") from None
     result = analyze(_read(args), thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -68,8 +68,8 @@ def cmd_sample(args) -> int:
     names = args.names or list(SAMPLES)
     unknown = [n for n in names if n not in SAMPLES]
     if unknown:
-        from postmortem.run.model import RunReadError
-        raise RunReadError(unknown[0], f"no such sample run; known: {', '.join(SAMPLES)}")
+        from postmortem.errors import UsageError
+        raise UsageError(f"{unknown[0]}: no such sample run; known: {', '.join(SAMPLES)}")
     from postmortem.minigpt.samples import make_samples
     for path in make_samples(names, Path(args.out), jobs=args.jobs):
         print(f"made {path}")

@@ -8,19 +8,19 @@ from postmortem.diagnose.analyze import analyze
 from postmortem.diagnose.models import SPIKE_PATTERNS, Hypothesis, Incident, worst
 from postmortem.document.lint import panel_has_data
 from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
+from postmortem.errors import IncidentError
 from postmortem.run import RunLog
-from postmortem.run.model import RunReadError
 
 
 def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Incident:
     if not incidents:
-        raise RunReadError(path, "no incident to write a post-mortem about (analyze found none)")
+        raise IncidentError(f"{path}: no incident to write a post-mortem about (analyze found none)")
     if step is None:
         return incidents[worst(incidents)]      # the one the dashboard opens on
     best = min(incidents, key=lambda i: abs(i.step - step))
     if abs(best.step - step) > 50:
         steps = ", ".join(str(i.step) for i in incidents[:8])
-        raise RunReadError(path, f"no incident near step {step} (incidents at {steps})")
+        raise IncidentError(f"{path}: no incident near step {step} (incidents at {steps})")
     return best
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from postmortem.diagnose.models import Symptoms
 from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, HypothesisEntry,
                                        PostMortem, Verification, split_patterns)
+from postmortem.errors import DocumentError  # noqa: F401 (raised here, caught as markdown.DocumentError too)
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "postmortem.md"
 _FRONT = ("schema_version", "run_id", "learner", "pattern", "spike_step", "incident", "date", "run")
@@ -27,10 +28,6 @@ _TODO = {
     "verification": f"- {PLACEHOLDER}: seed, epsilon, through step T, and expectations.",
     "lesson": f"{PLACEHOLDER}: one line for the lessons file.",
 }
-
-
-class DocumentError(ValueError):
-    """A post-mortem file that cannot be read; the message says where."""
 
 
 def _cell(text: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from postmortem.document.model import one_line
+from postmortem.errors import KBError  # noqa: F401 (raised here, caught as kb.lessons.KBError too)
 from postmortem.files import NameRefused, check_name
 
 HEADER = ("| date | pattern | run | lesson | post-mortem |\n"
@@ -18,10 +19,6 @@ _LINK = re.compile(r"\[post-mortem\]\((.+)\)")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Only \n ends a row (str.splitlines would also split on \x85, \u2028, \x0c... inside a
 # lesson), and a cell is written through one_line: no line break of any kind goes into it.
-
-
-class KBError(Exception):
-    """A refusal of the knowledge base, as one line."""
 
 
 def check_learner(name: str) -> str:

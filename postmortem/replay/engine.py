@@ -15,10 +15,10 @@ import numpy as np
 from postmortem.diagnose.catalog import arm_tests
 from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Hypothesis, Incident, Observation
+from postmortem.errors import ReplayError
 from postmortem.record import this_machine
 from postmortem.replay import loading, probes
 from postmortem.run import RunLog
-from postmortem.run.model import RunReadError
 
 ARMS = ("faithful", "fp32", "scheduled-lr", "restored-moments", "swap-batch", "earlier-checkpoint")
 # which patterns each arm tests: the catalog names each pattern's arms
@@ -244,7 +244,7 @@ class Replayer:
                 neighbour = float(r.loss_fn(inc.step - 1, xn, yn).float().mean())
             return ArmResult(arm, {inc.step: suspect, inc.step - 1: neighbour},
                              skipped=None if math.isfinite(suspect) else "non-finite")
-        raise RunReadError(arm, f"unknown arm; known: {', '.join(ARMS)}")
+        raise ReplayError(f"{arm}: unknown arm; known: {', '.join(ARMS)}")
 
     # -- judging -----------------------------------------------------------------------
 

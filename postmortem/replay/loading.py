@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from postmortem.run.model import RunReadError
+from postmortem.errors import ReplayError
 
 _STEP = re.compile(r"(\d+)")
 
@@ -19,16 +19,16 @@ def entry_point(manifest, run_dir: Path):
     only when a replay is asked for."""
     spec = manifest.replay if manifest else None
     if spec is None:
-        raise RunReadError(run_dir, "no replay entry point: manifest.json needs "
-                                    '"replay": {"entrypoint": "pkg.module:make_replay"} '
-                                    "(postmortem.record.Recorder writes the manifest)")
+        raise ReplayError(f"{run_dir}: no replay entry point: manifest.json needs "
+                          '"replay": {"entrypoint": "pkg.module:make_replay"} '
+                          "(postmortem.record.Recorder writes the manifest)")
     module_name, _, func = spec.entrypoint.partition(":")
     if str(run_dir) not in sys.path:
         sys.path.append(str(run_dir))           # a make_replay kept beside the run
     try:
         fn = getattr(importlib.import_module(module_name), func)
     except (ImportError, AttributeError) as err:
-        raise RunReadError(run_dir, f"cannot import the replay entry point {spec.entrypoint}: {err}") from None
+        raise ReplayError(f"{run_dir}: cannot import the replay entry point {spec.entrypoint}: {err}") from None
     return fn
 
 
@@ -53,7 +53,7 @@ def before(ckpts: dict[int, Path], step: int, run_dir: Path) -> int:
     usable = [s for s in ckpts if s <= step]
     if not usable:
         have = ", ".join(map(str, sorted(ckpts))) or "none"
-        raise RunReadError(run_dir, f"no checkpoint at or before step {step} (have: {have})")
+        raise ReplayError(f"{run_dir}: no checkpoint at or before step {step} (have: {have})")
     return max(usable)
 
 
@@ -65,7 +65,7 @@ def load_state(path: Path):
         return torch.load(path, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as err:
         first = str(err).splitlines()[0][:160]
-        raise RunReadError(path, f"refused: the checkpoint needs unsafe unpickling ({first}); "
-                                 "save tensors, dicts and numbers only") from None
+        raise ReplayError(f"{path}: refused: the checkpoint needs unsafe unpickling ({first}); "
+                          "save tensors, dicts and numbers only") from None
     except (OSError, RuntimeError, EOFError) as err:
-        raise RunReadError(path, f"cannot load the checkpoint: {str(err).splitlines()[0][:160]}") from None
+        raise ReplayError(f"{path}: cannot load the checkpoint: {str(err).splitlines()[0][:160]}") from None

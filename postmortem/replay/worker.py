@@ -43,7 +43,7 @@ def what_is_missing(log) -> str | None:
 
 def _child(log, inc, arms: tuple[str, ...], device: str, out, cancel) -> None:
     from postmortem.replay.engine import Cancelled, Replayer
-    from postmortem.run.model import RunReadError
+    from postmortem.errors import UserError
     try:
         if device == "auto":
             import torch
@@ -54,7 +54,7 @@ def _child(log, inc, arms: tuple[str, ...], device: str, out, cancel) -> None:
         out(("done", result.to_dict()))
     except Cancelled as err:
         out(("cancelled", str(err)))
-    except RunReadError as err:
+    except UserError as err:
         out(("error", str(err)))
     except BaseException as err:        # the run's own code: one line in the panel
         out(("error", f"the replay failed in the run's code: {type(err).__name__}: {err}"))
