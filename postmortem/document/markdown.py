@@ -1,4 +1,4 @@
-"""Render a PostMortem through templates/postmortem.md and parse it back (markdown-it-py).
+"""Render a PostMortem through postmortem/templates/postmortem.md and parse it back (markdown-it-py).
 
 render(parse(render(pm))) == render(pm): every field has exactly one spelling.
 """
@@ -18,7 +18,8 @@ from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, Hypot
                                        PostMortem, Verification, split_patterns)
 from postmortem.errors import DocumentError  # noqa: F401 (raised here, caught as markdown.DocumentError too)
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "postmortem.md"
+# shipped inside the package (package data): an installed wheel writes post-mortems too
+TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "postmortem.md"
 _FRONT = ("schema_version", "run_id", "learner", "pattern", "spike_step", "incident", "date", "run")
 _TODO = {
     "hypotheses": f"{PLACEHOLDER}: rank the hypotheses, each citing a panel.",
