@@ -1,8 +1,12 @@
-"""Text logs: Megatron(-DeepSpeed), DeepSpeed, fairseq, nanoGPT, llm.c, modded-nanogpt,
-torchtitan, HF console dicts and `key: value | ...` lines.
+"""Text logs: the general metric-line reader, refined per framework where that adds meaning.
 
-A file is sniffed line by line; the dialect with the most matching lines
-parses it, with the DeepSpeed loss-scaler lines as a companion to any dialect.
+Any line-oriented log is read by `metriclines` (column-wise, by line shape). The
+family is named by evidence over the whole file (the lines of each shape count
+once per line): a Megatron iteration line with its loss makes a Megatron log,
+whatever DeepSpeed prints beside it. Refinements: Megatron's NaN loss that it
+leaves out of its line, its argument dump, grad norms printed as 0.000 when not
+computed, DeepSpeed's cumulative `skipped=` and its two engines, fairseq's JSON
+lines and HF console dicts, which keep their own line readers.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.metriclines import reader as metriclines
+from postmortem.run.metriclines.columns import Group, read_groups
+from postmortem.run.metriclines.reader import is_metric_log
 from postmortem.run.model import RunReadError, Source
 
 # A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
@@ -46,7 +53,8 @@ REWARD = re.compile(r"average reward score: (" + NUM + r")")
 KV_COLON = re.compile(r"([A-Za-z_][\w./()\- ]*?):\s*(" + NUM + r")(ms|s|%)?(?=\s|$|\||,)")
 KV_EQUALS = re.compile(r"([A-Za-z_][\w./]*)=(" + NUM + r")")
 
-# dialect -> the patterns whose hits vote for it
+# dialect -> the patterns whose hits vote for it (the first nine keep a reader of their own
+# or a refinement; the others name the family of a log the general reader reads)
 SNIFF = {
     "megatron": (MEGATRON, MEGATRON_VAL),
     "deepspeed": (DS_STEP,),
@@ -57,8 +65,21 @@ SNIFF = {
     "torchtitan": (TITAN,),
     "hf-console": (HF_DICT,),
     "kv-pipe": (PIPE_KV,),
+    "olmo": (re.compile(r"\[step=\d+/\d+"),),
+    "mmengine": (re.compile(r"Epoch(?:\(\w+\))?\s*\[\d+\]\[\s*\d+/\d+\]"),),
+    "build-nanogpt": (re.compile(r"^\d+ (?:train|val|hella) [\d.]+\s*$|^step\s+\d+ \| loss: "),),
+    "litgpt": (re.compile(r"^iter \d+ step \d+: loss"),),
+    "mlx-lm": (re.compile(r"^Iter \d+: (?:Train|Val) loss"),),
+    "keras": (re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - "),),
+    "metriclogger": (re.compile(r"\]\s+eta: .*loss: [\d.]+|Train: \[\d+/\d+\]\[\s*\d+/\d+\]"),),
+    "timm": (re.compile(r"Train: \d+ \[\s*\d+/\d+"),),
+    "maxtext": (re.compile(r"completed step: \d+"),),
+    "gpt-neox": (re.compile(r"lm_loss: .*samples/sec|samples/sec.*lm_loss"),),
+    "metric-lines": (),
 }
 MIN_HITS = 3
+# Dialects read by a line reader of their own; every other one by the general reader.
+LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe")
 
 
 def clean(line: str) -> str:
@@ -78,12 +99,43 @@ def iter_lines(path: Path) -> Iterator[str]:
                     yield clean(part)
 
 
-def sniff(path: Path, max_lines: int = 200_000, enough: int = 200) -> tuple[str | None, int]:
-    """The dialect with the most matching lines (at least MIN_HITS), and its count.
+_CACHE: dict[tuple, list[Group]] = {}
 
-    Stops as soon as one dialect has `enough` lines: a code dump or a preamble
-    before the log (modded-nanogpt, DeepSpeed launchers) only delays it.
-    """
+
+def groups_of(path: Path) -> list[Group]:
+    """The file's lines grouped by shape; the last file's groups are kept for the read."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _CACHE:
+        groups, _ = read_groups(path.read_bytes())
+        _CACHE.clear()
+        _CACHE[key] = groups
+    return _CACHE[key]
+
+
+def _hits(groups: list[Group]) -> dict[str, int]:
+    """Lines that match each dialect's patterns, over the whole file (a shape counts its lines)."""
+    hits = dict.fromkeys(SNIFF, 0)
+    hits["fairseq-json"] = 0
+    for g in groups:
+        line = clean(g.text)
+        for dialect, patterns in SNIFF.items():
+            if any(p.search(line) for p in patterns):
+                hits[dialect] += len(g.rows)
+        if FAIRSEQ_JSON.search(line):
+            hits["fairseq-json"] += len(g.rows)
+    return hits
+
+
+def _megatron_evidence(groups: list[Group]) -> bool:
+    """Megatron iteration lines that carry metrics: the log is Megatron's, even when a
+    DeepSpeed engine beside it prints more lines (Megatron-DeepSpeed thins its own)."""
+    return any("iteration" in g.parsed.counters and g.parsed.values and MEGATRON.search(clean(g.text))
+               for g in groups)
+
+
+def sniff(path: Path) -> tuple[str | None, int]:
+    """The family of the text log at `path` by evidence over the whole file, and its count."""
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -91,17 +143,29 @@ def sniff(path: Path, max_lines: int = 200_000, enough: int = 200) -> tuple[str 
         return None, 0
     if b"\x00" in head:
         return None, 0
-    hits = dict.fromkeys(SNIFF, 0)
-    for i, line in enumerate(iter_lines(path)):
-        if i >= max_lines:
+    try:
+        groups = groups_of(path)
+    except (OSError, MemoryError):
+        return None, 0
+    if not groups:
+        return None, 0
+    hits = _hits(groups)
+    if _megatron_evidence(groups):
+        return "megatron", hits["megatron"]
+    ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
+    for dialect in ranked:
+        n = hits[dialect]
+        if n == 0:
             break
-        for dialect, patterns in SNIFF.items():
-            if any(p.search(line) for p in patterns):
-                hits[dialect] += 1
-                if hits[dialect] >= enough:
-                    return dialect, hits[dialect]
-    best = max(hits, key=hits.get)
-    return (best, hits[best]) if hits[best] >= MIN_HITS else (None, hits[best])
+        if dialect in LINE_READERS and n < MIN_HITS:
+            continue
+        if dialect == "fairseq" and hits["fairseq-json"] >= MIN_HITS:
+            return dialect, n
+        if dialect in LINE_READERS and dialect != "fairseq" or is_metric_log(groups):
+            return dialect, n
+    if is_metric_log(groups):
+        return "metric-lines", sum(len(g.rows) for g in groups if g.parsed.values)
+    return None, 0
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -354,6 +418,71 @@ def _dtype_from_args(args: dict[str, str]) -> str | None:
 
 
 def read_text_log(path: Path, source: Source, dialect: str) -> list[Series]:
+    if dialect in LINE_READERS and not (dialect == "fairseq" and not _has_fairseq_json(path)):
+        return _read_by_lines(path, source, dialect)
+    return _read_general(path, source, dialect)
+
+
+def _has_fairseq_json(path: Path) -> bool:
+    return _hits(groups_of(path))["fairseq-json"] > 0
+
+
+def _read_general(path: Path, source: Source, dialect: str) -> list[Series]:
+    groups = groups_of(path)
+    omitted: list[int] = []
+    if dialect == "megatron":
+        # the DeepSpeed engine's own step lines beside Megatron's say nothing Megatron's do not
+        groups = [g for g in groups if "iteration" in g.parsed.counters or g.parsed.overflow]
+        for g in groups:
+            _megatron_nan_loss(g, omitted)
+    if not groups or not is_metric_log(groups):
+        raise RunReadError(path, f"no {dialect} metric lines")
+    lines = metriclines.place(groups, source)
+    series = metriclines.series(lines, source)
+    if not series:
+        raise RunReadError(path, f"no {dialect} metric lines")
+    source.extras["dialect"] = dialect
+    if dialect == "megatron":
+        args = _megatron_args(path)
+        if args:
+            source.extras["args"] = args
+            dtype = _dtype_from_args(args)
+            if dtype:
+                source.extras["dtype"] = dtype
+        source.warn("Megatron leaves a NaN loss out of its line (it averages over non-NaN "
+                    "iterations): see nan_iterations")
+        if omitted:
+            source.warn(f"{sum(omitted)} iteration line(s) without a loss")
+    return _postprocess(series, source)
+
+
+def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:
+    """An iteration line without its loss: NaN where Megatron counted NaN iterations."""
+    if g.parsed.stream == "val" or "iteration" not in g.parsed.counters:
+        return
+    names = [c.lower() for c in g.values]
+    if any(c.endswith("loss") for c in names):
+        return
+    omitted.append(len(g.rows))
+    nan_iters = next((v for c, v in g.values.items() if c.lower() == "number of nan iterations"), None)
+    if nan_iters is not None and (nan_iters > 0).any():
+        g.values["lm loss"] = np.full(len(g.rows), np.nan)
+        g.masks["lm loss"] = nan_iters > 0
+
+
+def _megatron_args(path: Path, limit: int = 20_000) -> dict[str, str]:
+    args: dict[str, str] = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f):
+            if i >= limit or MEGATRON.search(line):
+                break
+            m = MEGATRON_ARG.match(clean(line))
+            if m:
+                args[m.group(1)] = m.group(2)
+    return args
+
+
+def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     parse = PARSERS[dialect]
     p = _Parse(path, source)
     for line in iter_lines(path):

@@ -1,0 +1,212 @@
+"""Column-wise reading: lines grouped by shape, each shape parsed once.
+
+A line's shape is the line with its digits taken out. All lines of one shape
+(and one count of digit runs) print the same names in the same places, so the
+first of them is parsed in Python (`pairs.parse`) and the values of all the
+others are cut from the raw bytes at the same digit runs and converted by
+Arrow in one call per column. A 1M-line log has a handful of shapes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from postmortem.run.assemble import to_number
+from postmortem.run.metriclines.pairs import Parsed, parse
+
+_DIGITS = b"0123456789"
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
+_RUN = re.compile(rb"[0-9]+")
+_MAX_RUNS = 1 << 12
+
+
+@dataclass
+class Group:
+    """Lines of one shape: their line numbers, what the first of them says, the columns."""
+
+    rows: np.ndarray
+    parsed: Parsed
+    text: str                     # the first line of the group, as printed
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    counters: dict[str, np.ndarray] = field(default_factory=dict)  # step kinds, epoch, batch...
+    masks: dict[str, np.ndarray] = field(default_factory=dict)     # a column on some rows only
+
+
+def split_lines(data: bytes) -> bytes:
+    """The text with tqdm's `\\r` frames as lines of their own."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").translate(_CR_TO_LF)
+    return data
+
+
+_CHUNK = 1 << 21      # scanned a piece at a time: each pass over a piece stays in the CPU cache
+
+
+def scan(data: bytes) -> tuple[np.ndarray, ...]:
+    """Line starts and ends, digit-run starts and ends, each line's first run, and the
+    digits before each line (where the line starts once the digits are taken out)."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    n = len(b)
+    nls, rss, res, firsts, befores = [], [], [], [], []
+    runs_before, digits_before, pos = 0, 0, 0
+    while pos < n:
+        end = min(pos + _CHUNK, n)
+        if end < n:
+            cut = data.rfind(b"\n", pos, end)
+            end = cut + 1 if cut >= pos else (data.find(b"\n", end) + 1 or n)
+        c = b[pos:end]
+        isd = ((c - 48) < 10).view(np.int8)  # uint8 wraps: one comparison for '0'..'9'
+        edge = np.empty(len(c) + 1, dtype=np.int8)
+        edge[0], edge[-1] = isd[0], -isd[-1]
+        np.subtract(isd[1:], isd[:-1], out=edge[1:-1])
+        rs = np.flatnonzero(edge == 1)
+        re_ = np.flatnonzero(edge == -1)
+        nl = np.flatnonzero(c == 10)
+        line_starts = np.concatenate([[0], nl + 1])
+        if len(nl) and nl[-1] + 1 == len(c):
+            line_starts = line_starts[:-1]
+        first = np.searchsorted(rs, line_starts)
+        lengths = np.concatenate([[0], np.cumsum(re_ - rs)])
+        firsts.append(first + runs_before)
+        befores.append(lengths[first] + digits_before)
+        runs_before += len(rs)
+        digits_before += int(lengths[-1])
+        rss.append(rs + pos)
+        res.append(re_ + pos)
+        nls.append(nl + pos)
+        pos = end
+    empty = np.empty(0, np.int64)
+    nl = np.concatenate(nls) if nls else empty
+    starts = np.concatenate([[0], nl + 1]).astype(np.int64)
+    ends = np.append(nl, n).astype(np.int64)
+    if len(starts) and starts[-1] == ends[-1]:
+        starts, ends = starts[:-1], ends[:-1]
+    k = len(starts)
+    first_run = np.concatenate(firsts)[:k] if firsts else empty
+    before = np.concatenate(befores)[:k] if befores else empty
+    run_s = np.concatenate(rss) if rss else empty
+    run_e = np.concatenate(res) if res else empty
+    return starts, ends, run_s, run_e, first_run, before
+
+
+def _shape_ids(data: bytes, starts: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """One id per line: equal for lines equal once their digits are taken out."""
+    stripped = data.translate(None, _DIGITS)
+    offsets = np.append(starts - before, len(stripped)).astype(np.int64)
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(starts),
+                                           [None, pa.py_buffer(offsets), pa.py_buffer(stripped)])
+    return pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _byte_span(line: str, span: tuple[int, int]) -> tuple[int, int]:
+    s, e = span
+    if line.isascii():
+        return s, e
+    return len(line[:s].encode()), len(line[:e].encode())
+
+
+class _Cutter:
+    """Cuts the token at one span of a representative line out of every line of its group."""
+
+    def __init__(self, data: bytes, run_s: np.ndarray, run_e: np.ndarray, first_run: np.ndarray):
+        self.data, self.run_s, self.run_e, self.first_run = data, run_s, run_e, first_run
+        self.buf = pa.py_buffer(data)
+
+    def spans(self, rep: bytes, rep_runs: list[tuple[int, int]], span: tuple[int, int],
+              rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        bs, be = span
+        inside = [i for i, (s, e) in enumerate(rep_runs) if s >= bs and e <= be]
+        if not inside:
+            return None
+        a, b = inside[0], inside[-1]
+        base = self.first_run[rows]
+        return (self.run_s[base + a] + (bs - rep_runs[a][0]),
+                self.run_e[base + b] + (be - rep_runs[b][1]))
+
+    def numbers(self, starts: np.ndarray, ends: np.ndarray, commas: bool) -> np.ndarray:
+        m = len(starts)
+        if m == 0:
+            return np.empty(0)
+        pos = np.empty(2 * m, dtype=np.int64)
+        pos[0::2], pos[1::2] = starts, ends
+        # Tokens and the gaps between them as one string array over the raw bytes: no copy.
+        arr = pa.LargeStringArray.from_buffers(2 * m - 1, pa.py_buffer(pos), self.buf)
+        tokens = arr.take(pa.array(np.arange(0, 2 * m - 1, 2)))
+        if commas:
+            tokens = pc.replace_substring(tokens, ",", "")
+        try:
+            return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            out = [to_number(t) for t in tokens.to_pylist()]
+            return np.array([np.nan if v is None else v for v in out], dtype=np.float64)
+
+
+def read_groups(data: bytes) -> tuple[list[Group], int]:
+    """Every useful line of the text, grouped by shape, with its values; and the line count."""
+    data = split_lines(data)
+    starts, ends, run_s, run_e, first_run, before = scan(data)
+    n = len(starts)
+    if n == 0:
+        return [], 0
+    shape = _shape_ids(data, starts, before)
+    n_runs = np.append(first_run[1:], len(run_s)) - first_run
+    key = shape * _MAX_RUNS + np.minimum(n_runs, _MAX_RUNS - 1)
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))])
+    cutter = _Cutter(data, run_s, run_e, first_run)
+    groups = []
+    for g, line_no in enumerate(first):
+        rep = data[starts[line_no]:ends[line_no]]
+        if not rep.strip():
+            continue
+        text = rep.decode("utf-8", "replace")
+        parsed = parse(text)
+        if not parsed.useful:
+            continue
+        rows = order[bounds[g]:bounds[g + 1]]
+        groups.append(_extract(cutter, rep, text, parsed, rows))
+    return groups, n
+
+
+def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.ndarray) -> Group:
+    rep_runs = [m.span() for m in _RUN.finditer(rep)]
+    group = Group(rows=rows, parsed=parsed, text=text)
+
+    def column(span) -> np.ndarray | None:
+        bs, be = _byte_span(text, span)
+        cut = cutter.spans(rep, rep_runs, (bs, be), rows)
+        if cut is None:
+            return None
+        return cutter.numbers(cut[0], cut[1], "," in text[span[0]:span[1]])
+
+    for v in parsed.values:
+        if v.const is not None:
+            group.values[v.column] = np.full(len(rows), v.const)
+            continue
+        col = column((v.start, v.end))
+        if col is not None:
+            group.values[v.column] = col
+    for kind, span in parsed.counters.items():
+        col = column(span)
+        if col is not None:
+            group.counters[kind] = col
+    extra = {"epoch": parsed.epoch}
+    if parsed.batch:
+        extra["batch_i"], extra["batch_n"] = parsed.batch
+    if parsed.progress:
+        extra["progress_i"], extra["progress_n"] = parsed.progress
+    if parsed.overflow:
+        extra["overflow_scale"] = parsed.overflow["scale"]
+        extra["overflow_rank"] = parsed.overflow["rank"]
+    for kind, span in extra.items():
+        if span is not None:
+            col = column(span)
+            if col is not None:
+                group.counters[kind] = col
+    return group

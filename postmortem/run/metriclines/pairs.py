@@ -1,0 +1,295 @@
+"""One line's metrics: the name/value pairs, its counters, its stream, an overflow.
+
+The shapes real loggers print: `name: v`, `name=v`, `name v |`, `| name v |`,
+`name v,`, `'name': v` (Python/JSON dicts), `name: v (mean)` (the value is kept,
+the running mean dropped), `Name is v.`, `v unit` glued (`12.3ms`, `40.1%`).
+Every value keeps its span in the line, so the column reader can find the same
+value in every line of the same shape without parsing it again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from postmortem.run.metriclines.clean import clean, is_fence
+from postmortem.run.metriclines.overflow import find_overflow
+
+# A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds.
+NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+                 r"|[-+]?(?:nan|inf(?:inity)?)(?=ms|%|[^A-Za-z]|$))", re.I)
+_UNIT = re.compile(r"(ms|%)(?![A-Za-z])|[A-Za-z/]+")
+_WORD_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-()")
+_FILLER_END = {"is", "are", "was", "so", "far", "of", "at", "=", "in", "to", "from", "by", "for", "with"}
+_FILLER_START = {"current", "the"}
+_NOT_METRIC = {"eta", "epoch", "epochs", "step", "steps", "iter", "iteration", "iterations",
+               "global_step", "global step", "num_updates", "rank", "pid", "tid", "it", "line", "sample", "iters"}
+_STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval": "val",
+            "evaluation": "val", "val": "val", "valid": "val", "validation": "val",
+            "test": "test", "testing": "test"}
+_LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train_inner|training|train|evaluation|eval"
+                          r"|validation|valid|val|testing|test)\b", re.I)
+_EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)", re.I)
+_SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
+                        r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
+
+# Counters, in the order of preference for the step.
+STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
+_COUNTERS = [
+    ("step", re.compile(r"\[step=(\d+)(?:/\d+)?")),
+    ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])", re.I)),
+    ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
+    ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
+    ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
+    ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]\s*['\"]?(\d+)(?![\d.])")),
+    ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),
+    ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
+]
+# `Epoch [e][i/N]`, `Epoch(train) [e][i/N]`, `epoch: [e]  [i/N]`, `| epoch e | i/ N batches`,
+# `Train: e [i/N`, `Train: [e/E][i/N]`: the epoch and the batch within it.
+_EPOCH_BATCH = [
+    re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)", re.I),
+    re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
+]
+_EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s*\[[=>.]*\]")
+_PATH = re.compile(r"\.(?:py|cc|cpp|h|so|json|yaml|txt|log|pt|safetensors)\b|^/")
+_FRACTION = re.compile(r"(?<![\w.])\d+\s*/\s*\d+(?![\w.])")
+
+
+@dataclass
+class Value:
+    column: str
+    start: int
+    end: int
+    const: float | None = None     # a value with no digits (nan, inf): the same on every line
+
+
+@dataclass
+class Parsed:
+    """What one line holds; spans index the raw line."""
+
+    values: list[Value] = field(default_factory=list)
+    counters: dict[str, tuple[int, int]] = field(default_factory=dict)   # kind -> span
+    epoch: tuple[int, int] | None = None
+    batch: tuple[tuple[int, int], tuple[int, int]] | None = None          # (i, N) spans
+    stream: str | None = None
+    overflow: dict | None = None
+    progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
+    hint: str | None = None                                               # a family's mark
+
+    @property
+    def step_kind(self) -> str | None:
+        return next((k for k in STEP_KINDS if k in self.counters), None)
+
+    @property
+    def useful(self) -> bool:
+        return bool(self.values or self.counters or self.epoch or self.batch or self.overflow)
+
+
+def to_const(text: str) -> float:
+    t = text.lower().lstrip("+")
+    return float("nan") if "nan" in t else float("-inf") if t.startswith("-") else float("inf")
+
+
+def _name_before(text: str, p: int) -> str:
+    """The metric name printed before the value at `p`, or '' when there is none."""
+    j = p
+    while j > 0 and text[j - 1] in " :='\"":
+        j -= 1
+    words: list[str] = []
+    while j > 0 and len(words) < 7:
+        k = j
+        while k > 0 and text[k - 1] in _WORD_CHARS:
+            k -= 1
+        word = text[k:j]
+        if k > 0 and text[k - 1] in "=:" and not words:
+            pass
+        if not word or not any(c.isalpha() for c in word) or word[-1] in ".,-/" or word[0].isdigit():
+            break
+        words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
+        if k >= 2 and text[k - 1] == " " and text[k - 2] in _WORD_CHARS and text[k - 2] not in ".-":
+            j = k - 1
+            continue
+        break
+    words.reverse()
+    while words and words[-1].lower() in _FILLER_END:
+        words.pop()
+    while words and words[0].lower() in _FILLER_START:
+        words.pop(0)
+    name = " ".join(words).strip("(")
+    if name.startswith("[") or name.startswith("-"):
+        name = name.lstrip("[-")
+    return name
+
+
+_METRIC_WORD = re.compile(r"loss|acc|norm|lr|learning|ppl|perplex|reward|grad|scale|time|rate|mem"
+                          r"|throughput|tok|sample|speed|mfu|tflop|epoch|iter|step", re.I)
+
+
+def _name_like(name: str) -> bool:
+    """Not a fragment of a sentence: `How to Learn Spanish 2`, `Overriding filters for GFC 0`."""
+    words = name.split()
+    if len(words) < 2 or _METRIC_WORD.search(name) or "(" in name or name.startswith("number of"):
+        return True
+    if len(words) > 4 or any(re.search(r"[a-z][A-Z]", w) for w in words):
+        return False
+    return not any(w[:1].isupper() for w in words[1:])
+
+
+_NEXT_WORD = re.compile(r"\s+([A-Za-z][\w/]*)")
+_UNIT_WORDS = {"gb", "mb", "kb", "gib", "mib", "kib", "tb", "b", "s", "ms", "sec", "secs", "seconds",
+               "min", "mins", "minutes"}
+
+
+def _counts_something(text: str, e: int) -> bool:
+    """`53 steps`, `99 shards for ...`, `447.2 records/second.`: a count in a sentence, unless
+    the next word is the next metric's name (`time: 1.03 data_time: 0.03`)."""
+    m = _NEXT_WORD.match(text, e)
+    if not m or m.group(1).lower() in _UNIT_WORDS:
+        return False
+    rest = text[m.end():m.end() + 40]
+    return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
+        not re.match(r"(?:\s+[A-Za-z][\w/]*){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
+
+
+def _unit_after(text: str, e: int) -> str:
+    m = _UNIT.match(text, e)
+    if not m:
+        return ""
+    return {"ms": "_ms", "%": "_pct"}.get(m.group(1) or "", "")
+
+
+def _consumed(spans: list[tuple[int, int]], s: int, e: int) -> bool:
+    return any(a <= s and e <= b for a, b in spans)
+
+
+def parse(raw: str) -> Parsed:
+    """The metrics, counters, stream and overflow of one raw line."""
+    out = Parsed()
+    if is_fence(raw):
+        return out
+    text = clean(raw)
+    if not text.strip():
+        return out
+    ov = find_overflow(text)
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _COUNTERS:
+        if kind in out.counters:
+            continue
+        m = pattern.search(text)
+        if m and not _consumed(taken, *m.span(1)):
+            out.counters[kind] = m.span(1)
+            taken.append(m.span())
+    if "s" in text[:3] and "step" in out.counters and text.lstrip().startswith("s:"):
+        out.hint = "llm.c"
+    for pattern in _EPOCH_BATCH:
+        m = pattern.search(text)
+        if m:
+            out.epoch, out.batch = m.span(1), (m.span(2), m.span(3))
+            taken.append(m.span())
+            break
+    if out.epoch is None:
+        m = _EPOCH.search(text)
+        if m:
+            out.epoch = m.span(1)
+            taken.append(m.span())
+    m = _KERAS_BAR.match(text)
+    if m:
+        out.progress = (m.span(1), m.span(2))
+        taken.append(m.span())
+    if ov is not None:
+        out.overflow = ov
+        return out
+    taken += [m.span() for m in _FRACTION.finditer(text)]
+    m = _EPOCH_STREAM.search(text) or _LINE_STREAM.match(text)
+    if m:
+        out.stream = _STREAMS[m.group(1).lower()]
+    if _SKIP_LINE.search(text):
+        return out
+    _values(text, out, taken)
+    if out.values and _prose(text, out):
+        out.values = []
+    return out
+
+
+_ALPHA_WORD = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?![\w.])")
+
+
+def _prose(text: str, out: Parsed) -> bool:
+    """A sentence with a few numbers in it (a generated sample, a banner), not a metric line."""
+    named = sum(len(_ALPHA_WORD.findall(v.column)) for v in out.values)
+    words = len(_ALPHA_WORD.findall(text))
+    return words - named > max(10, 3 * named)
+
+
+def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
+    last_end = -10
+    pending_counter: tuple[int, int] | None = None
+    found: list[tuple[str, int, int, str]] = []
+    for m in NUM.finditer(text):
+        s, e = m.span()
+        if _consumed(taken, s, e):
+            last_end = e
+            continue
+        before = text[last_end:s]
+        if before.strip() in ("(", "") and last_end >= 0 and "(" in before:
+            last_end = _skip_paren(text, e)          # `value (running mean)`: the mean is dropped
+            continue
+        if not any(c.isdigit() for c in m.group()) and re.match(r"\s+[A-Za-z][\w ]*:", text[e:e + 40]):
+            continue                                 # `number of nan iterations: 0`: a word
+        unit = _unit_after(text, e)
+        name = _name_before(text, s)
+        if not name and pending_counter is not None and text[last_end:s].strip() == ":":
+            # `Validation loss 8416:  0.7117`: the integer was the step, the name is the value's
+            name = pending_counter[0]
+            out.counters.setdefault("step", pending_counter[1])
+            found = [f for f in found if f[1] != pending_counter[1][0]]
+        pending_counter = None
+        after = text[e:e + 1]
+        if after == ":" and m.group().isdigit() and name:
+            pending_counter = (name, (s, e))
+        if (name and name.lower() not in _NOT_METRIC and not _PATH.search(name) and _name_like(name)
+                and not _counts_something(text, e)):
+            found.append((name, s, e, unit))
+        last_end = e + (len(_UNIT.match(text, e).group()) if _UNIT.match(text, e) else 0)
+    _name_columns(text, out, found)
+
+
+def _skip_paren(text: str, e: int) -> int:
+    close = text.find(")", e)
+    return close + 1 if close >= 0 else e
+
+
+def _clean_name(name: str) -> str:
+    name = re.sub(r"\s+", " ", name).strip(" |,;")
+    if name.endswith(" value"):              # Megatron's `lm loss value`
+        name = name[: -len(" value")]
+    return name
+
+
+def _stream_of(name: str) -> str | None:
+    first = re.split(r"[\s_/.]", name.lower(), 1)[0]
+    return _STREAMS.get(first)
+
+
+def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str]]) -> None:
+    names = [_clean_name(n) for n, *_ in found]
+    lower = [n.lower() for n in names]
+    has_loss = any("loss" in n for n in lower if _stream_of(n) not in ("val", "test"))
+    has_val = any(_stream_of(n) in ("val", "test") for n in lower)
+    for (raw_name, s, e, unit), name, low in zip(found, names, lower):
+        stream = _stream_of(low)
+        if low in _STREAMS and not any("loss" in n for n in lower if n != low):
+            name, stream = f"{name} loss", _STREAMS[low]                 # `250 val 3.2`
+        elif low in _STREAMS:
+            continue
+        if out.stream in ("val", "test") and stream is None and low not in ("lr", "learning rate"):
+            name = f"{out.stream}_{name}"
+        elif stream == "train" and (has_val or out.stream in ("val", "test")):
+            name = f"eval_{name}"                # the train loss measured at an eval
+        elif stream is None and has_val and not has_loss and out.stream is None:
+            name = f"val_{name}"                 # the timings of an eval line are the eval's
+        value = text[s:e]
+        const = to_const(value) if not any(c.isdigit() for c in value) else None
+        out.values.append(Value(name + unit, s, e, const))

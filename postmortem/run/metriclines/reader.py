@@ -1,0 +1,190 @@
+"""The general metric-line reader: any line-oriented text log -> series.
+
+Groups of lines (`columns`) -> one step per line (`steps`) -> series per column,
+with overflow lines turned into skipped steps and loss-scale values, the same
+step printed again (every rank, micro-batches) read once, and streams kept apart
+(`val_*`, `test_*` columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from postmortem.run.aliases import canonical_name
+from postmortem.run.assemble import Series
+from postmortem.run.metriclines import steps as stepping
+from postmortem.run.metriclines.columns import Group, read_groups
+from postmortem.run.model import Source
+
+_METRIC_WORDS = ("loss", "acc", "norm", "lr", "learning", "ppl", "perplexity", "reward", "mse",
+                 "mae", "error", "f1", "bleu", "map", "kl", "entropy", "grad", "top1", "auc")
+
+
+@dataclass
+class Lines:
+    """Every useful line, in file order, with its group and its step."""
+
+    groups: list[Group]
+    rows: np.ndarray          # line number of each entry
+    gid: np.ndarray           # its group
+    pos: list[np.ndarray]     # per group: the entries of its rows
+    step: np.ndarray          # per entry (NaN: no step could be given)
+    keep: np.ndarray          # per entry
+
+
+def _gather(groups: list[Group], name: str) -> np.ndarray:
+    return np.concatenate([g.counters.get(name, np.full(len(g.rows), np.nan)) for g in groups])
+
+
+def metric_like(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _METRIC_WORDS)
+
+
+def is_metric_log(groups: list[Group]) -> bool:
+    """Enough evidence that this text is a training log: a metric-looking name or an overflow."""
+    named = [g for g in groups if any(metric_like(c) for c in g.values)]
+    lines = sum(len(g.rows) for g in named)
+    counted = any(g.parsed.counters or g.parsed.epoch is not None for g in named)
+    overflow = sum(len(g.rows) for g in groups if g.parsed.overflow)
+    return lines >= 2 or (lines == 1 and counted) or overflow >= 2
+
+
+def read_lines(data: bytes, source: Source,
+               keep_group: Callable[[Group], bool] | None = None) -> Lines | None:
+    groups, _ = read_groups(data)
+    if keep_group is not None:
+        groups = [g for g in groups if keep_group(g)]
+    if not groups or not is_metric_log(groups):
+        return None
+    return place(groups, source)
+
+
+def place(groups: list[Group], source: Source) -> Lines:
+    rows = np.concatenate([g.rows for g in groups])
+    gid = np.concatenate([np.full(len(g.rows), i) for i, g in enumerate(groups)])
+    order = np.argsort(rows, kind="stable")
+    inv = np.empty_like(order)
+    inv[order] = np.arange(len(order))
+    rows, gid = rows[order], gid[order]
+    bounds = np.concatenate([[0], np.cumsum([len(g.rows) for g in groups])])
+    pos = [inv[bounds[i]:bounds[i + 1]] for i in range(len(groups))]
+
+    counters: dict[str, np.ndarray] = {}
+    names = {k for g in groups for k in g.counters}
+    for name in names:
+        counters[name] = _gather(groups, name)[order]
+    n = len(rows)
+    keep = np.ones(n, dtype=bool)
+    if "progress_i" in counters:         # a Keras bar before its epoch's last batch
+        pi, pn = counters["progress_i"], counters["progress_n"]
+        keep &= ~(np.isfinite(pi) & (pi < pn))
+    own, kind = stepping.own_steps(counters, n, source)
+    overflow = np.zeros(n, dtype=bool)
+    train = np.zeros(n, dtype=bool)
+    for i, g in enumerate(groups):
+        if g.parsed.overflow:
+            overflow[pos[i]] = True
+        if g.parsed.values and g.parsed.stream not in ("val", "test") and not all(
+                c.startswith(("val", "eval", "test")) for c in g.values):
+            train[pos[i]] = True
+    own = np.where(keep, own, np.nan)
+    step, note = stepping.assign(own, overflow, train & keep, source)
+    if kind:
+        source.extras["step_from"] = f"{kind} (the lines' own counter)"
+    elif note:
+        source.extras["step_from"] = note
+    keep &= np.isfinite(step)
+    _dedupe(groups, pos, step, keep, source)
+    return Lines(groups, rows, gid, pos, step, keep)
+
+
+def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: np.ndarray,
+            source: Source) -> None:
+    """The same step printed again by a line with the same columns (every rank, micro-batches)."""
+    dropped = 0
+    kinds: dict[tuple, list[np.ndarray]] = {}
+    for g, p in zip(groups, pos):
+        if g.parsed.values:
+            kinds.setdefault((g.parsed.stream, tuple(sorted(g.values))), []).append(p)
+    for parts in kinds.values():
+        p = np.sort(np.concatenate(parts))
+        if len(p) < 2:
+            continue
+        p = p[keep[p]]
+        s = step[p]
+        again = np.flatnonzero(s[1:] == s[:-1]) + 1
+        if len(again):
+            keep[p[again]] = False
+            dropped += len(again)
+    if dropped:
+        source.warn(f"{dropped} line(s) repeat the step of the line before them (every rank "
+                    f"printing, or micro-batches of one step): the first of each is kept")
+
+
+def series(lines: Lines, source: Source) -> list[Series]:
+    """One series per column; overflow lines become `overflows`, `skipped` and `loss_scale`."""
+    where: dict[str, np.ndarray] = {}
+    full: dict[str, np.ndarray] = {}
+    n = len(lines.rows)
+    for g, p in zip(lines.groups, lines.pos):
+        k = lines.keep[p]
+        for name, values in g.values.items():
+            mask = k & g.masks[name] if name in g.masks else k
+            if not mask.any():
+                continue
+            if name not in where:       # marked on the whole line array: file order with no sort
+                where[name], full[name] = np.zeros(n, dtype=bool), np.empty(n)
+            where[name][p[mask]] = True
+            full[name][p[mask]] = values[mask]
+    result = []
+    rows = int(lines.keep.sum())
+    for name, mark in where.items():
+        at = np.flatnonzero(mark)
+        if rows >= 200 and len(at) <= 2 and not metric_like(name):
+            continue                      # a number in the preamble or in a printed sample
+        result.append(Series(name, lines.rows[at], lines.step[at].astype(np.int64), full[name][at]))
+    result += _overflow_series(lines, source, {canonical_name(s.name) for s in result})
+    return result
+
+
+def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:
+    orders, steps, scales, other_ranks = [], [], [], 0
+    for g, p in zip(lines.groups, lines.pos):
+        if not g.parsed.overflow:
+            continue
+        k = lines.keep[p].copy()
+        rank = g.counters.get("overflow_rank")
+        if rank is not None:
+            other_ranks += int((k & (rank != 0)).sum())
+            k &= rank == 0
+        orders.append(lines.rows[p][k])
+        steps.append(lines.step[p][k])
+        scales.append(g.counters.get("overflow_scale", np.full(len(p), np.nan))[k])
+    if other_ranks:
+        source.warn(f"{other_ranks} OVERFLOW line(s) from ranks other than 0 were not counted twice")
+    if not orders or not sum(len(o) for o in orders):
+        return []
+    order = np.concatenate(orders)
+    step = np.concatenate(steps).astype(np.int64)
+    srt = np.lexsort((order, step))          # by step, then file order within a step
+    order, step, scale = order[srt], step[srt], np.concatenate(scales)[srt]
+    ustep, first, counts = np.unique(step, return_index=True, return_counts=True)
+    last = first + counts - 1
+    at = order[last]
+    out = [Series("overflows", at, ustep, counts.astype(np.float64))]
+    if "skipped" not in present:
+        out.append(Series("skipped", at, ustep, counts.astype(np.float64)))
+    if "loss_scale" not in present:
+        # the scale after the last overflow of each step (a hysteresis line sets none)
+        has = np.isfinite(scale)
+        if has.any():
+            idx = np.flatnonzero(has)
+            s_step = step[idx]
+            u, f, c = np.unique(s_step, return_index=True, return_counts=True)
+            pick = idx[f + c - 1]
+            out.append(Series("loss_scale", order[pick], u, scale[pick]))
+    return out

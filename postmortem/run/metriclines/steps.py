@@ -1,0 +1,93 @@
+"""Which step each metric line belongs to, from the line's own counter.
+
+Preference: `global_step`, `step`, `iteration N/M`, `iter`, `num_updates`, a tqdm
+counter, a leading integer; then `Epoch [e][i/N]` as e*N+i; then the epoch. A
+line without a counter of the file's finest kind (an `[step=N]` header's indented
+lines, an eval line, an epoch summary) belongs to the last step before it; one
+before any counter to the first step after it. A file with no counter at all is
+read by the ordinal of its train lines, with a warning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from postmortem.run.metriclines.pairs import STEP_KINDS
+from postmortem.run.model import Source
+
+
+def _ffill(values: np.ndarray) -> np.ndarray:
+    idx = np.where(np.isfinite(values), np.arange(len(values)), -1)
+    np.maximum.accumulate(idx, out=idx)
+    out = np.where(idx >= 0, values[np.maximum(idx, 0)], np.nan)
+    return out
+
+
+def _bfill(values: np.ndarray) -> np.ndarray:
+    return _ffill(values[::-1])[::-1]
+
+
+def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[np.ndarray, str]:
+    """Each line's own step (NaN where it has none at the file's finest kind), and that kind."""
+    nan = np.full(n, np.nan)
+    step = nan.copy()
+    kinds = []
+    for kind in STEP_KINDS:
+        col = counters.get(kind)
+        if col is not None and np.isfinite(col).any():
+            fill = np.isnan(step) & np.isfinite(col)
+            step[fill] = col[fill]
+            kinds.append(kind)
+    epoch = counters.get("epoch", nan)
+    if kinds:
+        restart = _restarts_with_epoch(step, epoch)
+        if restart:
+            k = np.nanmax(step) + 1
+            has = np.isfinite(step) & np.isfinite(epoch)
+            step[has] = epoch[has] * k + step[has]
+            source.warn(f"the {kinds[0]} counter starts again at every epoch: step = epoch x {int(k)} + {kinds[0]}")
+            return step, f"epoch x {int(k)} + {kinds[0]}"
+        return step, kinds[0]
+    bi, bn = counters.get("batch_i", nan), counters.get("batch_n", nan)
+    if np.isfinite(bi).any():
+        step = epoch * bn + bi
+        return step, "epoch x batches + batch ([e][i/N])"
+    if np.isfinite(epoch).any():
+        return epoch.copy(), "epoch (no step counter: epoch-indexed)"
+    return step, ""
+
+
+def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
+    both = np.flatnonzero(np.isfinite(step) & np.isfinite(epoch))
+    if len(both) < 3:
+        return False
+    s, e = step[both], epoch[both]
+    back = np.flatnonzero(np.diff(s) < 0)
+    return len(back) > 0 and bool((np.diff(e)[back] > 0).all())
+
+
+def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Source
+           ) -> tuple[np.ndarray, str | None]:
+    """Steps for every line in order: its own, else the last before, else the first after.
+
+    Overflow lines without a counter of their own belong to the next step line: the
+    scaler reports the skip before the trainer prints the step it skipped in.
+    """
+    if not np.isfinite(own).any():
+        ordinal = np.where(train, np.cumsum(train), np.nan).astype(np.float64)
+        if not train.any():
+            return np.full(len(own), np.nan), None
+        source.warn("the lines carry no step counter: steps are the ordinal of each train line")
+        own = ordinal
+        note = "the ordinal of each train line (no step counter)"
+    else:
+        note = None
+    lines = ~overflow | np.isfinite(own)
+    counted = np.where(lines, own, np.nan)
+    after = _bfill(counted)
+    step = _ffill(counted)
+    head = np.isnan(step)
+    step[head] = after[head]
+    ov = overflow & np.isnan(own)
+    step[ov] = np.where(np.isfinite(after[ov]), after[ov], step[ov])
+    return step, note
