@@ -112,12 +112,40 @@ def memory(path: Path, route: str, warm: Path | None = None) -> dict:
     return m
 
 
+def trainer_state(d: Path, rounds: int) -> None:
+    """trainer_state.json: read column-wise by arrow vs json.load, and vs the row-by-row route."""
+    import postmortem.run.hf as hf
+    state = d / "hf" / "trainer_state.json"
+
+    def rowwise():
+        hf._ARROW_FROM, keep = 1 << 62, hf._ARROW_FROM
+        try:
+            ours(d / "hf")()
+        finally:
+            hf._ARROW_FROM = keep
+    results = {"steps": int(d.name)}
+    for name, base, cand in [("trainer_state.json vs json.load", lambda: json.loads(state.read_bytes()),
+                              ours(d / "hf")),
+                             ("row-by-row route vs json.load", lambda: json.loads(state.read_bytes()),
+                              rowwise)]:
+        r = results[name] = interleaved(base, cand, rounds)
+        print(f"  {name:38s} baseline {r['baseline_s']:7.3f}s  ours {r['ours_s']:7.3f}s  "
+              f"ratio {r['ratio']:.2f}")
+    out = HERE / "results" / f"read-trainer-state-{d.name}.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--slow-steps", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", choices=["trainer_state"], help="this comparison alone (needs only "
+                                                              "<steps>/hf/trainer_state.json)")
     args = ap.parse_args()
+    if args.only == "trainer_state":
+        return trainer_state(HERE / "data" / str(args.steps), args.rounds)
     import pandas as pd
     import pyarrow.json as pajson
     d = HERE / "data" / str(args.steps)

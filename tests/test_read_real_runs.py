@@ -18,29 +18,9 @@ def at(log, step, col, segment=None):
 # Runs of shared/real_runs that do not read yet, by the family of log they belong to.
 # Strict: a run that starts reading fails here until it is taken off the list.
 NOT_YET_READ = {
-    "buildnanogpt-logtxt-2.5epoch-timelimit": "build-nanogpt log.txt (`N train X`)",
-    "buildnanogpt-stdout-124m-gnspikes": "build-nanogpt stdout (`step N | loss: X | norm: Y`)",
-    "issue-apex-493-amp-overflow-valjump": "apex amp console (`Gradient overflow. Skipping step`)",
-    "issue-bigdl-1486-loss-infinity": "BigDL DistriOptimizer (`[Iteration N] ... Loss is X.`)",
-    "issue-colossalai-1375-found-inf-loss-nan": "tqdm postfix (`431/788222 [..., loss=nan, lr=..]`)",
-    "issue-fairseq-2404-train-inner-overflow": "fairseq train_inner (`num_updates=N`, overflow lines)",
-    "issue-gptneo-ft-7-deepspeed-zero3-overflow": "DeepSpeed OVERFLOW lines glued to tqdm",
-    "issue-insightface-2262-fp16-gradscale-zero": "arcface_torch (`Loss nan   Global Step: N`)",
-    "issue-litgpt-689-loss-flat": "litgpt (`iter N step M: loss X`)",
-    "issue-maxtext-4847-completed-step": "MaxText absl (`completed step: N, ... loss: X`)",
-    "issue-megatron-bridge-4024-lora-gradnorm": "Megatron-Core with a bracketed timestamp",
-    "issue-minigpt4-67-metriclogger-flat-loss": "LAVIS/DeiT MetricLogger (`[i/N] loss: X`)",
-    "issue-mlxlm-18-lora-control": "mlx-lm (`Iter N: Train loss X`)",
-    "issue-mmdet-5911-intermittent-nan": "mmcv/mmdet (`Epoch [e][i/N]\tlr: .., loss: nan`)",
-    "issue-mmpretrain-1632-mmengine-text": "mmengine text (`Epoch(train) [e][i/N] ... loss: X`)",
-    "issue-simclr-keras-14-console-nan": "Keras fit console (`53/53 [===] - loss: X`)",
-    "issue-simmim-15-gradnorm-avg-nan": "Swin/SimMIM (`Train: [e/E][i/N] ... loss X (mean)`)",
-    "issue-timm-814-console-control": "timm train console (`Train: e [i/N] Loss: X (mean)`)",
-    "issue-torchtitan-2389-dup-rank-lines": "torchtitan, every rank printing the same step",
-    "nanogpt-seis-bracket-prefix-ctx4k": "nanoGPT with `[train]` prefixes",
-    "olmo-console-20m-zero-gradnorm-flatloss": "OLMo console (`[step=N/M]` + indented name=value)",
-    "paddle-prednet-custom-epoch-step": "plain prints (`Epoch e, Step i, ... loss is X`)",
-    "pytorch-wordlm-rnntanh-diverge-anneal": "PyTorch word_language_model (`| epoch 1 | 200/ 2983 batches |`)",
+    # two different runs (steps 10..750 and 10..430 overlap): the directory names both, each
+    # file reads (tests/test_text_log_families.py)
+    "olmo-console-20m-zero-gradnorm-flatloss": "two OLMo runs in one directory: pass one file",
 }
 
 
@@ -251,3 +231,37 @@ def test_mae_log_txt_epoch_resumes(real_runs):
     assert at(log, 621, "loss", segment=5) == pytest.approx(0.22297731667337284)
     assert at(log, 799, "lr") == pytest.approx(2.1366997976197385e-10)   # train_lr
     assert len(log.frame) == 831
+
+
+def test_trainer_state_read_column_wise_reads_the_same(real_runs, monkeypatch, tmp_path):
+    import json
+    import postmortem.run.hf as hf
+    names = ("hf-trainer-star-gnspikes", "hf-trainer-cpt-predictrows", "hf-trainer-viz-evalrows",
+             "hf-trainer-tinyllama-evalrows", "hf-trainer-tb-serial-lain")
+    # and one with NaN/Infinity, a string value, a float step row, a nested value: json.dumps, one line
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    rows = [{"step": s, "loss": 1.0 / (s + 1), "grad_norm": 0.5, "epoch": s / 10,
+             "remaining_time": "1h"} for s in range(1, 50)]
+    rows[20]["loss"], rows[20]["grad_norm"] = 0.0, float("nan")
+    rows[30]["grad_norm"] = float("inf")
+    rows.append({"step": 50, "eval_loss": 2.0, "epoch": 5.0})
+    rows.append({"predict_loss": 3.0, "epoch": 5.0})
+    rows.append({"step": 50, "train_loss": 0.9, "total_flos": 1e12, "train_runtime": 10.0})
+    (odd / "trainer_state.json").write_text(json.dumps({"log_history": rows, "max_steps": 50}))
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    rows[5]["lrs"] = [{"group": 0, "lr": 0.1}, {"group": 1, "lr": 0.2}]
+    (nested / "trainer_state.json").write_text(json.dumps({"log_history": rows}, indent=2))
+    for run in [real_runs / n for n in names] + [odd, nested]:
+        monkeypatch.setattr(hf, "_ARROW_FROM", 1 << 40)
+        rowwise = read_run(run)
+        monkeypatch.setattr(hf, "_ARROW_FROM", 0)
+        columns = read_run(run)
+        assert columns.frame.equals(rowwise.frame), run.name
+        assert {k: list(v) for k, v in columns.logged_nan.items()} == \
+            {k: list(v) for k, v in rowwise.logged_nan.items()}, run.name
+        assert columns.source.warnings == rowwise.source.warnings, run.name
+        for key in ("summary", "rows_without_step", "max_steps"):
+            assert columns.source.extras.get(key) == rowwise.source.extras.get(key), (run.name, key)
+    assert len(columns.frame) == 50 and np.isnan(at(columns, 21, "grad_norm"))

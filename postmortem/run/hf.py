@@ -100,9 +100,154 @@ def _stream_rows(path: Path, state: dict):
         raise RunReadError(path, f"not valid JSON after log_history ({err.msg}); truncated?") from None
 
 
+_ARROW_FROM = 1 << 20      # bigger files: log_history parsed column-wise by arrow
+
+
+def _history_bytes(data: bytes) -> tuple[bytes, dict] | None:
+    """log_history's rows, one per line, and the file's other keys; None where the file's
+    shape is not the plain one (the row-by-row route then reads it)."""
+    key = data.find(b'"log_history"')
+    start = data.find(b"[", key) if key >= 0 else -1
+    if start < 0:
+        return None
+    end, state = len(data), None
+    for _ in range(64):        # the list's end: the last "]" after which the other keys parse
+        end = data.rfind(b"]", start, end)
+        if end < 0:
+            return None
+        i = end - 1
+        while data[i] in b" \t\r\n":
+            i -= 1
+        if data[i] not in b"}[":
+            continue
+        try:
+            state = json.loads(data[:start] + b"[]" + data[end + 1:])
+        except (ValueError, RecursionError):
+            continue
+        break
+    if not isinstance(state, dict):
+        return None
+    rows = data[start + 1:end]
+    if b"\n" in rows[:1 << 16]:              # HF writes indent=2: one row per line first
+        rows = rows.replace(b"\r", b" ").replace(b"\n", b" ")
+    return rows.replace(b"},", b"}\n"), state
+
+
+def _arrow_series(path: Path, source: Source) -> list[Series] | None:
+    """log_history column-wise: the same series as the row-by-row route, at about the cost of
+    json.load (a nested row, a float step or an odd shape: None, and that route reads it)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import json as pajson
+
+    from postmortem.run.aliases import canonical_name
+    from postmortem.run.assemble import STRICT
+    from postmortem.run.tables import _JSON_BARE, _SENTINEL_VALUES, _SENTINELS
+    found = _history_bytes(path.read_bytes())
+    if found is None:
+        return None
+    rows, state = found
+    sentinel = b"NaN" in rows or b"Infinity" in rows
+    if sentinel:
+        rows = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), rows)
+    try:
+        table = pajson.read_json(pa.BufferReader(rows)) if rows.strip() else None
+    except (pa.ArrowInvalid, pa.ArrowException):
+        return None
+    del rows
+    if table is None or "step" not in table.column_names or not pa.types.is_integer(table["step"].type):
+        return None
+    n = table.num_rows
+    present = {c: table[c].is_valid().to_numpy(zero_copy_only=False) for c in table.column_names}
+    none = np.zeros(n, bool)
+    any_of = lambda prefixes: np.logical_or.reduce(  # noqa: E731
+        [present[c] for c in present if c.startswith(prefixes)] or [none])
+    summary = present.get("train_runtime", none) | (present.get("train_loss", none) & present.get("total_flos", none))
+    predict = ~summary & any_of(("predict_", "test_"))
+    evals = ~summary & ~predict & any_of(("eval_",))
+    stepless = ~summary & ~predict & ~present["step"]
+    kept = ~summary & ~predict & ~stepless
+    extras = source.extras
+
+    def as_dicts(mask):
+        return [{k: v for k, v in r.items() if v is not None}
+                for r in table.filter(pa.array(mask)).to_pylist()]
+    if summary.any():
+        extras["summary"] = as_dicts(summary)[-1]
+    if (predict | stepless).any():
+        extras["rows_without_step"] = as_dicts(predict | stepless)
+    order = np.arange(n, dtype=np.int64)
+    step = table["step"].to_numpy(zero_copy_only=False)
+    step = np.where(kept, step, 0).astype(np.int64)
+    out: list[Series] = []
+    late: list[str] = []          # said last, as the row-by-row route does
+    for name in table.column_names:
+        if name == "step":
+            continue
+        col = table[name]
+        mask = present[name] & kept & (~evals if name == "epoch" else True)
+        if not mask.any():
+            continue
+        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
+            values = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            if sentinel:
+                for stand_in, real in _SENTINEL_VALUES.items():
+                    values = np.where(values == stand_in, real, values)
+        else:
+            cells = col.to_pylist() if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else None
+            parsed = None if cells is None else [to_number(v) if m else None for v, m in zip(cells, mask)]
+            bad = next((i for i in np.flatnonzero(mask) if parsed is None or parsed[i] is None), None)
+            if bad is not None:
+                raw = cells[bad] if cells is not None else pc.take(col, [int(bad)]).to_pylist()[0]
+                if name == "batch_hash":
+                    out.append(Series(name, order[mask], step[mask],
+                                      np.array([str(cells[i]) for i in np.flatnonzero(mask)], dtype=object)))
+                    continue
+                if canonical_name(name) in STRICT:
+                    raise RunReadError(source.path, f"step {int(step[bad])}: {name} is {raw!r}, not a number")
+                late.append(f"{name}: not numeric (e.g. {repr(raw)[:40]}); kept out of the table")
+                continue
+            values = np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
+        out.append(Series(name, order[mask], step[mask], values[mask]))
+    if "loss" in table.column_names and "grad_norm" in table.column_names:
+        loss = table["loss"].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) \
+            if not pa.types.is_string(table["loss"].type) else None
+        gn = table["grad_norm"].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) \
+            if not pa.types.is_string(table["grad_norm"].type) else None
+        if loss is not None and gn is not None:
+            if sentinel:
+                gn = np.where(gn == _SENTINELS[b"NaN"], np.nan, gn)
+            for i in np.flatnonzero(kept & present["loss"] & present["grad_norm"] & (loss == 0.0) & np.isnan(gn)):
+                source.warn(f"step {int(step[i])}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
+    _finish(state, source)
+    for message in late:
+        source.warn(message)
+    return out
+
+
+def _finish(state: dict, source: Source) -> None:
+    extras = source.extras
+    if extras.get("rows_without_step"):
+        source.warn(f"{len(extras['rows_without_step'])} predict/test row(s) have no step; kept "
+                    f"out of the table")
+    for key in ("max_steps", "logging_steps", "eval_steps", "save_steps", "global_step",
+                "train_batch_size", "num_train_epochs"):
+        if key in state:
+            extras[key] = state[key]
+    source.warn(HIDDEN_NAN_NOTE)
+
+
 def read_trainer_state(path: Path, source: Source) -> list[Series]:
     """Train, eval, predict and summary rows told apart; bare NaN/Infinity accepted."""
     state: dict = {}
+    if path.stat().st_size > _ARROW_FROM:
+        try:
+            series = _arrow_series(path, source)
+        except MemoryError:
+            series = None
+        if series is not None:
+            return series
     try:
         if path.stat().st_size > _STREAM_FROM:
             history = _stream_rows(path, state)
@@ -132,14 +277,7 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
         loss, gn = to_number(row.get("loss")), to_number(row.get("grad_norm"))
         if loss == 0.0 and gn is not None and math.isnan(gn):
             source.warn(f"step {step}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
-    if extras.get("rows_without_step"):
-        source.warn(f"{len(extras['rows_without_step'])} predict/test row(s) have no step; kept "
-                    f"out of the table")
-    for key in ("max_steps", "logging_steps", "eval_steps", "save_steps", "global_step",
-                "train_batch_size", "num_train_epochs"):
-        if key in state:
-            extras[key] = state[key]
-    source.warn(HIDDEN_NAN_NOTE)
+    _finish(state, source)
     return out.series()
 
 
