@@ -1,0 +1,215 @@
+"""The second trainer's runs: which failures, with which settings, written in which formats, and
+the labels that say where the true incidents are in each written log.
+
+Seeds: even -> the TUNING set, odd -> the REPORTING set (sets.json). Each trained run is written
+in three formats; the generation is cached under benchmarks/data/accuracy/ by a hash of the
+trainer's and writers' source and the run's spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE.parents[1] / "benchmarks" / "data" / "accuracy"
+FORMAT_CYCLE = ["jsonl", "megatron", "hf-trainer-state", "llm.c", "tensorboard", "nanogpt",
+                "hf-console", "csv"]
+
+# what each failure is as an incident: (kind, metric, cause pattern)
+TRUTH = {
+    "long-tail-token": ("spike", "loss", "long-tail-token"),
+    "fp16-overflow": ("spike", "loss", "fp16-overflow"),
+    "lr-discontinuity": ("spike", "loss", "lr-discontinuity"),
+    "optimizer-reset": ("spike", "loss", "optimizer-reset"),
+    "numerics": ("nan", "loss", "numerics"),
+    "schedule-misconfigured": ("divergence", "loss", "schedule-misconfigured"),
+}
+
+
+def specs(seed: int):
+    """(run name, Spec) of every run with this seed; the settings move with the seed so the two
+    sets do not share a run."""
+    from trainer2 import Spec
+
+    rng = np.random.default_rng(seed)
+    at = int(rng.choice([200, 250, 300, 350]))
+    lr = float(rng.choice([3e-3, 4e-3, 5e-3]))
+    base = dict(seed=seed, lr=lr, min_lr=lr / 10, corpus_seed=seed % 3)
+    return [
+        ("healthy", Spec(kind="healthy", **base)),
+        ("fp16-healthy", Spec(kind="healthy", dtype="fp16", steps=600, **base)),
+        ("noisy-healthy", Spec(kind="healthy", batch=24, **base)),
+        ("fine-tune", Spec(kind="fine-tune", warmup=0, steps=300, **{**base, "lr": lr / 4, "min_lr": lr / 40})),
+        ("long-tail-token", Spec(kind="long-tail-token", at=at, length=1 + seed % 2, factor=0.5, **base)),
+        ("fp16-overflow", Spec(kind="fp16-overflow", dtype="fp16", optimizer="sgd", at=at, length=12,
+                               factor=0.15 + 0.05 * (seed % 2), **{**base, "lr": 0.3, "min_lr": 0.03})),
+        ("lr-discontinuity", Spec(kind="lr-discontinuity", at=at, length=10, factor=25, **base)),
+        ("optimizer-reset", Spec(kind="optimizer-reset", at=at + 20, resume_from=at, batch=512, warmup=200,
+                                 betas=(0.9, 0.999), **{**base, "lr": 0.06, "min_lr": 0.006})),
+        ("numerics", Spec(kind="numerics", at=at, **base)),
+        ("schedule-misconfigured", Spec(kind="schedule-misconfigured", factor=35, **base)),
+    ]
+
+
+def _formats(i: int, seed: int, spec) -> list[tuple[str, int]]:
+    """Three formats per run, cycling; the logging interval is the trainer's habit (llm.c every
+    step, Megatron/HF/nanoGPT every 5 or 10), tables every step or every 5. fp16 runs are also
+    written every step in a table, where each GradScaler probe shows."""
+    rng = np.random.default_rng(seed * 31 + i)
+    fmts = [FORMAT_CYCLE[(3 * i + seed + j) % len(FORMAT_CYCLE)] for j in range(3)]
+    if spec.dtype == "fp16" and not {"jsonl", "csv", "llm.c"} & set(fmts):
+        fmts[0] = "jsonl"
+    out = []
+    for f in fmts:
+        if f == "llm.c":
+            interval = 1
+        elif f in ("jsonl", "csv", "tensorboard"):
+            interval = 1 if spec.dtype == "fp16" else int(rng.choice([1, 5]))
+        else:
+            interval = int(rng.choice([5, 10]))
+        out.append((f, interval))
+    return out
+
+
+def _smoothed_min(loss: np.ndarray, start: int, w: int = 25) -> int:
+    x = np.where(np.isfinite(loss), loss, np.nan)
+    sm = np.convolve(np.nan_to_num(x, nan=np.nanmax(x)), np.ones(w) / w, mode="same")
+    return start + int(np.argmin(sm[start:len(sm) - w // 2]))
+
+
+def true_incidents(spec, records: list[dict]) -> list[dict]:
+    """Each true incident as record indices: onset and the range it may be found in."""
+    if spec.kind not in TRUTH:
+        return []
+    kind, metric, cause = TRUTH[spec.kind]
+    steps = [r["step"] for r in records]
+    if spec.kind == "optimizer-reset":
+        onset = next(i for i in range(1, len(steps)) if steps[i] <= steps[i - 1])
+        lo, hi = onset, onset + 30
+    elif spec.kind == "fp16-overflow":
+        onset = next(i for i, r in enumerate(records) if r["step"] >= spec.at and r.get("skipped"))
+        lo, hi = onset, spec.at + spec.length + 30
+    elif spec.kind == "schedule-misconfigured":
+        loss = np.array([r["loss"] for r in records])
+        onset = _smoothed_min(loss, spec.warmup)
+        lo, hi = spec.warmup, len(records) - 1
+    elif spec.kind == "numerics":
+        onset = lo = spec.at
+        hi = spec.at + 2
+    else:
+        onset = lo = spec.at
+        hi = spec.at + spec.length + (2 if spec.kind == "long-tail-token" else 10)
+    return [{"kind": kind, "metric": metric, "cause": cause, "onset": onset,
+             "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured"}]
+
+
+def probes(records: list[dict]) -> list[int]:
+    """Record indices of the GradScaler's routine probes: a skip with no skip around it."""
+    sk = [bool(r.get("skipped")) for r in records]
+    return [i for i, s in enumerate(sk) if s and not any(sk[max(0, i - 3):i]) and not any(sk[i + 1:i + 4])]
+
+
+def _row_of(rows, index: int, after: bool = True) -> int | None:
+    """Position of the written row that covers record `index` (or the next one written)."""
+    for k, (_, covered) in enumerate(rows):
+        if index in covered or (after and covered and covered[0] > index):
+            return k
+    return None
+
+
+def _segments(rows) -> list[int]:
+    seg, out = 0, []
+    for k, (step, _) in enumerate(rows):
+        if k and step <= rows[k - 1][0]:
+            seg += 1
+        out.append(seg)
+    return out
+
+
+def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
+    segs = _segments(rows)
+    incidents = []
+    for inc in true_incidents(spec, records):
+        k0 = _row_of(rows, inc["onset"])
+        a, b = _row_of(rows, inc["range"][0]), _row_of(rows, inc["range"][1], after=False)
+        b = b if b is not None else len(rows) - 1
+        if k0 is None:
+            continue
+        unit = max(1, interval) if fmt != "hf-console" else 1
+        tol = max(3, 2 * unit) if not inc["wide"] else max(25, (rows[b][0] - rows[a][0]) // 4)
+        incidents.append({"kind": inc["kind"], "metric": inc["metric"], "cause": inc["cause"],
+                          "step": rows[k0][0], "range": [rows[a][0], rows[b][0]],
+                          "segment": segs[k0] if segs[-1] else None,
+                          "tolerance": tol, "step_tolerance": tol if inc["wide"] else unit})
+    return {"run": name, "format": fmt, "interval": interval, "seed": spec.seed,
+            "trainer": "charmlp-lab2", "dtype": spec.dtype, "injected": spec.kind,
+            "incidents": incidents, "control": not incidents,
+            "probes": [rows[k][0] for k in (_row_of(rows, i, after=False) for i in probes(records))
+                       if k is not None] if fmt in ("jsonl", "csv", "llm.c") and interval == 1 else [],
+            "restarts": sum(1 for k in range(1, len(rows)) if rows[k][0] <= rows[k - 1][0])}
+
+
+def label_path(run_dir: Path) -> Path:
+    """Labels live beside the runs, never inside them: the reader must not see them."""
+    return run_dir.parent.parent / "labels" / f"{run_dir.name}.json"
+
+
+def _code_hash() -> str:
+    h = hashlib.sha256()
+    for f in ("trainer2.py", "formats.py", "synthetic.py"):
+        h.update((HERE / f).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
+    """Train and write every run of these seeds (cached); returns the written run dirs (their
+    labels at `label_path`)."""
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    import torch
+
+    from formats import WRITERS
+    from trainer2 import train
+
+    torch.set_num_threads(1)
+    code = _code_hash()
+    out = []
+    bases = {}
+    for seed in seeds:
+        for i, (kind, spec) in enumerate(specs(seed)):
+            fmts = _formats(i, seed, spec)
+            name = f"lab2-{kind}-s{seed}"
+            key = hashlib.sha256(json.dumps([code, asdict(spec), fmts], default=str).encode()).hexdigest()[:12]
+            dirs = [cache / "runs" / f"{name}-{f.replace('.', '')}" for f, _ in fmts]
+            if all(label_path(d).exists() and json.loads(label_path(d).read_text()).get("key") == key
+                   for d in dirs):
+                out += dirs
+                continue
+            log(f"training {name} ({spec.dtype}, {spec.steps} steps) -> {', '.join(f for f, _ in fmts)}")
+            base = None
+            if spec.kind == "fine-tune":
+                if seed not in bases:
+                    bases[seed] = train(replace(spec, kind="healthy", steps=spec.base_steps, seed=seed + 1000,
+                                                dtype="fp32", warmup=30, lr=spec.lr * 4, min_lr=spec.lr / 2.5)).model
+                base = bases[seed]
+            result = train(spec, base)
+            meta = {**result.meta, "seed": seed}
+            for (fmt, interval), d in zip(fmts, dirs):
+                tmp = d.with_name(d.name + ".tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                rows = WRITERS[fmt](result.records, meta, tmp, interval=interval)
+                label = {**label_for(d.name, fmt, interval, spec, result.records, rows), "key": key}
+                shutil.rmtree(d, ignore_errors=True)
+                os.replace(tmp, d)
+                label_path(d).parent.mkdir(parents=True, exist_ok=True)
+                label_path(d).write_text(json.dumps(label, indent=2) + "\n")
+                out.append(d)
+    return out
