@@ -18,7 +18,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "grad_norm": (
         "grad_norm", "gnorm", "norm", "train/grad_norm", "grad_2.0_norm_total",
-        "gradient_norm", "train/gnorm", "grad_norm_pre_clip", "total_norm",
+        "gradient_norm", "train/gnorm", "grad_norm_pre_clip", "total_norm", "optim/total_grad_norm",
     ),
     "lr": (
         "lr", "learning_rate", "train_lr", "lr/pg0", "train/learning_rate", "train/lr", "train/samples/lr", "learning_rate/lr", "optimizer/lr",

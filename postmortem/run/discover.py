@@ -203,6 +203,10 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
     pool = structured or cands
     if len(pool) > 1 and any(not c.weak for c in pool):
         pool = [c for c in pool if not c.weak]
+    merged = _pastes(pool) if len(pool) > 1 else None
+    if merged:
+        cands = [c for c in cands if c not in pool] + merged
+        pool = merged
     if len(pool) > 1:
         shown = ", ".join(c.label(path) for c in pool[:4]) + (" ..." if len(pool) > 4 else "")
         raise RunReadError(path, f"holds {len(pool)} different runs or logs: {shown}; "
@@ -213,6 +217,17 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
         chosen.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
                             + f"; read {chosen.label(path)}")
     return chosen
+
+
+def _pastes(pool: list[Candidate]) -> list[Candidate] | None:
+    """Text logs of one family in one directory whose steps do not overlap: pastes of one run."""
+    if len({c.format for c in pool}) != 1 or pool[0].format not in textlogs.SNIFF:
+        return None
+    files = [c.files[0] for c in pool]
+    if len({f.parent for f in files}) != 1:
+        return None
+    ordered = textlogs.pastes_of_one_run(files)
+    return [Candidate(pool[0].format, ordered, files[0].parent, structured=False)] if ordered else None
 
 
 def load_manifest(path: Path, problems: list[str] | None = None) -> RunManifest | None:
@@ -336,7 +351,8 @@ def _read(cand: Candidate, source: Source, manifest: RunManifest | None,
             source.extras["mlflow_run_id"] = cand.notes[0]
             series = mlflow.read_mlflow_db(f, cand.notes[0], source)
         case _:
-            series = textlogs.read_text_log(f, source, cand.format)
+            series = (textlogs.read_pastes(cand.files, source, cand.format) if len(cand.files) > 1
+                      else textlogs.read_text_log(f, source, cand.format))
     return build_runlog(series, source, manifest)
 
 

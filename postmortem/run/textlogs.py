@@ -103,14 +103,48 @@ _CACHE: dict[tuple, list[Group]] = {}
 
 
 def groups_of(path: Path) -> list[Group]:
-    """The file's lines grouped by shape; the last file's groups are kept for the read."""
+    """The file's lines grouped by shape; the last files' groups are kept for the read."""
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
         groups, _ = read_groups(path.read_bytes())
-        _CACHE.clear()
+        if len(_CACHE) >= 8 or st.st_size > 64 << 20:
+            _CACHE.clear()
         _CACHE[key] = groups
     return _CACHE[key]
+
+
+def _step_range(path: Path) -> tuple[float, float] | None:
+    groups = [g for g in groups_of(path) if g.parsed.values or g.parsed.overflow]
+    if not groups:
+        return None
+    lines = metriclines.place(groups, Source(format="", path=str(path)))
+    steps = lines.step[lines.keep]
+    return (float(steps.min()), float(steps.max())) if len(steps) else None
+
+
+def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
+    """Text logs that are pieces of one run (pastes of its stretches: their steps do not
+    overlap), in step order; None when they are different runs."""
+    ranges = []
+    for f in files:
+        r = _step_range(f)
+        if r is None:
+            return None
+        ranges.append((r, f))
+    ranges.sort(key=lambda x: x[0])
+    for (a, _), (b, _) in zip(ranges, ranges[1:]):
+        if b[0] <= a[1]:
+            return None
+    return [f for _, f in ranges]
+
+
+def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
+    """Pieces of one run, read as one log in step order."""
+    joined = b"".join(f.read_bytes().rstrip(b"\n") + b"\n" for f in files)
+    groups, _ = read_groups(joined)
+    source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
+    return _read_groups(groups, files[0], source, dialect)
 
 
 def _hits(groups: list[Group]) -> dict[str, int]:
@@ -428,7 +462,10 @@ def _has_fairseq_json(path: Path) -> bool:
 
 
 def _read_general(path: Path, source: Source, dialect: str) -> list[Series]:
-    groups = groups_of(path)
+    return _read_groups(groups_of(path), path, source, dialect)
+
+
+def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) -> list[Series]:
     omitted: list[int] = []
     if dialect == "megatron":
         # the DeepSpeed engine's own step lines beside Megatron's say nothing Megatron's do not
@@ -520,7 +557,8 @@ def _postprocess(series: list[Series], source: Source) -> list[Series]:
     for s in series:
         name = s.name.lower()
         zero = s.value == 0 if s.value.dtype != object else np.zeros(len(s.value), bool)
-        if name in ("grad norm", "grad_norm", "norm") and len(s.value) and zero.mean() > 0.5:
+        if (source.extras.get("dialect") == "megatron" and name in ("grad norm", "grad_norm", "norm")
+                and len(s.value) and zero.mean() > 0.5):
             # Megatron prints 0.000 when it does not compute the norm: that is "not logged".
             source.warn(f"{s.name} is 0.000 on {int(zero.sum())} of {len(zero)} lines: not "
                         f"computed there; those zeros are left out")

@@ -29,7 +29,8 @@ _STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval
             "test": "test", "testing": "test"}
 _LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train_inner|training|train|evaluation|eval"
                           r"|validation|valid|val|testing|test)\b", re.I)
-_EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)", re.I)
+_EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
+                           r"|^\s*(Test|Eval|Val):", re.I)
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
 
@@ -41,7 +42,7 @@ _COUNTERS = [
     ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
     ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
     ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
-    ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]\s*['\"]?(\d+)(?![\d.])")),
+    ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?![\d.])")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
 ]
@@ -107,6 +108,9 @@ def _name_before(text: str, p: int) -> str:
             pass
         if not word or not any(c.isalpha() for c in word) or word[-1] in ".,-/" or word[0].isdigit():
             break
+        if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
+                or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
+            break                                # `(nan) mem`: a mean before the next name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
         if k >= 2 and text[k - 1] == " " and text[k - 2] in _WORD_CHARS and text[k - 2] not in ".-":
             j = k - 1
@@ -130,6 +134,8 @@ _METRIC_WORD = re.compile(r"loss|acc|norm|lr|learning|ppl|perplex|reward|grad|sc
 def _name_like(name: str) -> bool:
     """Not a fragment of a sentence: `How to Learn Spanish 2`, `Overriding filters for GFC 0`."""
     words = name.split()
+    if name.count("(") != name.count(")"):
+        return False                             # `clipping enabled (window=100`: a message
     if len(words) < 2 or _METRIC_WORD.search(name) or "(" in name or name.startswith("number of"):
         return True
     if len(words) > 4 or any(re.search(r"[a-z][A-Z]", w) for w in words):
@@ -204,7 +210,7 @@ def parse(raw: str) -> Parsed:
     taken += [m.span() for m in _FRACTION.finditer(text)]
     m = _EPOCH_STREAM.search(text) or _LINE_STREAM.match(text)
     if m:
-        out.stream = _STREAMS[m.group(1).lower()]
+        out.stream = _STREAMS[next(g for g in m.groups() if g).lower()]
     if _SKIP_LINE.search(text):
         return out
     _values(text, out, taken)
@@ -236,7 +242,8 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
         if before.strip() in ("(", "") and last_end >= 0 and "(" in before:
             last_end = _skip_paren(text, e)          # `value (running mean)`: the mean is dropped
             continue
-        if not any(c.isdigit() for c in m.group()) and re.match(r"\s+[A-Za-z][\w ]*:", text[e:e + 40]):
+        if (not any(c.isdigit() for c in m.group()) and re.search(r"[A-Za-z] $", text[max(0, s - 2):s])
+                and re.match(r"\s+[A-Za-z][\w ]*:", text[e:e + 40])):
             continue                                 # `number of nan iterations: 0`: a word
         unit = _unit_after(text, e)
         name = _name_before(text, s)
