@@ -268,7 +268,7 @@ def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:
     window = widen(steps, th.divergence_window, th.divergence_min_points)
     span = int(steps[-1] - steps[0])
     if span < window:
-        return f"skipped: {span} steps logged, needs {window}"
+        return f"skipped: {span + 1} steps logged, needs {window}"
     return None
 
 
@@ -302,9 +302,28 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             rise = up / np.abs(smooth[lo])
         hit = span_ok & (share >= th.divergence_rising_share) & (rise >= th.divergence_min_rise) \
             & (up >= th.divergence_sigma * noise_s)
-        if hit.any():
-            end = int(np.argmax(hit))
-            start = lo[end]
+        # A climb slower than the window: from the lowest smoothed loss so far, at least a
+        # window long, mostly rising, by the same margins.
+        pos = np.arange(len(steps))
+        low_at = np.maximum.accumulate(np.where(smooth <= np.minimum.accumulate(smooth), pos, 0))
+        n_low = np.maximum(pos - low_at, 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            up_low = smooth - smooth[low_at]
+            slow = (steps - steps[low_at] >= window) \
+                & ((rising - rising[low_at]) / n_low >= th.divergence_rising_share) \
+                & (up_low / np.abs(smooth[low_at]) >= th.divergence_min_rise) \
+                & (up_low >= th.divergence_sigma * noise_s)
+        # sustained: still true half a window later (or at the log's end); a spike lifts a
+        # rolling mean for one smoothing span only
+        cond = hit | slow
+        later = np.minimum(np.searchsorted(steps, steps + window // 2), len(steps) - 1)
+        cond &= cond[later]
+        if cond.any():
+            end = int(np.argmax(cond))
+            start = lo[end] if hit[end] else low_at[end]
+            if not hit[end]:
+                up[end], rise[end], share[end] = up_low[end], up_low[end] / abs(smooth[start]), \
+                    (rising[end] - rising[start]) / n_low[end]
             events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[-1]),
                                 float(loss[start:].max()), float(smooth[start]), notes={
                                     "rise": float(rise[end]), "rising_share": float(share[end]),
