@@ -93,3 +93,68 @@ def test_mutated_trainer_state(flips, cut):
             + b",".join(b'{"loss": %d.5, "grad_norm": NaN, "learning_rate": 1e-3, "step": %d}' % (i, i)
                         for i in range(30)) + b"]}")
     read_bytes_as(_mutate(base, flips, cut), "trainer_state.json")
+
+
+# --- tables: CSV and JSONL of any shape, and trainer_state.json by both of its routes ---------
+
+HEADER_NAMES = st.sampled_from(["step", "epoch", "global_step", "loss", "train/box_loss",
+                                "train/cls_loss", "val_loss", "total_loss", "lr", "loss", "",
+                                " padded", "café", "grad_norm", "tokens"])
+CELLS = st.one_of(st.sampled_from(["", "nan", "NaN", "inf", "-inf", "x", "1,5", "  3 ", "True",
+                                   "9007199254740993", "12345678901234567890", "9100000000000",
+                                   "-1", "1e999", '"q"']),
+                  st.integers(-5, 10**6).map(str), st.floats(allow_nan=True).map(repr))
+
+
+@FUZZ
+@given(st.lists(HEADER_NAMES, min_size=1, max_size=6), st.lists(st.lists(CELLS, max_size=7), max_size=30),
+       st.booleans(), st.booleans(), st.sampled_from(["metrics.csv", "results.csv", "history.csv"]))
+def test_csv_tables(header, rows, bom, final_newline, name):
+    text = ",".join(header) + "\n" + "\n".join(",".join(r) for r in rows) + ("\n" if final_newline else "")
+    read_bytes_as((b"\xef\xbb\xbf" if bom else b"") + text.encode(), name)
+
+
+JSON_VALUES = st.one_of(st.integers(-10, 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                        st.text(max_size=4), st.none(), st.booleans(),
+                        st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2),
+                                                                             st.integers(), max_size=2))
+JSON_ROWS = st.lists(st.dictionaries(st.sampled_from(["step", "epoch", "loss", "train_loss", "grad_norm",
+                                                      "eval_loss", "predict_loss", "train_runtime",
+                                                      "learning_rate", "remaining_time"]),
+                                     JSON_VALUES, max_size=6), max_size=25)
+
+
+@FUZZ
+@given(JSON_ROWS, st.one_of(st.none(), st.integers(0, 40)))
+def test_jsonl_tables(rows, cut):
+    import json
+    text = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    read_bytes_as(text[:len(text) - cut] if cut else text, "metrics.jsonl")
+
+
+@FUZZ
+@given(JSON_ROWS, st.booleans())
+def test_trainer_state_column_wise_and_row_by_row_agree(rows, pretty):
+    """Whatever log_history holds, the arrow route reads what the row-by-row route reads."""
+    import json
+
+    import postmortem.run.hf as hf
+    text = json.dumps({"log_history": rows, "max_steps": 9}, indent=2 if pretty else None)
+    outcomes = []
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "trainer_state.json"
+        p.write_text(text)
+        for arrow_from in (1 << 40, 0):
+            hf._ARROW_FROM = arrow_from
+            try:
+                log = read_run(p)
+                outcomes.append((log.frame, log.source.warnings, log.source.extras.get("summary")))
+            except RunReadError as err:
+                outcomes.append(str(err))
+            finally:
+                hf._ARROW_FROM = 1 << 20
+    rowwise, columns = outcomes
+    if isinstance(rowwise, str) or isinstance(columns, str):
+        assert rowwise == columns
+    else:
+        assert columns[0].equals(rowwise[0]) and columns[1:] == rowwise[1:]

@@ -148,6 +148,8 @@ def _arrow_series(path: Path, source: Source) -> list[Series] | None:
     if found is None:
         return None
     rows, state = found
+    if b"null" in rows:       # arrow cannot tell a null from an absent key; row kinds depend on keys
+        return None
     sentinel = b"NaN" in rows or b"Infinity" in rows
     if sentinel:
         rows = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), rows)
@@ -210,16 +212,17 @@ def _arrow_series(path: Path, source: Source) -> list[Series] | None:
                 continue
             values = np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
         out.append(Series(name, order[mask], step[mask], values[mask]))
-    if "loss" in table.column_names and "grad_norm" in table.column_names:
-        loss = table["loss"].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) \
-            if not pa.types.is_string(table["loss"].type) else None
-        gn = table["grad_norm"].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) \
-            if not pa.types.is_string(table["grad_norm"].type) else None
-        if loss is not None and gn is not None:
-            if sentinel:
-                gn = np.where(gn == _SENTINELS[b"NaN"], np.nan, gn)
-            for i in np.flatnonzero(kept & present["loss"] & present["grad_norm"] & (loss == 0.0) & np.isnan(gn)):
-                source.warn(f"step {int(step[i])}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
+    def numbers(name):
+        t = table[name].type if name in table.column_names else None
+        if t is None or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+            return None
+        return table[name].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    loss, gn = numbers("loss"), numbers("grad_norm")
+    if loss is not None and gn is not None:
+        if sentinel:
+            gn = np.where(gn == _SENTINELS[b"NaN"], np.nan, gn)
+        for i in np.flatnonzero(kept & present["loss"] & present["grad_norm"] & (loss == 0.0) & np.isnan(gn)):
+            source.warn(f"step {int(step[i])}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
     _finish(state, source)
     for message in late:
         source.warn(message)
@@ -270,6 +273,8 @@ def read_trainer_state(path: Path, source: Source) -> list[Series]:
             continue
         if not isinstance(step, int):
             raise RunReadError(path, f"step {step!r} is not an integer")
+        if not -(1 << 63) <= step < (1 << 63):
+            raise RunReadError(path, f"step {step} is beyond a 64-bit integer")
         values = {k: v for k, v in row.items() if k not in ("step",)}
         if kind == "eval":
             values = {k: v for k, v in values.items() if k != "epoch"}

@@ -91,8 +91,13 @@ def _step_values(step, step_name: str, path: Path, header_lines: int) -> np.ndar
         if any(p is None and v is not None for p, v in zip(parsed, cells)):
             raise RunReadError(path, _first_bad(path, step_name, step, header_lines))
         return np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
+    if pa.types.is_boolean(step.type) or pa.types.is_null(step.type):
+        raise RunReadError(path, f"{step_name.strip()} holds {step.type} values, not step numbers")
     if not pa.types.is_integer(step.type) and not pa.types.is_floating(step.type):
-        raise RunReadError(path, _first_bad(path, step_name, step.cast(pa.string()), header_lines))
+        try:
+            return _step_values(step.cast(pa.string()), step_name, path, header_lines)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            raise RunReadError(path, f"{step_name.strip()} holds {step.type} values, not step numbers") from None
     values = step.to_numpy(zero_copy_only=False)
     if step.null_count:
         values = values.astype(np.float64)
