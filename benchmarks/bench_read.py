@@ -2,6 +2,7 @@
 
     python benchmarks/make_runs.py --steps 1000000
     python benchmarks/bench_read.py --steps 1000000 [--rounds 5] [--slow-steps 100000]
+    python benchmarks/bench_read.py --only megatron --steps 1000000 [--rounds 5]
 
 Baseline and candidate alternate (A B A B ...) because these machines slow down
 under sustained load; the ratio quoted is the median of the per-pair ratios.
@@ -136,14 +137,64 @@ def trainer_state(d: Path, rounds: int) -> None:
     print(f"wrote {out}")
 
 
+MEGATRON_LINE = (" iteration {i:8d}/ {total:8d} | consumed samples: {samples:12d} | consumed tokens: "
+                 "{tokens:14d} | elapsed time per iteration (ms): {ms:.1f} | learning rate: {lr:.3E} | "
+                 "global batch size:   256 | lm loss: {loss:.6E} | loss scale: {scale:.1f} | grad norm: "
+                 "{gn:.3f} | number of skipped iterations: {skip:3d} | number of nan iterations: {nan:3d} |\n")
+
+
+def write_megatron(d: Path, n: int) -> tuple[Path, Path]:
+    """A Megatron stdout of n iterations and the same numbers as a CSV."""
+    import numpy as np
+    log, csv = d / "megatron.log", d / "megatron.csv"
+    if log.exists() and csv.exists():
+        return log, csv
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    ms, loss, gn = rng.uniform(400, 900, n), 10 / (1 + np.arange(n) / 1000) + rng.random(n) / 10, rng.random(n) * 2
+    with open(log, "w") as f, open(csv, "w") as c:
+        c.write("step,consumed_samples,consumed_tokens,elapsed_ms,lr,global_batch_size,loss,loss_scale,"
+                "grad_norm,skipped,nan_iterations\n")
+        for i in range(1, n + 1):
+            v = dict(i=i, total=2 * n, samples=i * 256, tokens=i * 524288, ms=ms[i - 1],
+                     lr=3e-4 * min(1.0, i / 2000), loss=loss[i - 1], scale=4096.0, gn=gn[i - 1], skip=0, nan=0)
+            f.write(MEGATRON_LINE.format(**v))
+            c.write(f"{i},{v['samples']},{v['tokens']},{v['ms']:.1f},{v['lr']:.3E},256,{v['loss']:.6E},"
+                    f"{v['scale']:.1f},{v['gn']:.3f},0,0\n")
+    return log, csv
+
+
+def megatron(d: Path, n: int, rounds: int) -> None:
+    """A Megatron text log read column-wise vs pandas.read_csv of the same numbers, whole processes."""
+    log, csv = write_megatron(d, n)
+    root = str(HERE.parent)
+
+    def process(code: str):
+        return lambda: subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+    base = process(f"import pandas; pandas.read_csv({str(csv)!r})")
+    cand = process(f"import sys; sys.path.insert(0, {root!r}); from postmortem.run import read_run; "
+                   f"assert len(read_run({str(log)!r}).frame) == {n}")
+    r = interleaved(base, cand, rounds)
+    name = f"megatron text ({n} lines) vs pandas.read_csv"
+    print(f"  {name:38s} baseline {r['baseline_s']:7.3f}s  ours {r['ours_s']:7.3f}s  ratio {r['ratio']:.2f}")
+    out = HERE / "results" / f"read-megatron-{n}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({name: r, "log_bytes": log.stat().st_size, "csv_bytes": csv.stat().st_size},
+                              indent=2))
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--slow-steps", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", choices=["trainer_state"], help="this comparison alone (needs only "
-                                                              "<steps>/hf/trainer_state.json)")
+    ap.add_argument("--only", choices=["trainer_state", "megatron"],
+                    help="this comparison alone (trainer_state needs <steps>/hf/trainer_state.json; "
+                         "megatron writes its log and CSV)")
     args = ap.parse_args()
+    if args.only == "megatron":
+        return megatron(HERE / "data" / str(args.steps), args.steps, args.rounds)
     if args.only == "trainer_state":
         return trainer_state(HERE / "data" / str(args.steps), args.rounds)
     import pandas as pd

@@ -4,6 +4,8 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +25,13 @@ LINE_PIECES = st.sampled_from([
     "Attempted loss scale: ", ", reducing to ", "| train_inner | {", '"num_updates": "', '"',
     "1e999", "1,234", "\r", "\n", "|", ":", "=", "\x1b[31m", "[default7]: ", "epoch 001: 1 / 9 loss=",
     "step: 4  loss: ", "step: 1|act_loss: ", "validation loss at iteration 10 | lm loss value: ",
+    # the general reader's families
+    "Epoch [1][150/5808]\t", "Epoch(train) [3][10/50] ", "Train: [6/100][1000/1251]\t", " (", ")",
+    "[step=10/100,epoch=0]\n    train/CrossEntropyLoss=", "53/53 [=====] - 3s - loss: ", "- val_loss: ",
+    "Iter 5: Train loss ", "iter 3 step 2: loss ", "completed step: ", "> ", "```\n", "[rank3]:",
+    "2024-01-01 10:00:00,123 - mmdet - INFO - ", "Global Step: ", "Loss is ", "Infinity", "NAN",
+    "| epoch 001 | ", " batches | ", "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to ",
+    "overflow detected, setting loss scale to: ", "9/63645 [00:19<37:53:00,  2.14s/it]", "\t", "  ",
 ])
 
 
@@ -158,3 +167,37 @@ def test_trainer_state_column_wise_and_row_by_row_agree(rows, pretty):
         assert rowwise == columns
     else:
         assert columns[0].equals(rowwise[0]) and columns[1:] == rowwise[1:]
+
+
+# Lines the general reader must read back exactly: a family's shape, random values and steps,
+# random surroundings (timestamps, rank prefixes, quote marks, colours).
+SHAPES = [
+    "iteration {step:8d}/ 100000 | lm loss: {loss:.6E} | grad norm: {gn:.3f} |",
+    "step {step} | loss {loss:.6f} | norm {gn:.4f} | lr 3.0e-04",
+    "Epoch [0][{step}/1000000]\tlr: 1.000e-02, loss: {loss:.4f}, grad_norm: {gn:.4f}",
+    "Train: [0/100][{step}/1000000]\tloss {loss:.4f} ({gn:.4f})\tgrad_norm {gn:.4f} (nan)",
+    "{step} | loss {loss:.4f} | lr 1e-4 | grad_norm {gn:.3f}",
+    "iter {step}: loss {loss:.4f}, grad_norm {gn:.4f}, time 12.3ms",
+]
+PREFIXES = ["", "[rank0]: ", "> ", "2024-01-01 10:00:00,123 - root - INFO - ", "\x1b[32m", "[default3]: "]
+VALUES = st.floats(min_value=1e-6, max_value=1e6, allow_nan=False) | st.sampled_from([float("nan")])
+
+
+@FUZZ
+@given(st.sampled_from(SHAPES), st.sampled_from(PREFIXES),
+       st.lists(st.tuples(VALUES, st.floats(min_value=0.01, max_value=1e4)), min_size=3, max_size=40),
+       st.integers(0, 10**6))
+def test_general_reader_reads_back_what_was_written(shape, prefix, values, first):
+    lines = [prefix + shape.format(step=first + i, loss=loss, gn=gn) for i, (loss, gn) in enumerate(values)]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "train.log"
+        p.write_text("\n".join(lines) + "\n")
+        log = read_run(p)
+    f = log.frame
+    assert f.step.tolist() == list(range(first, first + len(values)))
+    for row, (loss, gn) in enumerate(values):
+        printed = float(lines[row].split("loss")[1].lstrip(": ").split()[0].rstrip(","))
+        got = f.loss.iloc[row]
+        assert (np.isnan(got) and np.isnan(printed)) or got == printed
+        assert log.nan_mask("loss")[row] == np.isnan(printed)
+        assert f.grad_norm.iloc[row] == pytest.approx(gn, rel=1e-3, abs=1e-3)

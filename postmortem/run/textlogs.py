@@ -239,8 +239,6 @@ class _Parse:
         self.overflows = 0
         self.scale_after: float | None = None
         self.overflow_ranks: set[str] = set()
-        self.omitted_loss: list[int] = []
-        self.args: dict[str, str] = {}
         self.ds_steps_seen: dict[int, int] = {}
 
     def add(self, step: int, values: dict) -> None:
@@ -276,34 +274,6 @@ class _Parse:
             self.scale_after = to_number(m.group(2))
             return True
         return False
-
-
-def _megatron(p: _Parse, line: str) -> None:
-    m = MEGATRON.search(line)
-    if m:
-        step = int(m.group(1))
-        values = _pairs(m.group(2))
-        nan_iters = to_number(values.get("number of nan iterations", "0")) or 0
-        if not any(k.endswith("loss") for k in values):
-            p.omitted_loss.append(step)
-            if nan_iters:
-                # Megatron averages the loss over non-NaN iterations only; with all of
-                # them NaN the key vanishes. That is a logged NaN, not a missing value.
-                values["lm loss"] = "nan"
-        p.add(step, values)
-        return
-    m = MEGATRON_VAL.search(line)
-    if m:
-        values = _pairs(m.group(2))
-        out = {}
-        for key, value in values.items():
-            key = key.replace(" value", "")
-            out["val_loss" if key == "lm loss" else f"val {key}"] = value
-        p.add(int(m.group(1)), out)
-        return
-    m = MEGATRON_ARG.match(line)
-    if m and p.step is None:
-        p.args[m.group(1)] = m.group(2)
 
 
 def _deepspeed(p: _Parse, line: str) -> None:
@@ -351,60 +321,6 @@ def _fairseq(p: _Parse, line: str) -> None:
             p.add(int(step), values)
 
 
-def _nanogpt(p: _Parse, line: str) -> None:
-    m = NANOGPT_ITER.match(line)
-    if m:
-        values = {"loss": m.group(2)}
-        if m.group(3):
-            values["time_ms"] = m.group(3)
-        if m.group(4):
-            values["mfu_pct"] = m.group(4)
-        p.add(int(m.group(1)), values)
-        return
-    m = NANOGPT_EVAL.match(line)
-    if m:
-        p.add(int(m.group(1)), {"eval_train_loss": m.group(2), "val_loss": m.group(3)})
-
-
-_UNITS = (("ms", "_ms"), ("%", "_pct"))
-
-
-def _colon_tokens(tokens: list[str]) -> dict[str, str]:
-    """`trl:3.45 train_time:196649ms mfu:40%` -> {trl: 3.45, train_time_ms: 196649, mfu_pct: 40}."""
-    out = {}
-    for tok in tokens:
-        key, sep, value = tok.partition(":")
-        if not sep or not value:
-            continue
-        for unit, suffix in _UNITS:
-            if value.endswith(unit):
-                value, key = value[: -len(unit)], key + suffix
-                break
-        out[key] = value
-    return out
-
-
-def _llmc(p: _Parse, line: str) -> None:
-    if line.startswith("s:") and LLMC.match(line):
-        tokens = line.split()
-        p.add(int(tokens[0][2:]), _colon_tokens(tokens[1:]))
-
-
-def _modded(p: _Parse, line: str) -> None:
-    m = MODDED.match(line) if line.startswith("step:") else None
-    if m:
-        values = _colon_tokens(m.group(2).split())
-        if "val_loss" in values:    # the timings on an eval line are the eval's
-            values = {k if k == "val_loss" else f"val_{k}": v for k, v in values.items()}
-        p.add(int(m.group(1)), values)
-
-
-def _titan(p: _Parse, line: str) -> None:
-    m = TITAN.search(line)
-    if m:
-        p.add(int(m.group(1)), _kv_tokens(m.group(2), KV_COLON))
-
-
 _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
 
 
@@ -434,11 +350,7 @@ def _kv_pipe(p: _Parse, line: str) -> None:
         p.attach({"reward": m.group(1)})
 
 
-PARSERS = {
-    "megatron": _megatron, "deepspeed": _deepspeed, "fairseq": _fairseq, "nanogpt": _nanogpt,
-    "llm.c": _llmc, "modded-nanogpt": _modded, "torchtitan": _titan, "hf-console": _hf_console,
-    "kv-pipe": _kv_pipe,
-}
+PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe}
 
 
 def _dtype_from_args(args: dict[str, str]) -> str | None:
@@ -529,17 +441,6 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     if not p.out.count:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
-    if p.args:
-        source.extras["args"] = p.args
-        dtype = _dtype_from_args(p.args)
-        if dtype:
-            source.extras["dtype"] = dtype
-    if dialect == "megatron":
-        source.warn("Megatron leaves a NaN loss out of its line (it averages over non-NaN "
-                    "iterations): see nan_iterations")
-        if p.omitted_loss:
-            source.warn(f"{len(p.omitted_loss)} iteration line(s) without a loss "
-                        f"(first at {p.omitted_loss[0]})")
     if p.overflow_ranks:
         source.warn(f"OVERFLOW lines from ranks {', '.join(sorted(p.overflow_ranks))} "
                     f"besides rank 0 were not counted twice")

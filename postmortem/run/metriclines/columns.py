@@ -177,26 +177,14 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
 def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.ndarray) -> Group:
     rep_runs = [m.span() for m in _RUN.finditer(rep)]
     group = Group(rows=rows, parsed=parsed, text=text)
-
-    def column(span) -> np.ndarray | None:
-        bs, be = _byte_span(text, span)
-        cut = cutter.spans(rep, rep_runs, (bs, be), rows)
-        if cut is None:
-            return None
-        return cutter.numbers(cut[0], cut[1], "," in text[span[0]:span[1]])
-
+    wanted: list[tuple[dict, str, tuple[int, int]]] = []     # (where, name, char span)
     for v in parsed.values:
         if v.const is not None:
             group.values[v.column] = np.full(len(rows), v.const)
-            continue
-        col = column((v.start, v.end))
-        if col is not None:
-            group.values[v.column] = col
-    for kind, span in parsed.counters.items():
-        col = column(span)
-        if col is not None:
-            group.counters[kind] = col
-    extra = {"epoch": parsed.epoch}
+        else:
+            wanted.append((group.values, v.column, (v.start, v.end)))
+    extra = dict(parsed.counters)
+    extra["epoch"] = parsed.epoch
     if parsed.batch:
         extra["batch_i"], extra["batch_n"] = parsed.batch
     if parsed.progress:
@@ -204,9 +192,23 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
     if parsed.overflow:
         extra["overflow_scale"] = parsed.overflow["scale"]
         extra["overflow_rank"] = parsed.overflow["rank"]
-    for kind, span in extra.items():
-        if span is not None:
-            col = column(span)
-            if col is not None:
-                group.counters[kind] = col
+    wanted += [(group.counters, kind, span) for kind, span in extra.items() if span is not None]
+    cuts = []
+    for where, name, span in wanted:
+        bs, be = _byte_span(text, span)
+        cut = cutter.spans(rep, rep_runs, (bs, be), rows)
+        if cut is not None:
+            cuts.append((bs, be, where, name, cut, "," in text[span[0]:span[1]]))
+    cuts.sort(key=lambda c: c[0])
+    apart = all(a[1] <= b[0] for a, b in zip(cuts, cuts[1:]))
+    if apart and len(cuts) > 1:
+        # every token of every line in one array, in file order: one take and one cast
+        starts = np.stack([c[4][0] for c in cuts], axis=1).ravel()
+        ends = np.stack([c[4][1] for c in cuts], axis=1).ravel()
+        values = cutter.numbers(starts, ends, any(c[5] for c in cuts)).reshape(len(rows), len(cuts))
+        for j, (_, _, where, name, _, _) in enumerate(cuts):
+            where[name] = values[:, j]
+    else:
+        for _, _, where, name, (st, en), commas in cuts:
+            where[name] = cutter.numbers(st, en, commas)
     return group

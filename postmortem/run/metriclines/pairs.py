@@ -77,7 +77,6 @@ class Parsed:
     stream: str | None = None
     overflow: dict | None = None
     progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
-    hint: str | None = None                                               # a family's mark
 
     @property
     def step_kind(self) -> str | None:
@@ -104,8 +103,6 @@ def _name_before(text: str, p: int) -> str:
         while k > 0 and text[k - 1] in _WORD_CHARS:
             k -= 1
         word = text[k:j]
-        if k > 0 and text[k - 1] in "=:" and not words:
-            pass
         if not word or not any(c.isalpha() for c in word) or word[-1] in ".,-/" or word[0].isdigit():
             break
         if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
@@ -187,8 +184,6 @@ def parse(raw: str) -> Parsed:
         if m and not _consumed(taken, *m.span(1)):
             out.counters[kind] = m.span(1)
             taken.append(m.span())
-    if "s" in text[:3] and "step" in out.counters and text.lstrip().startswith("s:"):
-        out.hint = "llm.c"
     for pattern in _EPOCH_BATCH:
         m = pattern.search(text)
         if m:

@@ -8,7 +8,6 @@ step printed again (every rank, micro-batches) read once, and streams kept apart
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +15,8 @@ import numpy as np
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Series
 from postmortem.run.metriclines import steps as stepping
-from postmortem.run.metriclines.columns import Group, read_groups
-from postmortem.run.model import Source
+from postmortem.run.metriclines.columns import Group
+from postmortem.run.model import RunReadError, Source
 
 _METRIC_WORDS = ("loss", "acc", "norm", "lr", "learning", "ppl", "perplexity", "reward", "mse",
                  "mae", "error", "f1", "bleu", "map", "kl", "entropy", "grad", "top1", "auc")
@@ -51,16 +50,6 @@ def is_metric_log(groups: list[Group]) -> bool:
     counted = any(g.parsed.counters or g.parsed.epoch is not None for g in named)
     overflow = sum(len(g.rows) for g in groups if g.parsed.overflow)
     return lines >= 2 or (lines == 1 and counted) or overflow >= 2
-
-
-def read_lines(data: bytes, source: Source,
-               keep_group: Callable[[Group], bool] | None = None) -> Lines | None:
-    groups, _ = read_groups(data)
-    if keep_group is not None:
-        groups = [g for g in groups if keep_group(g)]
-    if not groups or not is_metric_log(groups):
-        return None
-    return place(groups, source)
 
 
 def place(groups: list[Group], source: Source) -> Lines:
@@ -140,6 +129,10 @@ def series(lines: Lines, source: Source) -> list[Series]:
                 where[name], full[name] = np.zeros(n, dtype=bool), np.empty(n)
             where[name][p[mask]] = True
             full[name][p[mask]] = values[mask]
+    kept = lines.step[lines.keep]
+    if len(kept) and (kept.max() >= 2 ** 40 or kept.min() < 0):
+        bad = kept.max() if kept.max() >= 2 ** 40 else kept.min()
+        raise RunReadError(source.path, f"step {bad:.0f} is out of range")
     result = []
     rows = int(lines.keep.sum())
     for name, mark in where.items():
