@@ -195,7 +195,7 @@ def write_megatron(records, meta, out: Path, interval: int = 10) -> Rows:
                  f" learning rate: {last['lr']:.3E}", f" global batch size: {cfg['batch_size']:5d}"]
         if good:
             parts.append(f" lm loss: {np.mean(good):.6E}")
-        if fp16:
+        if fp16 and "loss_scale" in last:
             parts.append(f" loss scale: {last['loss_scale']:.1f}")
         if norms:
             parts.append(f" grad norm: {_f(norms[-1], '.3f')}")

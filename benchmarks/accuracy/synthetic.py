@@ -113,7 +113,7 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
 def probes(records: list[dict]) -> list[int]:
     """Record indices of the GradScaler's routine probes: a skip with no skip around it."""
     sk = [bool(r.get("skipped")) for r in records]
-    return [i for i, s in enumerate(sk) if s and not any(sk[max(0, i - 3):i]) and not any(sk[i + 1:i + 4])]
+    return [i for i, s in enumerate(sk) if s and i >= 3 and not any(sk[i - 3:i]) and not any(sk[i + 1:i + 4])]
 
 
 def _row_of(rows, index: int, after: bool = True) -> int | None:
