@@ -144,12 +144,16 @@ def test_printed_namespace_and_config_dict_are_data_not_code():
             "2020-01-01 | INFO | fairseq_cli.train | Namespace(arch='transformer_lm', lr=[0.0005], "
             "clip_norm=0.1, warmup_updates=4000, max_update=50000, lr_scheduler='inverse_sqrt', "
             "fp16=True, evil=__import__('os').system('touch /tmp/pwned-by-log'), weight_decay=0.01)\n"
-            "  seq_length ...................................... 2048\n")
+            "  seq_length ...................................... 2048\n"
+            "[2023-05-01 10:00:00,000] [INFO] gradient_clipping ....... 1.0.....................updated\n"
+            "  train_iters ............................... 143000..................updated\n")
         cfg = text_log_config(p)
+    assert cfg["gradient_clipping"] == "1.0" and cfg["train_iters"] == "143000"     # GPT-NeoX
     assert cfg["lr"] == [0.0005] and cfg["clip_norm"] == 0.1 and "evil" not in cfg
     assert cfg["seq_length"] == "2048"
     from postmortem.run.logconfig import facts_of_config
-    f = {k: v for k, (v, _) in facts_of_config(cfg).items()}
+    fairseq = {k: v for k, v in cfg.items() if k not in ("gradient_clipping", "train_iters")}
+    f = {k: v for k, (v, _) in facts_of_config(fairseq).items()}
     assert f == {"lr_max": 0.0005, "warmup_steps": 4000, "total_steps": 50000, "clip": 0.1,
                  "schedule": "inverse_sqrt", "dtype": "fp16", "weight_decay": 0.01}
 
@@ -258,3 +262,26 @@ def test_cli_says_which_column_and_where_each_fact_came_from(real_runs):
     assert_one_line_error(pm("analyze", run, "--loss", "nope"), "no column 'nope' for --loss")
     assert_one_line_error(pm("export", real_runs / "llmc-modded-nanogpt-llmc", "-o", "x.csv",
                              "--step", "s"), "--step picks a column of a table")
+
+
+def test_tensorboard_hparams_and_hf_text_summaries(real_runs, tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+    w = SummaryWriter(str(tmp_path / "tb"))
+    for s in range(30):
+        w.add_scalar("train/loss", 3.0 - s / 30, s)
+    w.add_hparams({"lr": 3e-4, "max_grad_norm": 0.5, "precision": "bf16-mixed", "warmup_steps": 10,
+                   "run_name": "sweep-a/trial 7"}, {"hparam/final_loss": 2.0})
+    w.close()
+    log = read_run(tmp_path / "tb")
+    f = facts(log)
+    assert f["lr_max"] == 3e-4 and f["clip"] == 0.5 and f["dtype"] == "bf16" and f["warmup_steps"] == 10
+    assert origin(log, "clip") == "TensorBoard hparams: max_grad_norm"
+    assert log.run_id == "trial-7"
+    # HF Trainer writes its TrainingArguments and model config as JSON text into the event file
+    for fmt in (None, "tensorboard"):
+        hf = read_run(real_runs / "hf-trainer-tb-serial-lain", format=fmt)
+        f = facts(hf)
+        assert f["lr_max"] == 5e-5 and f["vocab_size"] == 32000 and f["schedule"] == "linear"
+        assert f["dtype"] == "fp32" and f["clip"] == 1.0
+        assert origin(hf, "vocab_size") == "TensorBoard model_config/text_summary: vocab_size"
+        assert hf.run_id == "hf-trainer-tb-serial-lain"      # run_name "output/" is generic

@@ -38,7 +38,7 @@ KEYS: dict[str, tuple[str, ...]] = {
 _CONFIG_FILES = ("training_args.json", "args.yaml", "args.json", "hparams.yaml", "hparams.json",
                  "config.yaml", "params.json", "config.json")
 _BIG = 4 << 20       # a config file bigger than this is not a config
-_DUMP = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?([A-Za-z_][\w.]*)\s\.{3,}\s(.*?)(?:\s?\.{3,}\s*\w+)?\s*$")
+_DUMP = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*([A-Za-z_][\w.]*)\s\.{3,}\s(.*?)(?:\s?\.{3,}\s*\w+)?\s*$")
 _PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\)")
 
 
@@ -312,6 +312,13 @@ def configs(log: RunLog) -> list[tuple[str, dict]]:
             cfg = text_log_config(Path(f))
             if cfg:
                 found.append(("the log's printed arguments", cfg))
+    events = [Path(f) for f in log.source.files if "tfevents" in Path(f).name]
+    if log.source.format == "hf-trainer-state":        # the same run's TensorBoard files
+        for d in _run_dirs(log):
+            events += sorted(d.glob("runs/**/events.out.tfevents*"))[:20]
+    if events:
+        from postmortem.run.tbconfig import tensorboard_configs
+        found += [(w, flatten(c)) for w, c in tensorboard_configs(events)]
     seen = set()
     for d in _run_dirs(log):
         for name in _CONFIG_FILES:
