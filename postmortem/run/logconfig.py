@@ -38,7 +38,8 @@ KEYS: dict[str, tuple[str, ...]] = {
 _CONFIG_FILES = ("training_args.json", "args.yaml", "args.json", "hparams.yaml", "hparams.json",
                  "config.yaml", "params.json", "config.json")
 _BIG = 4 << 20       # a config file bigger than this is not a config
-_DUMP = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*([A-Za-z_][\w.]*)\s\.{3,}\s(.*?)(?:\s?\.{3,}\s*\w+)?\s*$")
+_DUMP = re.compile(r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*([A-Za-z_][\w.]*) \.{3,} (.*?)(?:\s?\.{3,}[ \t]*\w+)?[ \t]*\r?$",
+                   re.MULTILINE)
 _PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\)")
 
 
@@ -252,22 +253,29 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
     except OSError:
         return {}
     out: dict = {}
-    for line in head.splitlines():
-        if "Namespace(" in line:
-            out.update(_call_kwargs(line[line.index("Namespace("):]))
-        elif "{'_name'" in line:
-            try:
-                out.update(flatten(ast.literal_eval(line[line.index("{'_name'"):].strip())))
-            except (ValueError, SyntaxError, RecursionError, MemoryError):
-                pass
-        else:
-            m = _DUMP.match(line)
-            if m and len(m.group(1)) < 80:
+    # searched over the whole head at C speed: a text log of a million lines pays nothing here
+    for marker, parse in (("Namespace(", _call_kwargs), ("{'_name'", _literal_dict)):
+        at = head.find(marker)
+        while at >= 0:
+            line_end = head.find("\n", at)
+            out.update(parse(head[at:line_end if line_end >= 0 else len(head)]))
+            at = head.find(marker, at + 1)
+    if "...." in head:
+        for m in _DUMP.finditer(head):
+            if len(m.group(1)) < 80:
                 out.setdefault(m.group(1), m.group(2).strip())
     m = _PADDED_VOCAB.search(head)
     if m:
         out["vocab_size"] = m.group(1)       # Megatron: the tokenizer's size before padding
     return out
+
+
+def _literal_dict(text: str) -> dict:
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+        return {}
+    return flatten(value) if isinstance(value, dict) else {}
 
 
 def _call_kwargs(text: str) -> dict:
