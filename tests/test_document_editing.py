@@ -1,6 +1,7 @@
 """The document as the editor edits it, without a screen: the text form of sections 3-7 and
 its parse, the draft store on disk, a replay's result applied to a document."""
 
+import math
 from datetime import date
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from postmortem.document import sections
 from postmortem.document.draft import apply_replay, draft
 from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
 from postmortem.document.markdown import read, render
+from postmortem.replay.models import ArmResult, Evidence, ReplayResult
 from postmortem.run import read_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,19 +92,20 @@ def test_a_draft_that_no_longer_parses_keeps_its_typed_inputs(tmp_path):
 
 
 def replay_of(inc, rows):
-    """A replay's result in the form the replay hands over: its evidence and its ranking."""
-    hyps = [h.model_dump() for h in reversed(inc.hypotheses)]
-    return {"evidence": rows, "hypotheses": hyps,
-            "probes": {"per_token": {"heavy_tail": [{"token": "ett", "train_count": 1},
-                                                    {"token": " h", "train_count": 0},
-                                                    {"token": "ett", "train_count": 1},
-                                                    {"token": "the", "train_count": 900},
-                                                    {"token": "x", "train_count": None}]}}}
+    """A replay's result as the replay hands it over (through its JSON line, as the TUI gets
+    it): its evidence, its ranking (the diagnosis' reversed) and the per-token probe."""
+    tail = [{"token": "ett", "train_count": 1}, {"token": " h", "train_count": 0}, {"token": "ett", "train_count": 1},
+            {"token": "the", "train_count": 900}, {"token": "x", "train_count": None}]
+    result = ReplayResult(run_id="19-spike-001", incident_step=inc.step, checkpoint=200, device="cpu",
+                          faithful_max_diff=0.0, faithful=True,
+                          arms={"swap-batch": ArmResult("swap-batch", {250: 1.2, 251: math.inf})},
+                          probes={"per_token": {"heavy_tail": tail}}, evidence=rows,
+                          hypotheses=list(reversed(inc.hypotheses)))
+    return ReplayResult.model_validate_json(result.model_dump_json())
 
 
-ROWS = [{"panel": "batch", "observation": "the batch swapped: no spike", "favors": ["long-tail-token"],
-         "rules_out": ["lr-discontinuity"]},
-        {"panel": "loss", "observation": "faithful to the run", "favors": [], "rules_out": []}]
+ROWS = [Evidence("batch", "the batch swapped: no spike", favors=["long-tail-token"], rules_out=["lr-discontinuity"]),
+        Evidence("loss", "faithful to the run")]
 
 
 def test_the_draft_is_handed_a_replay():
@@ -114,8 +117,9 @@ def test_the_draft_is_handed_a_replay():
     pm = draft(log, "ana", inc.step, today=date(2026, 11, 22), replayed=done)
     # only the rows that tell causes apart; the hypotheses in the replay's order
     assert [(e.panel, e.observation) for e in pm.evidence] == [("batch", "the batch swapped: no spike")]
-    assert pm.pattern == done["hypotheses"][0]["pattern"]
-    kept = [h["pattern"] for h in done["hypotheses"]]
+    assert done.arms["swap-batch"].losses[251] == math.inf          # a diverged arm survives the JSON line
+    assert pm.pattern == done.hypotheses[0].pattern
+    kept = [h.pattern for h in done.hypotheses]
     assert [h.pattern for h in pm.hypotheses] == [p for p in kept if p in {h.pattern for h in pm.hypotheses}]
 
 

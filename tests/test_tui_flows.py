@@ -65,25 +65,25 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         screen = await replayed(app, pilot, arms_off=("fp32", "restored-moments"))
         assert screen.state == "done", str(screen.query_one("#replay-status").render())
         assert screen.query_one("#evidence").row_count == len(screen.evidence) >= 4
-        kinds = [m[0] for m in screen.process.messages]
+        kinds = [m.kind for m in screen.process.messages]
         last_step = len(kinds) - 1 - kinds[::-1].index("progress")
         assert kinds.index("evidence") < last_step          # rows arrive while arms still run
-        swap = next(e for e in screen.evidence if e["observation"].startswith("swap-batch arm"))
-        assert "is gone" in swap["observation"] and "long-tail-token" in swap["favors"]
-        assert screen.result["hypotheses"][0]["pattern"] == "long-tail-token"
-        assert not any(e["observation"].startswith("fp32 arm") for e in screen.evidence)
+        swap = next(e for e in screen.evidence if e.observation.startswith("swap-batch arm"))
+        assert "is gone" in swap.observation and "long-tail-token" in swap.favors
+        assert screen.result.hypotheses[0].pattern == "long-tail-token"
+        assert not any(e.observation.startswith("fp32 arm") for e in screen.evidence)
         # the column cuts an observation; the highlighted row shows whole under the table
         detail = lambda: str(screen.query_one("#evidence-detail").render())        # noqa: E731
-        assert screen.evidence[0]["observation"] in " ".join(detail().split())
+        assert screen.evidence[0].observation in " ".join(detail().split())
         table = screen.query_one("#evidence")
         table.focus()
         row = next(i for i, e in enumerate(screen.evidence) if e is swap)
         for _ in range(row):
             await pilot.press("down")
         assert table.cursor_row == row
-        assert "rules out" in detail() and swap["observation"] in " ".join(detail().split())
+        assert "rules out" in detail() and swap.observation in " ".join(detail().split())
         await pilot.press("escape")
-        assert app.replays[250]["faithful"] is True
+        assert app.replays[250].faithful is True
         # the editor opens with the replay's evidence in section 3 and the ranking in section 2
         await pilot.press("e")
         editor = app.screen
@@ -94,7 +94,7 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert "rare pieces" in (pm.symptoms.unusual_tokens or "")
         # under section 2, the highlighted hypothesis with the replay's rows for and against it
         hypothesis = str(editor.query_one("#hypothesis-detail").render())
-        assert hypothesis.startswith("long-tail-token") and f"+ [batch] {swap['observation']}" in hypothesis
+        assert hypothesis.startswith("long-tail-token") and f"+ [batch] {swap.observation}" in hypothesis
         # section 2: move a hypothesis down and back, dismiss one with a reason
         table = editor.query_one("#hypotheses", HypothesesTable)
         table.focus()
@@ -219,7 +219,7 @@ async def test_escape_cancels_a_running_replay():
         await pilot.press("r")
         screen = app.screen
         await pilot.press("r")
-        await until(pilot, lambda: any(m[0] == "progress" for m in screen.process.messages) or
+        await until(pilot, lambda: any(m.kind == "progress" for m in screen.process.messages) or
                     screen.state != "running", 90)
         assert screen.state == "running"
         await pilot.press("escape")

@@ -38,7 +38,7 @@ def cmd_new(args) -> int:
         incidents = analyze(log, against=against).incidents
         inc = pick_incident(incidents, args.step, log.source.path)
         done = Replayer(log, inc, "cpu").replay()
-        pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done.to_dict())
+        pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done)
     else:
         pm = draft(log, args.learner, args.step, against=against)
     out = Path(args.output or pm.filename)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from postmortem.errors import ReplayError, UserError
@@ -14,7 +13,9 @@ def cmd_replay(args) -> int:
 
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import pick_incident
-    from postmortem.replay.engine import ARMS, Cancelled, Replayer
+    from postmortem.replay.arms import NAMES as ARMS
+    from postmortem.replay.engine import Replayer
+    from postmortem.replay.models import Cancelled
     from postmortem.run import read_run
     arms = tuple(args.arms.split(",")) if args.arms else ARMS
     unknown = [a for a in arms if a not in ARMS]
@@ -47,7 +48,7 @@ def cmd_replay(args) -> int:
             raise ReplayError(f"{args.run}: the replay failed in the run's code: "
                               f"{type(err).__name__}: {err}") from None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        print(result.model_dump_json(indent=2))
         return 0
     print(f"{result.run_id}: {inc.kind} at step {inc.step}, replayed from checkpoint {result.checkpoint} "
           f"on {result.device} ({'faithful' if result.faithful else 'NOT faithful'}, "

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import date as Date
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.models import SPIKE_PATTERNS, Hypothesis, Incident, worst
+from postmortem.diagnose.models import SPIKE_PATTERNS, Incident, worst
+from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import panel_has_data
 from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
 from postmortem.errors import IncidentError
@@ -26,18 +27,18 @@ def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Inc
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
           incidents: list[Incident] | None = None, against: list[RunLog] = (),
-          replayed: dict | None = None) -> PostMortem:
+          replayed=None) -> PostMortem:
     """The draft. `incidents`: the run's analysis when the caller has it already (the TUI),
     so it is not run twice; `against`: runs over the same data for the analysis (see analyze);
-    `replayed`: a replay of the incident (its dict form), whose evidence fills section 3 and
-    whose ranking orders the hypotheses. The document never runs the replay itself."""
+    `replayed`: a replay of the incident (a ReplayResult), whose evidence fills section 3 and
+    whose ranking orders the hypotheses. The document never runs the replay: it is handed one."""
     if incidents is None:
         incidents = analyze(log, against=against).incidents
     inc = pick_incident(incidents, step, log.source.path)
     evidence = []
     if replayed is not None:
-        inc = inc.model_copy(update={"hypotheses": [Hypothesis.model_validate(h) for h in replayed["hypotheses"]]})
-        evidence = evidence_rows(replayed["evidence"])
+        inc = inc.model_copy(update={"hypotheses": list(replayed.hypotheses)})
+        evidence = evidence_rows(replayed.evidence)
     hyps = []
     for h in inc.hypotheses:
         # What the diagnosis supports, and the four spike patterns always: the evidence
@@ -54,25 +55,26 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
     return PostMortem(run_id=log.run_id, learner=learner, spike_step=inc.step, incident=inc.kind,
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
                       date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
-                      hypotheses=hyps, evidence=evidence)
+                      hypotheses=hyps, evidence=evidence,
+                      signature=of_incident(inc, log.manifest))   # `similar` reads it, not the run
 
 
-def evidence_rows(rows: list[dict]) -> list[EvidenceRow]:
+def evidence_rows(rows) -> list[EvidenceRow]:
     """The replay's rows that discriminate (favor or rule out something), as section 3 rows."""
-    return [EvidenceRow(panel=r["panel"], observation=r["observation"], favors=r["favors"],
-                        rules_out=r["rules_out"]) for r in rows if r["favors"] or r["rules_out"]]
+    return [EvidenceRow(panel=r.panel, observation=r.observation, favors=list(r.favors),
+                        rules_out=list(r.rules_out)) for r in rows if r.favors or r.rules_out]
 
 
-def apply_replay(pm: PostMortem, replay: dict) -> PostMortem:
-    """The document with a replay's evidence added to section 3 (rows already there kept,
-    none twice) and the hypotheses in the order the evidence left them; the author's own
-    hypotheses and dismissals stay. When the author named no unusual tokens, the rarest
-    pieces behind the replay's heavy tail are offered as them."""
+def apply_replay(pm: PostMortem, replay) -> PostMortem:
+    """The document with a replay's evidence (a ReplayResult) added to section 3 (rows
+    already there kept, none twice) and the hypotheses in the order the evidence left them;
+    the author's own hypotheses and dismissals stay. When the author named no unusual tokens,
+    the rarest pieces behind the replay's heavy tail are offered as them."""
     have = {(e.panel, e.observation) for e in pm.evidence}
-    new = [e for e in evidence_rows(replay["evidence"]) if (e.panel, e.observation) not in have]
-    order = {h["pattern"]: i for i, h in enumerate(replay["hypotheses"])}
+    new = [e for e in evidence_rows(replay.evidence) if (e.panel, e.observation) not in have]
+    order = {h.pattern: i for i, h in enumerate(replay.hypotheses)}
     hyps = sorted(pm.hypotheses, key=lambda h: (h.dismissed is not None, order.get(h.pattern, len(order))))
-    top = replay["hypotheses"][0]["pattern"] if replay["hypotheses"] else pm.pattern
+    top = replay.hypotheses[0].pattern if replay.hypotheses else pm.pattern
     pm = pm.model_copy(update={"evidence": pm.evidence + new, "hypotheses": hyps, "pattern": pm.pattern or top})
     rare = rare_tokens(replay)
     if rare and not pm.symptoms.unusual_tokens:
@@ -81,10 +83,10 @@ def apply_replay(pm: PostMortem, replay: dict) -> PostMortem:
     return pm
 
 
-def rare_tokens(replay: dict, most: int = 6) -> list[str]:
+def rare_tokens(replay, most: int = 6) -> list[str]:
     """The heavy tail's tokens seen at most twice in training, each once, as Python writes
     them (a piece may be a space or a newline)."""
-    tail = (replay.get("probes") or {}).get("per_token") or {}
+    tail = (replay.probes or {}).get("per_token") or {}
     rare = [t["token"] for t in tail.get("heavy_tail", []) if t.get("train_count") is not None
             and t["train_count"] <= 2]
     return list(dict.fromkeys(repr(t) for t in rare))[:most]

@@ -6,67 +6,22 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from postmortem.diagnose.catalog import arm_tests
 from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Hypothesis, Incident, Observation
 from postmortem.errors import ReplayError
 from postmortem.record import this_machine
 from postmortem.replay import loading, probes
+from postmortem.replay.arms import BY_NAME, NAMES as ARMS  # noqa: F401 (ARMS: the engine's arm names)
+from postmortem.replay.models import ArmResult, Cancelled, Evidence, ReplayResult
 from postmortem.run import RunLog
 
-ARMS = ("faithful", "fp32", "scheduled-lr", "restored-moments", "swap-batch", "earlier-checkpoint")
-# which patterns each arm tests: the catalog names each pattern's arms
-TESTS = {arm: arm_tests(arm) for arm in ARMS if arm_tests(arm)}
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
 Arrived = Callable[["Evidence"], None]                 # one evidence row, as soon as it is known
-
-
-class Cancelled(Exception):
-    pass
-
-
-@dataclass
-class Evidence:
-    panel: str
-    observation: str
-    favors: list[str] = field(default_factory=list)
-    rules_out: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ArmResult:
-    name: str
-    losses: dict[int, float]
-    skipped: str | None = None
-
-
-@dataclass
-class ReplayResult:
-    run_id: str
-    incident_step: int
-    checkpoint: int
-    device: str
-    faithful_max_diff: float | None
-    faithful: bool
-    arms: dict[str, ArmResult]
-    probes: dict
-    evidence: list[Evidence]
-    hypotheses: list[Hypothesis]
-
-    def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "incident_step": self.incident_step, "checkpoint": self.checkpoint,
-                "device": self.device, "faithful": self.faithful,
-                "faithful_max_diff": self.faithful_max_diff,
-                "arms": {k: {"losses": {str(s): v for s, v in a.losses.items()}, "skipped": a.skipped}
-                         for k, a in self.arms.items()},
-                "probes": self.probes, "evidence": [e.__dict__ for e in self.evidence],
-                "hypotheses": [h.model_dump() for h in self.hypotheses]}
 
 
 class Replayer:
@@ -188,8 +143,9 @@ class Replayer:
                 continue
             results[arm] = self._arm(arm)
             evidence += self._judge(arm, results[arm], base, spike)
-        return ReplayResult(self.log.run_id, inc.step, self.ckpt, str(self.device), diff, is_faithful,
-                            results, found, list(evidence), rerank(inc.hypotheses, evidence))
+        return ReplayResult(run_id=self.log.run_id, incident_step=inc.step, checkpoint=self.ckpt,
+                            device=str(self.device), faithful_max_diff=diff, faithful=is_faithful, arms=results,
+                            probes=found, evidence=list(evidence), hypotheses=rerank(inc.hypotheses, evidence))
 
     def _why_not_bit_for_bit(self) -> str:
         """'' where this replay should match the log bit for bit: on CPU with the run's own
@@ -278,7 +234,7 @@ class Replayer:
         return arm_peak < base + 0.25 * (spike - base)
 
     def _judge(self, arm: str, res: ArmResult, base: float, spike: float) -> list[Evidence]:
-        tested = TESTS.get(arm, [])
+        tested = BY_NAME[arm].tests if arm in BY_NAME else []
         if res.skipped:
             return [Evidence("loss", f"{arm} arm skipped: {res.skipped}")]
         if arm == "earlier-checkpoint":

@@ -1,16 +1,11 @@
 """A replay in a child process: the UI stays responsive while torch runs, and a crash or a
-hang in the user's code cannot take the app down. Messages come back on a queue:
-
-    ("progress", arm, step, done, total)
-    ("evidence", {panel, observation, favors, rules_out})
-    ("done", ReplayResult.to_dict())
-    ("error", one line)            # the run's code failed, or what is missing to replay
-    ("cancelled", arm)
+hang in the user's code cannot take the app down. The child writes one JSON message a line
+(replay/models.py: Progress, EvidenceArrived, Finished with the ReplayResult, Failed in one
+line, Stopped), and poll() hands them back as those models.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
 import queue as queues
 import subprocess
@@ -19,6 +14,9 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from postmortem.replay.models import (MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress,
+                                      Stopped)
 
 
 def what_is_missing(log) -> str | None:
@@ -42,29 +40,29 @@ def what_is_missing(log) -> str | None:
 
 
 def _child(log, inc, arms: tuple[str, ...], device: str, out, cancel) -> None:
-    from postmortem.replay.engine import Cancelled, Replayer
     from postmortem.errors import UserError
+    from postmortem.replay.engine import Replayer
     try:
         if device == "auto":
             import torch
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        replayer = Replayer(log, inc, device, progress=lambda *a: out(("progress", *a)), cancel=cancel,
-                            on_evidence=lambda e: out(("evidence", dict(e.__dict__))))
-        result = replayer.replay(arms)
-        out(("done", result.to_dict()))
+        replayer = Replayer(log, inc, device, cancel=cancel,
+                            progress=lambda arm, step, done, total: out(Progress(arm=arm, step=step, done=done,
+                                                                                 total=total)),
+                            on_evidence=lambda e: out(EvidenceArrived(evidence=e)))
+        out(Finished(result=replayer.replay(arms)))
     except Cancelled as err:
-        out(("cancelled", str(err)))
+        out(Stopped(arm=str(err)))
     except UserError as err:
-        out(("error", str(err)))
+        out(Failed(message=str(err)))
     except BaseException as err:        # the run's own code: one line in the panel
-        out(("error", f"the replay failed in the run's code: {type(err).__name__}: {err}"))
+        out(Failed(message=f"the replay failed in the run's code: {type(err).__name__}: {err}"))
 
 
 def main() -> None:
     """The child: the job pickled on stdin, one JSON message a line on the stdout it was
     given. The run's code printing to stdout goes to stderr instead, and SIGTERM asks the
     replay to stop between two steps."""
-    import json
     import os
     import pickle
     import signal
@@ -77,7 +75,7 @@ def main() -> None:
     log, inc, arms, device = pickle.load(sys.stdin.buffer)
 
     def out(message) -> None:
-        channel.write(json.dumps(message, default=str) + "\n")
+        channel.write(message.model_dump_json() + "\n")
     _child(log, inc, tuple(arms), device, out, cancel)
     channel.flush()
 
@@ -112,26 +110,26 @@ class ReplayProcess:
     def _read(self) -> None:
         for line in self.process.stdout:
             try:
-                self.queue.put(tuple(json.loads(line)))
-            except ValueError:
+                self.queue.put(MESSAGE.validate_json(line))
+            except ValueError:          # not one of ours (a stray line): skipped
                 continue
         self.process.wait()
-        self.queue.put(("exit", self.process.returncode))
+        self.queue.put(self.process.returncode)
 
-    def poll(self) -> list[tuple]:
-        """The messages that arrived since the last poll; an ("error", ...) when the process
-        ended without saying why (killed, a segfault in an extension)."""
+    def poll(self) -> list:
+        """The messages that arrived since the last poll (replay/models.py); a Failed when
+        the process ended without saying why (killed, a segfault in an extension)."""
         got = []
         while True:
             try:
                 got.append(self.queue.get_nowait())
             except queues.Empty:
                 break
-        finished = any(m[0] in ("done", "error", "cancelled") for m in self.messages + got)
-        for i, m in enumerate(got):
-            if m[0] == "exit":
-                got[i] = ("exit", m[1]) if finished else ("error", self._death(m[1]))
-        got = [m for m in got if m[0] != "exit"]
+        finished = any(isinstance(m, (Finished, Failed, Stopped)) for m in self.messages + got)
+        exits = [m for m in got if isinstance(m, int)]
+        got = [m for m in got if not isinstance(m, int)]
+        if exits and not finished:
+            got.append(Failed(message=self._death(exits[0])))
         self.messages += got
         return got
 

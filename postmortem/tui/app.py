@@ -107,7 +107,7 @@ class PostmortemApp(App):
         self.current = 0
         self.cursor: int | None = None
         self.zoomed = False
-        self.replays: dict[int, dict] = {}     # incident step -> the last replay's result
+        self.replays: dict = {}     # incident step -> the last replay's result (a ReplayResult)
         self.timings: dict[str, float] = {}    # the file read's seconds, for benchmarks/bench_tui.py
         self.error: str | None = None          # why the run could not be read
         self.largest = 0                       # index of the incident shown first
@@ -377,10 +377,10 @@ class PostmortemApp(App):
         from postmortem.tui.replay import ReplayScreen
         step = self.incident.step
 
-        def keep(result: dict | None) -> None:
+        def keep(result) -> None:
             if result:
                 self.replays[step] = result
-                self.notify(f"replay evidence kept: {len(result['evidence'])} rows; "
+                self.notify(f"replay evidence kept: {len(result.evidence)} rows; "
                             f"e writes the post-mortem with it")
         self.push_screen(ReplayScreen(self.runlog, self.incident, self.device), keep)
 

@@ -258,11 +258,10 @@ class EditorScreen(Screen):
 
     def diagnosed(self) -> dict:
         """pattern -> the run's Hypothesis: the replay's re-ranking when there is one, else analyze's."""
-        from postmortem.diagnose.models import Hypothesis
         app = self.app
         kept = getattr(app, "replays", {}).get(self.pm.spike_step)
-        if kept and kept.get("hypotheses"):
-            return {h["pattern"]: Hypothesis.model_validate(h) for h in kept["hypotheses"]}
+        if kept and kept.hypotheses:
+            return {h.pattern: h for h in kept.hypotheses}
         inc = app.incident_at(self.pm.spike_step) if hasattr(app, "incident_at") else None
         return {h.pattern: h for h in inc.hypotheses} if inc else {}
 
@@ -379,7 +378,7 @@ class EditorScreen(Screen):
         self.query_one("#symptoms", Static).update(self._symptoms_text())
         self._changed()
 
-    def apply_replay(self, result: dict) -> None:
+    def apply_replay(self, result) -> None:
         """A replay's evidence into section 3, its ranking into section 2, the heavy tail's
         rarest tokens offered as unusual tokens when the author named none."""
         from postmortem.document.draft import apply_replay
@@ -394,11 +393,11 @@ class EditorScreen(Screen):
             self.notify("no incident of this run to replay", severity="warning")
             return
 
-        def done(result: dict | None) -> None:
+        def done(result) -> None:
             if result:
                 app.replays[inc.step] = result
                 self.apply_replay(result)
-                self.notify(f"{len(result['evidence'])} evidence rows; section 3 and the ranking updated")
+                self.notify(f"{len(result.evidence)} evidence rows; section 3 and the ranking updated")
         app.push_screen(ReplayScreen(self.run_log, inc, getattr(app, "device", "auto")), done)
 
     def action_external_editor(self) -> None:

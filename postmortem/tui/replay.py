@@ -1,5 +1,5 @@
 """The replay panel: pick the arms, run them in a child process, watch each step and the
-evidence arrive, cancel with Escape. Dismissed with the replay's result (a dict), or None."""
+evidence arrive, cancel with Escape. Dismissed with the replay's result (a ReplayResult), or None."""
 
 from __future__ import annotations
 
@@ -10,18 +10,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionList, Static
 
+from postmortem.replay.arms import ARMS, NAMES
+from postmortem.replay.models import EvidenceArrived, Failed, Finished, Progress, ReplayResult, Stopped
 from postmortem.replay.worker import ReplayProcess, what_is_missing
 from postmortem.tui.widgets.cells import columns, plain
-
-# the arms (the engine's names) and what each tells apart; no torch imported to list them
-ARMS = {
-    "faithful": "the logged steps again: the replay must reproduce the run first",
-    "fp32": "the same steps in fp32: an fp16 overflow goes away",
-    "scheduled-lr": "the LR the schedule meant: a schedule discontinuity goes away",
-    "restored-moments": "the checkpoint's Adam moments on resume: an optimizer reset goes away",
-    "swap-batch": "the suspect batch replaced by its neighbour: a rare-token batch goes away",
-    "earlier-checkpoint": "the suspect batch on an earlier state: hard data stays hard",
-}
 
 
 class ReplayScreen(Screen):
@@ -36,9 +28,9 @@ class ReplayScreen(Screen):
         self.runlog, self.incident, self.device = log, incident, device
         self.missing = what_is_missing(log)
         self.process: ReplayProcess | None = None
-        self.result: dict | None = None
+        self.result: ReplayResult | None = None
         self.state = "missing" if self.missing else "ready"   # ready, running, done, cancelled, failed
-        self.evidence: list[dict] = []
+        self.evidence: list = []        # the Evidence rows as they arrive
 
     def compose(self) -> ComposeResult:
         inc = self.incident
@@ -48,7 +40,7 @@ class ReplayScreen(Screen):
             yield Static(escape(f"This run cannot be replayed: {self.missing}"), id="replay-missing")
         else:
             with Horizontal(id="replay-top"):
-                arms = SelectionList[str](*[(f"{name}: {why}", name, True) for name, why in ARMS.items()],
+                arms = SelectionList[str](*[(f"{a.name}: {a.tells_apart}", a.name, True) for a in ARMS],
                                           id="arms")
                 arms.border_title = "arms (space toggles, r runs)"
                 yield arms
@@ -71,18 +63,18 @@ class ReplayScreen(Screen):
     @property
     def arms(self) -> tuple[str, ...]:
         chosen = self.query_one("#arms", SelectionList).selected
-        return tuple(a for a in ARMS if a in chosen or a == "faithful")   # faithful always first
+        return tuple(a for a in NAMES if a in chosen or a == "faithful")   # faithful always first
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The highlighted row whole, wrapped: its observation column cuts most of them."""
         if event.data_table.id == "evidence" and 0 <= event.cursor_row < len(self.evidence):
             self._detail(self.evidence[event.cursor_row])
 
-    def _detail(self, row: dict) -> None:
-        sides = "".join(f"; {name} {', '.join(row[key])}" for name, key in
-                        (("favors", "favors"), ("rules out", "rules_out")) if row[key])
+    def _detail(self, row) -> None:
+        sides = "".join(f"; {name} {', '.join(seen)}" for name, seen in
+                        (("favors", row.favors), ("rules out", row.rules_out)) if seen)
         detail = self.query_one("#evidence-detail", Static)
-        detail.update(escape(f"[{row['panel']}] {row['observation']}{sides}"))
+        detail.update(escape(f"[{row.panel}] {row.observation}{sides}"))
         detail.display = True
 
     def action_start(self) -> None:
@@ -101,33 +93,29 @@ class ReplayScreen(Screen):
         self._timer = self.set_interval(0.1, self.poll)
 
     def poll(self) -> None:
-        for kind, *rest in self.process.poll():
-            if kind == "progress":
-                arm, step, done, total = rest
+        for message in self.process.poll():
+            if isinstance(message, Progress):
                 bar = self.query_one("#replay-bar", ProgressBar)
-                bar.update(total=total, progress=done)
-                self._status(f"{arm}: step {step} ({done}/{total})")
-            elif kind == "evidence":
-                row = rest[0]
+                bar.update(total=message.total, progress=message.done)
+                self._status(f"{message.arm}: step {message.step} ({message.done}/{message.total})")
+            elif isinstance(message, EvidenceArrived):
+                row = message.evidence
                 self.evidence.append(row)
                 table = self.query_one("#evidence", DataTable)
-                table.add_row(*plain(
-                    row["panel"], ", ".join(row["favors"]), ", ".join(row["rules_out"]), row["observation"]))
+                table.add_row(*plain(row.panel, ", ".join(row.favors), ", ".join(row.rules_out), row.observation))
                 if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
                     self._detail(row)
-            elif kind == "done":
-                self.result = rest[0]
+            elif isinstance(message, Finished):
+                result = self.result = message.result
                 self._finish("done")
-                ranking = "  ".join(f"{h['rank']}. {h['pattern']} {h['score']:.2f}"
-                                    for h in self.result["hypotheses"][:4])
-                self._status(f"done on {self.result['device']}: "
-                             f"{'faithful' if self.result['faithful'] else 'NOT faithful'} "
-                             f"(max diff {self.result['faithful_max_diff']:.3g}); escape takes the evidence back")
+                ranking = "  ".join(f"{h.rank}. {h.pattern} {h.score:.2f}" for h in result.hypotheses[:4])
+                self._status(f"done on {result.device}: {'faithful' if result.faithful else 'NOT faithful'} "
+                             f"(max diff {result.faithful_max_diff:.3g}); escape takes the evidence back")
                 self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
-            elif kind == "error":
+            elif isinstance(message, Failed):
                 self._finish("failed")
-                self._status(f"[b]replay failed[/b]: {escape(rest[0])}", markup=True)
-            elif kind == "cancelled":
+                self._status(f"[b]replay failed[/b]: {escape(message.message)}", markup=True)
+            elif isinstance(message, Stopped):
                 self._finish("cancelled")
                 self._status("cancelled")
 

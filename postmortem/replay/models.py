@@ -1,0 +1,92 @@
+"""What a replay hands over, typed from the engine to the child's JSON lines, the TUI and the
+document: one Evidence row, each arm's losses, the ReplayResult, and the child's messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from postmortem.diagnose.models import Hypothesis
+
+# a diverged arm's loss is inf or NaN: written as JSON's Infinity/NaN and read back as such
+_FLOATS = ConfigDict(ser_json_inf_nan="constants")
+
+
+class Cancelled(Exception):
+    """The replay was asked to stop; the message names the arm it stopped in."""
+
+
+class Evidence(BaseModel):
+    """One row of discriminating evidence: the panel, what it shows, the patterns it favors
+    and those it rules out."""
+
+    model_config = _FLOATS
+    panel: str
+    observation: str
+    favors: list[str] = []
+    rules_out: list[str] = []
+
+    def __init__(self, panel: str, observation: str, **rest):
+        # the engine writes rows as Evidence(panel, observation, favors=...)
+        super().__init__(panel=panel, observation=observation, **rest)
+
+
+class ArmResult(BaseModel):
+    model_config = _FLOATS
+    name: str
+    losses: dict[int, float] = {}
+    skipped: str | None = None       # why the arm did not run
+
+    def __init__(self, name: str, losses: dict[int, float] | None = None, skipped: str | None = None, **rest):
+        super().__init__(name=name, losses=losses or {}, skipped=skipped, **rest)
+
+
+class ReplayResult(BaseModel):
+    model_config = _FLOATS
+    run_id: str
+    incident_step: int
+    checkpoint: int
+    device: str
+    faithful_max_diff: float | None
+    faithful: bool
+    arms: dict[str, ArmResult]
+    probes: dict                     # the probes' own findings (per_token, layers, hashes, ...)
+    evidence: list[Evidence]
+    hypotheses: list[Hypothesis]
+
+
+# -- the child's messages, one JSON object a line ---------------------------------------
+
+class Progress(BaseModel):
+    kind: Literal["progress"] = "progress"
+    arm: str
+    step: int
+    done: int
+    total: int
+
+
+class EvidenceArrived(BaseModel):
+    model_config = _FLOATS
+    kind: Literal["evidence"] = "evidence"
+    evidence: Evidence
+
+
+class Finished(BaseModel):
+    model_config = _FLOATS
+    kind: Literal["done"] = "done"
+    result: ReplayResult
+
+
+class Failed(BaseModel):
+    kind: Literal["error"] = "error"
+    message: str                     # one line: what is missing, or where the run's code failed
+
+
+class Stopped(BaseModel):
+    kind: Literal["cancelled"] = "cancelled"
+    arm: str
+
+
+Message = Annotated[Union[Progress, EvidenceArrived, Finished, Failed, Stopped], Field(discriminator="kind")]
+MESSAGE = TypeAdapter(Message)
