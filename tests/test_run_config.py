@@ -285,3 +285,15 @@ def test_tensorboard_hparams_and_hf_text_summaries(real_runs, tmp_path):
         assert f["dtype"] == "fp32" and f["clip"] == 1.0
         assert origin(hf, "vocab_size") == "TensorBoard model_config/text_summary: vocab_size"
         assert hf.run_id == "hf-trainer-tb-serial-lain"      # run_name "output/" is generic
+
+
+def test_timm_summary_csv_is_epoch_indexed(tmp_path):
+    p = table(tmp_path, ["epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "lr"],
+              [[e, 6.9 - e / 10, 6.8 - e / 10, e * 1.5, e * 4.0, 1e-3] for e in range(12)], "summary.csv")
+    log = read_run(p)
+    assert log.frame.step.tolist() == list(range(12)) and not log.source.warnings
+    assert log.frame.loss.iloc[3] == pytest.approx(6.6) and log.frame.val_loss.iloc[3] == pytest.approx(6.5)
+    assert info(log)["read"] == {"step": "epoch (no step column: epoch-indexed)",
+                                 "loss": "train_loss (the alias table)",
+                                 "val_loss": "eval_loss (the alias table)"}
+
