@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import add_against
+from postmortem.cli.options import add_against, add_columns, read_options
 from postmortem.errors import DocumentError, IncidentError, KBError
 
 
@@ -28,7 +28,7 @@ def cmd_new(args) -> int:
         check_learner(args.learner)
     except KBError as err:
         raise KBError(f"{args.learner}: {err}") from None
-    log = read_run(args.run, format=args.format)
+    log = read_run(args.run, **read_options(args))
     against = [read_run(other) for other in args.against or []]
     if args.replay:
         # the replay runs here, and the document is handed its result
@@ -175,6 +175,7 @@ def cmd_verify(args) -> int:
     for o in outcomes:
         print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
     return 0 if all(o.ok for o in outcomes) else 1
+    add_columns(p, step_flag=False)         # --step here is the incident's step
 
 
 def register(sub) -> None:
