@@ -175,7 +175,6 @@ def cmd_verify(args) -> int:
     for o in outcomes:
         print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
     return 0 if all(o.ok for o in outcomes) else 1
-    add_columns(p, step_flag=False)         # --step here is the incident's step
 
 
 def register(sub) -> None:
@@ -186,6 +185,7 @@ def register(sub) -> None:
                                             "the one the dashboard opens on)")
     p.add_argument("-o", "--output", metavar="FILE")
     p.add_argument("--format")
+    add_columns(p, step_flag=False)         # --step here is the incident's step
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     p.add_argument("--replay", action="store_true",
                    help="replay the incident first and fill section 3 with its evidence")
