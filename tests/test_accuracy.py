@@ -197,3 +197,26 @@ def test_scorer_on_a_hand_made_case():
             "step_tolerance": 2, "segment": 1}]
     s = match(seg, [{"step": 201, "segment": 0, "kind": "spike"}])
     assert (s.found, s.missed, s.false) == (0, 1, 1)
+
+
+def test_the_two_sets_are_kept_apart():
+    import json
+
+    here = Path(synthetic.__file__).parent
+    sets = json.loads((here / "sets.json").read_text())
+    tune, rep = sets["tuning"], sets["reporting"]
+    assert all(s % 2 == 0 for s in tune["lab2_seeds"]) and all(s % 2 == 1 for s in rep["lab2_seeds"])
+    assert not set(tune["real_runs_sections"]) & set(rep["real_runs_sections"])
+    real = json.loads((here / "labels" / "real_runs.json").read_text())["runs"]
+    for lab in real:
+        assert (lab["section"] in tune["real_runs_sections"]) != (lab["section"] in rep["real_runs_sections"])
+    assert {lab["section"] for lab in real if lab["section"] in rep["real_runs_sections"]} == {7}
+
+
+def test_a_reset_below_the_noise_is_not_a_required_incident():
+    rng = np.random.default_rng(1)
+    def run(bump):
+        rec = [{"step": s, "loss": 2 + 0.1 * rng.standard_normal()} for s in range(120)]
+        return rec + [{"step": s, "loss": rec[s]["loss"] + bump} for s in range(100, 120)]
+    assert not synthetic.reset_visible(run(0.0), 120)
+    assert synthetic.reset_visible(run(0.5), 120)

@@ -90,9 +90,11 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
         return []
     kind, metric, cause = TRUTH[spec.kind]
     steps = [r["step"] for r in records]
+    optional = False
     if spec.kind == "optimizer-reset":
         onset = next(i for i in range(1, len(steps)) if steps[i] <= steps[i - 1])
         lo, hi = onset, onset + 30
+        optional = not reset_visible(records, onset)
     elif spec.kind == "fp16-overflow":
         onset = next(i for i, r in enumerate(records) if r["step"] >= spec.at and r.get("skipped"))
         lo, hi = onset, spec.at + spec.length + 30
@@ -107,7 +109,20 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
         onset = lo = spec.at
         hi = spec.at + spec.length + (2 if spec.kind == "long-tail-token" else 10)
     return [{"kind": kind, "metric": metric, "cause": cause, "onset": onset,
-             "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured"}]
+             "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured",
+             "optional": optional}]
+
+
+def reset_visible(records: list[dict], onset: int, k: int = 10) -> bool:
+    """Does the fresh optimizer show in the loss? The resumed steps see the same batches as the
+    crashed run did at those steps, so the pairs isolate the reset: visible when the first `k`
+    resumed steps lie above their twins by more than one step's own noise on average."""
+    first = records[onset]["step"]
+    twin = {r["step"]: r["loss"] for r in records[:onset]}
+    pairs = [(r["loss"], twin[r["step"]]) for r in records[onset:onset + k] if r["step"] in twin]
+    before = np.array([r["loss"] for r in records[:onset] if first - 60 <= r["step"] < first])
+    noise = np.diff(before).std() / np.sqrt(2)
+    return bool(pairs) and float(np.mean([a - b for a, b in pairs])) > noise
 
 
 def probes(records: list[dict]) -> list[int]:
@@ -145,6 +160,8 @@ def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
         unit = max(1, interval) if fmt != "hf-console" else 1
         tol = max(3, 2 * unit) if not inc["wide"] else max(25, (rows[b][0] - rows[a][0]) // 4)
         incidents.append({"kind": inc["kind"], "metric": inc["metric"], "cause": inc["cause"],
+                          **({"optional": True, "note": "the reset's rise is below the loss noise"}
+                             if inc["optional"] else {}),
                           "step": rows[k0][0], "range": [rows[a][0], rows[b][0]],
                           "segment": segs[k0] if segs[-1] else None,
                           "tolerance": tol, "step_tolerance": tol if inc["wide"] else unit})
