@@ -44,7 +44,7 @@ def split_lines(data: bytes) -> bytes:
     return data
 
 
-_CHUNK = 1 << 21      # scanned a piece at a time: each pass over a piece stays in the CPU cache
+_CHUNK = 1 << 19      # scanned a piece at a time: each pass over a piece stays in the CPU cache
 
 
 def scan(data: bytes) -> tuple[np.ndarray, ...]:
@@ -54,18 +54,26 @@ def scan(data: bytes) -> tuple[np.ndarray, ...]:
     n = len(b)
     nls, rss, res, firsts, befores = [], [], [], [], []
     runs_before, digits_before, pos = 0, 0, 0
+    work, edge = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int8)
     while pos < n:
         end = min(pos + _CHUNK, n)
         if end < n:
             cut = data.rfind(b"\n", pos, end)
             end = cut + 1 if cut >= pos else (data.find(b"\n", end) + 1 or n)
         c = b[pos:end]
-        isd = ((c - 48) < 10).view(np.int8)  # uint8 wraps: one comparison for '0'..'9'
-        edge = np.empty(len(c) + 1, dtype=np.int8)
-        edge[0], edge[-1] = isd[0], -isd[-1]
-        np.subtract(isd[1:], isd[:-1], out=edge[1:-1])
-        rs = np.flatnonzero(edge == 1)
-        re_ = np.flatnonzero(edge == -1)
+        m = len(c)
+        if len(work) < m + 1:
+            work = np.empty(m + 1, dtype=np.uint8)
+            edge = np.empty(m + 1, dtype=np.int8)
+        isd = work[:m]
+        np.subtract(c, 48, out=isd)          # uint8 wraps: one comparison for '0'..'9'
+        np.less(isd, 10, out=isd.view(bool))
+        isd = isd.view(np.int8)
+        e = edge[:m + 1]
+        e[0], e[-1] = isd[0], -isd[-1]
+        np.subtract(isd[1:], isd[:-1], out=e[1:-1])
+        nz = np.flatnonzero(e)               # a run's start and end alternate
+        rs, re_ = nz[0::2], nz[1::2]
         nl = np.flatnonzero(c == 10)
         line_starts = np.concatenate([[0], nl + 1])
         if len(nl) and nl[-1] + 1 == len(c):
@@ -107,7 +115,7 @@ def _byte_span(line: str, span: tuple[int, int]) -> tuple[int, int]:
     s, e = span
     if line.isascii():
         return s, e
-    return len(line[:s].encode()), len(line[:e].encode())
+    return len(line[:s].encode("utf-8", "surrogateescape")), len(line[:e].encode("utf-8", "surrogateescape"))
 
 
 class _Cutter:
@@ -128,10 +136,12 @@ class _Cutter:
         return (self.run_s[base + a] + (bs - rep_runs[a][0]),
                 self.run_e[base + b] + (be - rep_runs[b][1]))
 
-    def numbers(self, starts: np.ndarray, ends: np.ndarray, commas: bool) -> np.ndarray:
+    def numbers(self, starts: np.ndarray, ends: np.ndarray, commas: bool
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The tokens as floats, and which of them were numbers (None: all)."""
         m = len(starts)
         if m == 0:
-            return np.empty(0)
+            return np.empty(0), None
         pos = np.empty(2 * m, dtype=np.int64)
         pos[0::2], pos[1::2] = starts, ends
         # Tokens and the gaps between them as one string array over the raw bytes: no copy.
@@ -140,10 +150,12 @@ class _Cutter:
         if commas:
             tokens = pc.replace_substring(tokens, ",", "")
         try:
-            return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False)
+            return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False), None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            # a line of this shape with no number there: that value was not logged (not a NaN)
             out = [to_number(t) for t in tokens.to_pylist()]
-            return np.array([np.nan if v is None else v for v in out], dtype=np.float64)
+            valid = np.array([v is not None for v in out])
+            return np.array([np.nan if v is None else v for v in out], dtype=np.float64), valid
 
 
 def read_groups(data: bytes) -> tuple[list[Group], int]:
@@ -165,7 +177,7 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
         rep = data[starts[line_no]:ends[line_no]]
         if not rep.strip():
             continue
-        text = rep.decode("utf-8", "replace")
+        text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
         parsed = parse(text)
         if not parsed.useful:
             continue
@@ -205,10 +217,18 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
         # every token of every line in one array, in file order: one take and one cast
         starts = np.stack([c[4][0] for c in cuts], axis=1).ravel()
         ends = np.stack([c[4][1] for c in cuts], axis=1).ravel()
-        values = cutter.numbers(starts, ends, any(c[5] for c in cuts)).reshape(len(rows), len(cuts))
+        flat, valid = cutter.numbers(starts, ends, any(c[5] for c in cuts))
+        values = flat.reshape(len(rows), len(cuts))
+        valid = valid.reshape(len(rows), len(cuts)) if valid is not None else None
         for j, (_, _, where, name, _, _) in enumerate(cuts):
-            where[name] = values[:, j]
+            _place(group, where, name, values[:, j], None if valid is None else valid[:, j])
     else:
         for _, _, where, name, (st, en), commas in cuts:
-            where[name] = cutter.numbers(st, en, commas)
+            _place(group, where, name, *cutter.numbers(st, en, commas))
     return group
+
+
+def _place(group: Group, where: dict, name: str, values: np.ndarray, valid: np.ndarray | None) -> None:
+    where[name] = values
+    if valid is not None and where is group.values:
+        group.masks[name] = valid

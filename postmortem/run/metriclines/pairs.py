@@ -294,4 +294,5 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str]]
             name = f"val_{name}"                 # the timings of an eval line are the eval's
         value = text[s:e]
         const = to_const(value) if not any(c.isdigit() for c in value) else None
-        out.values.append(Value(name + unit, s, e, const))
+        column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
+        out.values.append(Value(column, s, e, const))

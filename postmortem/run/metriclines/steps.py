@@ -51,7 +51,7 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
     bi, bn = counters.get("batch_i", nan), counters.get("batch_n", nan)
     if np.isfinite(bi).any():
         step = epoch * bn + bi
-        return step, "epoch x batches + batch ([e][i/N])"
+        return step, "epoch x N + i (epoch e, batch i of N)"
     if np.isfinite(epoch).any():
         return epoch.copy(), "epoch (no step counter: epoch-indexed)"
     return step, ""
