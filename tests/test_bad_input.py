@@ -228,9 +228,10 @@ def test_symlinked_log_file_is_read(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "metrics.jsonl").symlink_to(real)
-    (run / "loop").symlink_to(run)                  # a link back up is followed once, not for ever
+    (run / "loop").symlink_to(run)                  # a link back up is not followed
+    (run / "dataset").symlink_to(real.parent)       # nor a linked folder (a dataset, a disk)
     data = info(run)
-    assert metric(data, "loss")["count"] == 2
+    assert metric(data, "loss")["count"] == 2 and data["run"]["files"] == [str(run / "metrics.jsonl")]
 
 
 def test_csv_with_no_step_column_reads_by_row(tmp_path):

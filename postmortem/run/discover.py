@@ -108,8 +108,8 @@ def _names_not_numbers(cells: list[str]) -> bool:
 
 
 def _walk(root: Path, problems: list[str] | None = None):
-    """Files under `root`; symlinked files are read, a symlinked directory once (no loops);
-    FIFOs and devices never opened."""
+    """Files under `root`; symlinked files are read, symlinked folders not searched (a
+    dataset, a loop); FIFOs and devices never opened."""
     stack, seen = [root], set()
     while stack:
         d = stack.pop()
@@ -131,7 +131,8 @@ def _walk(root: Path, problems: list[str] | None = None):
             except OSError:
                 continue
             if is_dir:
-                if e.name not in _SKIP_DIRS:
+                # a linked folder may be a dataset or a whole disk: not searched
+                if e.name not in _SKIP_DIRS and not e.is_symlink():
                     stack.append(e)
             elif is_file and e.suffix.lower() not in _SKIP_SUFFIXES:
                 yield e
