@@ -297,3 +297,10 @@ def test_timm_summary_csv_is_epoch_indexed(tmp_path):
                                  "loss": "train_loss (the alias table)",
                                  "val_loss": "eval_loss (the alias table)"}
 
+
+
+def test_a_manifest_made_from_the_log_config_promises_no_replay(real_runs):
+    from postmortem.replay.worker import what_is_missing
+    log = read_run(real_runs / "megatron-deepspeed-moe-0.125B")
+    assert log.manifest is not None and log.manifest.replay is None     # facts from the args dump
+    assert what_is_missing(log).startswith("no manifest.json beside the run")
