@@ -220,3 +220,14 @@ def test_a_reset_below_the_noise_is_not_a_required_incident():
         return rec + [{"step": s, "loss": rec[s]["loss"] + bump} for s in range(100, 120)]
     assert not synthetic.reset_visible(run(0.0), 120)
     assert synthetic.reset_visible(run(0.5), 120)
+
+
+def test_scorer_takes_an_epoch_numbered_step_either_way():
+    """`Epoch [1][150/5808]` is global step 150, or 5958 for a reader counting epochs from 0."""
+    lab = [{"kind": "nan", "cause": None, "step": 150, "range": [150, 150], "tolerance": 0,
+            "step_tolerance": 1, "shifts": [5808]}]
+    for step in (150, 5958):
+        s = match(lab, [{"step": step, "kind": "nan"}])
+        assert (s.found, s.false, s.right_step) == (1, 0, 1), step
+    s = match(lab, [{"step": 3000, "kind": "nan"}])
+    assert (s.found, s.missed, s.false) == (0, 1, 1)

@@ -62,15 +62,24 @@ def match(labels: list[dict], reports: list[dict]) -> Score:
     taken: set[int] = set()
     # Required labels pick first, so an optional one never steals a true incident's report.
     for lab in sorted(labels, key=lambda lab: bool(lab.get("optional"))):
+        # `shifts`: a log that numbers steps by epoch and batch leaves the global step to the
+        # reader (epochs counted from 0 or from 1): the label holds at each shift.
+        shifts = [0, *lab.get("shifts", [])]
         lo, hi = lab["range"][0] - lab["tolerance"], lab["range"][1] + lab["tolerance"]
-        cands = [i for i, r in enumerate(reports) if i not in taken and lo <= r["step"] <= hi
+
+        def off(r):
+            return min(abs(r["step"] - sh - lab["step"]) for sh in shifts
+                       if lo <= r["step"] - sh <= hi)
+
+        cands = [i for i, r in enumerate(reports) if i not in taken
+                 and any(lo <= r["step"] - sh <= hi for sh in shifts)
                  and (lab.get("segment") is None or r.get("segment") == lab["segment"])]
         if not cands:
             if not lab.get("optional"):
                 s.missed += 1
                 s.details.append(f"missed {lab['kind']} at {lab['step']}")
             continue
-        best = min(cands, key=lambda i: abs(reports[i]["step"] - lab["step"]))
+        best = min(cands, key=lambda i: off(reports[i]))
         taken.add(best)
         # Duplicates: other reports of the same event are false, not found again.
         rep = reports[best]
@@ -78,7 +87,7 @@ def match(labels: list[dict], reports: list[dict]) -> Score:
             s.optional_found += 1
             continue
         s.found += 1
-        ok_step = abs(rep["step"] - lab["step"]) <= lab.get("step_tolerance", 0)
+        ok_step = off(rep) <= lab.get("step_tolerance", 0)
         s.right_step += ok_step
         if lab.get("cause"):
             s.with_cause += 1
