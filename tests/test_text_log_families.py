@@ -254,3 +254,25 @@ def test_column_wise_equals_line_by_line(tmp_path):
             text = line[v.start:v.end]
             want = to_const(text) if v.const is not None else float(text)
             assert got[(row, v.column)] == want or (math.isnan(want) and math.isnan(got[(row, v.column)]))
+
+
+def test_detectron2_events():
+    log = read_run(DATA / "detectron2.log")
+    assert log.frame.step.tolist() == [19, 39, 59] and log.nan_mask("loss").tolist() == [False, False, True]
+    assert at(log, 39, "loss_box_reg") == 0.31 and at(log, 59, "lr") == 0.00059941
+
+
+def test_lightning_progress_bar_restarts_each_epoch():
+    log = read_run(DATA / "lightning-tqdm.log")
+    assert log.frame.step.tolist() == [5, 10, 16, 21] and len(log.segments()) == 1
+    assert log.frame.loss.tolist() == [2.31, 2.21, 2.01, 1.91]
+
+
+def test_keras3_bar():
+    log = read_run(DATA / "keras3.log")
+    assert log.frame.step.tolist() == [1, 2] and log.frame.val_loss.tolist() == [342.7898, 280.5]
+
+
+def test_composer_headers_own_their_lines():
+    log = read_run(DATA / "composer.log")
+    assert log.frame.step.tolist() == [10, 20] and log.frame["loss/train/total"].tolist() == [7.23, 6.91]

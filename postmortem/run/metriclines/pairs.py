@@ -37,7 +37,7 @@ _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|check
 # Counters, in the order of preference for the step.
 STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
 _COUNTERS = [
-    ("step", re.compile(r"\[step=(\d+)(?:/\d+)?")),
+    ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/\d+)?")),       # OLMo, Composer headers
     ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])", re.I)),
     ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
     ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
@@ -53,7 +53,7 @@ _EPOCH_BATCH = [
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
 ]
 _EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)
-_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s*\[[=>.]*\]")
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s*(?:\[[=>.]*\]|[\u2500-\u257f]+)")   # Keras 2 and 3 bars
 _PATH = re.compile(r"\.(?:py|cc|cpp|h|so|json|yaml|txt|log|pt|safetensors)\b|^/")
 _FRACTION = re.compile(r"(?<![\w.])\d+\s*/\s*\d+(?![\w.])")
 
@@ -118,6 +118,8 @@ def _name_before(text: str, p: int) -> str:
         words.pop()
     while words and words[0].lower() in _FILLER_START:
         words.pop(0)
+    if len(words) == 2 and words[0].lower() in _STREAMS and "/" in words[1]:
+        words = words[1:]                        # Composer's `Train loss/train/total`
     name = " ".join(words).strip("(")
     if name.startswith("[") or name.startswith("-"):
         name = name.lstrip("[-")
@@ -135,7 +137,7 @@ def _name_like(name: str) -> bool:
         return False                             # `clipping enabled (window=100`: a message
     if len(words) < 2 or _METRIC_WORD.search(name) or "(" in name or name.startswith("number of"):
         return True
-    if len(words) > 4 or any(re.search(r"[a-z][A-Z]", w) for w in words):
+    if len(words) > 4 or any(re.search(r"[a-z][A-Z]", w) and "/" not in w for w in words):
         return False
     return not any(w[:1].isupper() for w in words[1:])
 
