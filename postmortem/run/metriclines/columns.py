@@ -55,6 +55,7 @@ def scan(data: bytes) -> tuple[np.ndarray, ...]:
     nls, rss, res, firsts, befores = [], [], [], [], []
     runs_before, digits_before, pos = 0, 0, 0
     work, edge = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int8)
+    small = np.int32 if n < (1 << 31) - 1 else np.int64
     while pos < n:
         end = min(pos + _CHUNK, n)
         if end < n:
@@ -84,8 +85,8 @@ def scan(data: bytes) -> tuple[np.ndarray, ...]:
         befores.append(lengths[first] + digits_before)
         runs_before += len(rs)
         digits_before += int(lengths[-1])
-        rss.append(rs + pos)
-        res.append(re_ + pos)
+        rss.append((rs + pos).astype(small))     # int32 where the text allows: half the memory
+        res.append((re_ + pos).astype(small))
         nls.append(nl + pos)
         pos = end
     empty = np.empty(0, np.int64)
