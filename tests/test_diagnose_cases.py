@@ -280,14 +280,14 @@ def test_a_ranking_with_nothing_convincing_says_so(tmp_path):
 
 def test_every_pattern_is_one_catalog_entry_with_all_it_needs():
     from postmortem.document.remedies import remedies_for
-    from postmortem.replay.engine import ARMS, TESTS
+    from postmortem.replay.arms import BY_NAME
     th = Thresholds()
     for p in CATALOG:
         assert p.title and p.discriminate and p.remedies and remedies_for(p.id) == p.remedies
         assert p.panels and set(p.panels) <= set(PANELS)
-        assert set(p.arms) <= set(ARMS)
+        assert set(p.arms) <= set(BY_NAME)
         for arm in p.arms:
-            assert p.id in TESTS[arm]
+            assert p.id in BY_NAME[arm].tests
     src = (ROOT / "postmortem" / "diagnose" / "catalog.py").read_text()
     for name in {w for w in type(th).model_fields if w.startswith("w_")}:
         assert f'"{name}"' in src, f"weight {name} is used by no rule"

@@ -93,6 +93,11 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
             z = (loss - mean) / scale
             dense = own & (n >= th.spike_min_points) & (z >= th.spike_sigma) \
                 & (loss > mean + np.abs(mean) * th.spike_min_rise)
+            # or a rise large in itself (a third of the level) a little less far out of the
+            # noise; only for a positive loss, where a relative rise means something
+            if len(loss) and loss.min() > 0:
+                dense |= own & (n >= th.spike_min_points) & (z >= th.spike_sigma_big_rise) \
+                    & (loss > mean * (1 + th.spike_big_rise))
             # Pasted snippets and very sparse logs: too few points for a std.
             typical = _window_median(steps, loss, window)
             # (not the first steps of a long run: there the window is only filling up)

@@ -59,9 +59,18 @@ def overflow_rows(log: RunLog) -> np.ndarray:
     """Rows where only the grad norm is non-finite (the loss is finite or not logged) in a
     run with a loss scaler: the scaler found inf in the gradients and skipped the step."""
     f = log.frame
-    if "grad_norm" not in f or not has_scaler(log):
+    # An unknown dtype: a skipped step if the loss stays finite (an inf grad norm applied by
+    # an optimizer without a scaler turns the weights, and so the next losses, non-finite).
+    unknown = log.dtype is None and "loss" in f
+    if "grad_norm" not in f or not (has_scaler(log) or unknown):
         return np.zeros(len(f), dtype=bool)
     gn_bad = _nonfinite(f, "grad_norm", log)
+    if unknown and not has_scaler(log) and gn_bad.any():
+        loss = f["loss"].to_numpy(dtype=float, na_value=np.nan)
+        logged = np.flatnonzero(~np.isnan(loss) | log.nan_mask("loss"))
+        for i in np.flatnonzero(gn_bad):
+            after = loss[logged[logged > i][:3]]
+            gn_bad[i] = len(after) > 0 and bool(np.isfinite(after).all())
     if "loss" in f:
         loss = f["loss"].to_numpy(dtype=float, na_value=np.nan)
         # a loss of exactly 0.0 beside a NaN grad norm is a masked NaN, not a skip

@@ -31,6 +31,8 @@ class Thresholds(BaseModel):
     # single-batch and RL losses (up to 6.6 on a clean PPO log) and keeps real spikes (7.6+)
     spike_sigma: float = 7.0
     spike_min_rise: float = 0.10             # and at least 10% above the window mean
+    spike_big_rise: float = 0.30             # or 30% above it (a positive loss) ...
+    spike_sigma_big_rise: float = 4.0        # ... and this many times the noise
     spike_min_points: int = 10               # a sparse log's window widens to hold these
     sparse_rise: float = 0.3                 # too few points for a std: 30% above their max
     recovery_window: int = 50
