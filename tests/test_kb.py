@@ -43,8 +43,10 @@ def test_commit_holds_exactly_the_two_files(kb):
     r = pm("commit", EXAMPLE, "--learner", "ada", "--run", ROOT / "sample_runs" / "long-tail-token", cwd=root)
     assert r.returncode == 0, r.stderr
     head = repo.head.commit
-    assert sorted(head.stats.files) == ["learners/ada/lessons.md",
+    # the merge attribute rides in the same commit, the first time, and is announced
+    assert sorted(head.stats.files) == [".gitattributes", "learners/ada/lessons.md",
                                         "learners/ada/postmortems/2026-11-22-19-spike-001.md"]
+    assert len(list(repo.iter_commits())) == 2 and ".gitattributes" in r.stdout
     assert "19-spike-001" in head.message and "long-tail-token" in head.message
     # what the user had staged and changed is still there, untouched
     assert "staged.txt" in repo.git.diff("--cached", "--name-only")

@@ -95,36 +95,29 @@ def cmd_commit(args) -> int:
     except git.GitCommandError as err:
         raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
     print(f"committed {done.sha[:10]}: {done.postmortem.name} and {done.lessons.name}")
+    for note in done.notes:
+        print(f"  {note}")
     return 0
 
 
 def cmd_lessons(args) -> int:
-    from postmortem.kb.lessons import read_all
-    from postmortem.kb.repo import open_repo
-    try:
-        root = Path(open_repo(Path(args.repo or ".")).working_tree_dir)
-    except KBError:
-        root = Path(args.repo or ".")
-    rows = read_all(root)
-    if args.pattern:
-        rows = [r for r in rows if r.pattern == args.pattern]
-    if args.learner:
-        rows = [r for r in rows if r.learner == args.learner]
-    if args.search:
-        rows = [r for r in rows if args.search.lower() in (r.lesson + " " + r.run_id).lower()]
-    rows.sort(key=lambda r: r.date, reverse=True)
-    groups: dict[str, list] = {}
-    for r in rows:
-        groups.setdefault(r.pattern, []).append(r)
+    from postmortem.kb.lessons import group_by_pattern, query, read_all
+    from postmortem.kb.repo import kb_root
+    root = kb_root(Path(args.repo or "."))
+    # the TUI's filter, spelled as options: pattern:X learner:Y and free text
+    asked = " ".join(x for x in (args.pattern and f"pattern:{args.pattern}",
+                                 args.learner and f"learner:{args.learner}", args.search) if x)
+    rows = query(read_all(root), asked)
+    groups = group_by_pattern(rows)
     if args.json:
         print(json.dumps({"count": len(rows), "patterns": [
             {"pattern": p, "count": len(g), "lessons": [
                 {**r.to_dict(), "postmortem": f"learners/{r.learner}/{r.link}"} for r in g]}
-            for p, g in sorted(groups.items(), key=lambda kv: -len(kv[1]))]}, indent=2))
+            for p, g in groups]}, indent=2))
         return 0
     if not rows:
-        print("no lessons" + (" match" if args.pattern or args.learner or args.search else " yet"))
-    for pattern, group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print("no lessons" + (" match" if asked.strip() else " yet"))
+    for pattern, group in groups:
         print(f"{pattern} ({len(group)})")
         for r in group:
             print(f"  {r.date}  {r.learner}  {r.run_id}: {r.lesson}  -> learners/{r.learner}/{r.link}")
@@ -132,33 +125,30 @@ def cmd_lessons(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    from postmortem.kb.similar import compare, of_document, of_run, past_postmortems
-    root = Path(args.repo or ".")
+    from postmortem.kb.repo import kb_root
+    from postmortem.kb.similar import find_similar, of_document
+    root = kb_root(Path(args.repo or "."))
     target = Path(args.target)
     if target.suffix == ".md" and target.is_file():
         own = _doc(args.target)
-        sig = of_document(own, root)
+        sig = of_document(own)
     else:
+        from postmortem.diagnose.signature import of_run
         from postmortem.run import read_run
         own, sig = None, of_run(read_run(target))
         if sig.peak_ratio is None and sig.recovery is None:
             raise IncidentError(f"{target}: no incident to compare")
-    matches = []
-    for path, pm in past_postmortems(root):
-        if own is not None and pm.run_id == own.run_id and pm.date == own.date:
-            continue
-        score, why = compare(sig, of_document(pm, root))
-        matches.append((score, path, pm, why))
-    matches.sort(key=lambda m: -m[0])
+    matches = find_similar(root, sig, skip=lambda pm: own is not None and pm.run_id == own.run_id
+                           and pm.date == own.date)[:args.top]
     if args.json:
-        print(json.dumps([{"score": round(s, 3), "postmortem": str(p), "run_id": pm.run_id,
-                           "pattern": pm.pattern, "why": why} for s, p, pm, why in matches[:args.top]], indent=2))
+        print(json.dumps([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
+                           "pattern": m.pm.pattern, "why": m.why} for m in matches], indent=2))
         return 0
     if not matches:
         print("no past post-mortems under learners/")
-    for score, path, pm, why in matches[:args.top]:
-        print(f"{score:.2f}  {path}  ({pm.run_id}, {pm.pattern})")
-        for w in why:
+    for m in matches:
+        print(f"{m.score:.2f}  {m.path}  ({m.pm.run_id}, {m.pm.pattern})")
+        for w in m.why:
             print(f"      {w}")
     return 0
 

@@ -74,6 +74,8 @@ def _why(err: BaseException) -> str:
         return "git: " + last.removeprefix("stderr: ").strip("' ")
     if isinstance(err, OSError):
         return err.strerror or str(err)
+    if isinstance(err, KBError):
+        return str(err)
     return f"{type(err).__name__}: {err}"
 
 
@@ -119,8 +121,8 @@ def _git_dir(repo) -> Path:
 
 @contextmanager
 def repo_lock(repo, wait_s: float = LOCK_WAIT_S):
-    """One `commit` at a time in a repository (flock: released by the kernel when its holder
-    dies, so a killed run never leaves it taken)."""
+    """One `commit` at a time in a repository (flock: released by the kernel when the last
+    process holding it dies, so a killed run never leaves it taken)."""
     path = Path(repo.common_dir) / "postmortem.lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -137,7 +139,7 @@ def repo_lock(repo, wait_s: float = LOCK_WAIT_S):
                     raise KBError(f"another postmortem commit has held {path} for {wait_s:.0f} s: "
                                   "try again when it is done") from None
                 time.sleep(0.02)
-        yield
+        yield fd
     finally:
         os.close(fd)
 
@@ -175,23 +177,36 @@ def _set_index(repo, entries: dict[str, str | None]) -> None:
     _git_stdin(repo, ["update-index", "-z", "--index-info"], "".join(x + "\0" for x in lines))
 
 
-def _git_stdin(repo, args: list[str], data: str) -> None:
+def _git(repo, args: list[str], env: dict | None = None, data: str | None = None,
+         lock: int | None = None) -> str:
+    """Run git in the working tree; a failure is a KBError with git's last line. `lock`:
+    the repository lock's descriptor, handed down so that the lock stays taken while this
+    git runs, even when its parent is killed (the next run then waits for it to finish)."""
     import subprocess
-    r = subprocess.run(["git", *args], cwd=repo.working_tree_dir, input=data.encode("utf-8"),
-                       capture_output=True)
+    r = subprocess.run(["git", *args], cwd=repo.working_tree_dir, capture_output=True,
+                       input=None if data is None else data.encode("utf-8"),
+                       env={**os.environ, **(env or {})}, pass_fds=() if lock is None else (lock,))
     if r.returncode:
-        lines = r.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
-        raise KBError(f"git {args[0]}: {lines[-1]}")
+        lines = [ln for ln in r.stderr.decode(errors="replace").splitlines() if ln.strip()] or ["failed"]
+        raise KBError(f"git {args[0]}: {lines[-1].strip()}")
+    return r.stdout.decode(errors="replace")
 
 
-def _wait_index_lock(repo, wait_s: float = 10.0) -> None:
-    """A git the killed run started may still be finishing: wait for its index.lock to go."""
-    lock = _git_dir(repo) / "index.lock"
-    deadline = time.monotonic() + wait_s
-    while lock.exists():
-        if time.monotonic() > deadline:
+def _git_stdin(repo, args: list[str], data: str) -> None:
+    _git(repo, args, data=data)
+
+
+def _wait_index_lock(repo) -> None:
+    """A git the killed run started may still be finishing: wait for its index.lock to go.
+    The commit's private index: a git killed with its parent leaves a stale lock there,
+    gone with the journal. The user's own: another git may be running; refused after 10 s."""
+    for lock, wait_s, stale_ok in ((_git_dir(repo) / _TXN / "index.lock", 2.0, True),
+                                   (_git_dir(repo) / "index.lock", 10.0, False)):
+        deadline = time.monotonic() + wait_s
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if lock.exists() and not stale_ok:
             raise KBError(f"{lock} exists: another git is running, or one died; remove it if none runs")
-        time.sleep(0.05)
 
 
 class Journal:
@@ -221,11 +236,28 @@ class Journal:
             while parent != self.root and not parent.exists():
                 created.append(str(parent.relative_to(self.root)))
                 parent = parent.parent
-            paths[rel] = {"backup": backup, "written": _sha(data), "dirs": created}
+            paths[rel] = {"backup": backup, "before": _sha(_read(path)), "written": _sha(data),
+                          "dirs": created}
         head = self.repo.head.commit.hexsha if self.repo.head.is_valid() else None
         record = {"head": head, "message": message, "paths": paths,
                   "index": _index_entries(self.repo, list(writes))}
         atomic_write(self.dir / "journal.json", json.dumps(record, indent=1))
+
+    def sync_index(self, rels: list[str] | None = None) -> None:
+        """The user's index entries of the committed files, as committed."""
+        if rels is None:
+            rels = json.loads((self.dir / "journal.json").read_text(encoding="utf-8"))["paths"]
+        rels = list(rels)
+        tree = dict.fromkeys(rels)
+        for line in self.repo.git.ls_tree("-z", "HEAD", "--", *rels).split("\0"):
+            if line:
+                meta, rel = line.split("\t", 1)
+                mode, _kind, sha = meta.split()
+                tree[rel] = f"{mode} {sha} 0"
+        now = _index_entries(self.repo, rels)
+        changed = {rel: meta for rel, meta in tree.items() if now.get(rel) != meta}
+        if changed:
+            _set_index(self.repo, changed)
 
     def end(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -242,18 +274,21 @@ class Journal:
             return None
         _wait_index_lock(self.repo)
         if self._committed(record):
+            self.sync_index(list(record["paths"]))
             self.end()
-            return "an interrupted commit had been made; its journal is cleared"
+            return "an interrupted commit had been made; the index is updated for it"
         restore_index = {}
         for rel, p in record["paths"].items():
             path = self.root / rel
+            for tmp in path.parent.glob(f".{path.name[:200]}.*.tmp"):     # a write cut short
+                tmp.unlink(missing_ok=True)
             now = _sha(_read(path))
-            before = _sha(_read(self.dir / p["backup"])) if p["backup"] else None
             # only what this commit wrote goes back: a later edit by the user stays
-            if now == p["written"] or now == before:
-                if p["backup"]:
-                    os.replace(self.dir / p["backup"], path)
-                elif path.exists() or path.is_symlink():
+            if now == p["written"] or now == p["before"]:
+                backup = self.dir / p["backup"] if p["backup"] else None
+                if backup is not None and backup.exists():
+                    os.replace(backup, path)
+                elif backup is None and (path.exists() or path.is_symlink()):
                     path.unlink()
                 for d in p["dirs"]:
                     try:
@@ -261,8 +296,12 @@ class Journal:
                     except OSError:
                         pass
                 restore_index[rel] = record["index"][rel]
-        if restore_index:
-            _set_index(self.repo, restore_index)
+        # the user's index is only written once the commit is made; an older journal's
+        # entries are put back only where they differ
+        now = _index_entries(self.repo, list(restore_index)) if restore_index else {}
+        changed = {rel: meta for rel, meta in restore_index.items() if now.get(rel) != meta}
+        if changed:
+            _set_index(self.repo, changed)
         self.end()
         return "an interrupted commit was rolled back"
 
@@ -343,7 +382,7 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
     check_learner(learner)
     repo = open_repo(start, init)
     notes = []
-    with repo_lock(repo):
+    with repo_lock(repo) as lock:
         done = Journal(repo).recover()
         if done:
             notes.append(done)
@@ -382,9 +421,14 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
         try:
             for rel, data in writes.items():
                 atomic_write(root / rel, data)
-            repo.git.add("--", *writes)
-            # --only: exactly these files, whatever else the user has staged or changed
-            repo.git.commit("-m", todo.message, "--only", "--", *writes)
+            # A private index (HEAD + these files): the commit holds exactly them, the
+            # user's own index is never touched until the commit is made, and the hooks
+            # see what is committed.
+            private = {"GIT_INDEX_FILE": str(journal.dir / "index")}
+            if repo.head.is_valid():
+                _git(repo, ["read-tree", "HEAD"], private, lock=lock)
+            _git(repo, ["add", "--", *writes], private, lock=lock)
+            _git(repo, ["commit", "-q", "-m", todo.message], private, lock=lock)
         except BaseException as err:
             try:
                 journal.recover()
@@ -395,7 +439,12 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
                 raise
             raise KBError(f"not committed, nothing changed: {_why(err)}") from None
         sha = repo.head.commit.hexsha
-        journal.end()
+        try:
+            journal.sync_index()
+        except (OSError, KBError) as err:        # the commit stands; the next run syncs
+            notes.append(f"committed, but the index was not updated ({_why(err)}): the next commit does it")
+        else:
+            journal.end()
         if todo.attributes:
             notes.append(f"added `{ATTRIBUTE}` to .gitattributes in this commit (lessons files merge by union)")
     if ignore_drafts(repo):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from postmortem.diagnose.signature import Signature, of_incident, of_run, signature  # noqa: F401
+from postmortem.diagnose.signature import Signature, signature
 from postmortem.document.markdown import DocumentError, read
 from postmortem.document.model import PostMortem
 from postmortem.files import NameRefused, check_name
@@ -47,7 +47,7 @@ def compare(a: Signature, b: Signature) -> tuple[float, list[str]]:
     return (score / total if total else 0.0), why
 
 
-def of_document(pm: PostMortem, root: Path | None = None) -> Signature:
+def of_document(pm: PostMortem) -> Signature:
     """A post-mortem's signature: the one written in it, the author's pattern first."""
     if pm.signature is not None:
         return pm.signature.model_copy(update={"pattern": pm.pattern or pm.signature.pattern})

@@ -13,33 +13,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
-from postmortem.kb.lessons import Lesson, read_all
+from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
+from postmortem.kb.repo import kb_root
 from postmortem.tui.widgets.cells import columns, plain
-
-
-def kb_root(start: Path) -> Path:
-    """The repository's root when `start` is inside one (where learners/ lives), else `start`."""
-    from postmortem.kb.lessons import KBError
-    from postmortem.kb.repo import open_repo
-    try:
-        return Path(open_repo(start).working_tree_dir)
-    except KBError:
-        return start
-
-
-def matches(lesson: Lesson, query: str) -> bool:
-    """`pattern:fp16 learner:ana spike`: each field token narrows by prefix, the rest is text."""
-    words = []
-    for token in query.lower().split():
-        field, _, value = token.partition(":")
-        if value and field in ("pattern", "learner", "run"):
-            have = {"pattern": lesson.pattern, "learner": lesson.learner, "run": lesson.run_id}[field]
-            if not have.lower().startswith(value):
-                return False
-        else:
-            words.append(token)
-    text = f"{lesson.pattern} {lesson.learner} {lesson.run_id} {lesson.lesson}".lower()
-    return all(w in text for w in words)
 
 
 class DocumentScreen(Screen):
@@ -99,14 +75,11 @@ class LessonsScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.show(event.value)
 
-    def show(self, query: str) -> None:
-        rows = [r for r in self.lessons if matches(r, query)]
-        counts: dict[str, int] = {}
-        for r in rows:
-            counts[r.pattern] = counts.get(r.pattern, 0) + 1
+    def show(self, text: str) -> None:
         # the biggest pattern first, newest first inside it
-        rows.sort(key=lambda r: r.date, reverse=True)
-        rows.sort(key=lambda r: (-counts[r.pattern], r.pattern))
+        groups = group_by_pattern(query(self.lessons, text))
+        counts = {pattern: len(group) for pattern, group in groups}
+        rows = [r for _, group in groups for r in group]
         table = self.query_one("#lessons", DataTable)
         table.clear()
         for r in rows:
@@ -117,18 +90,15 @@ class LessonsScreen(Screen):
 
     @work(thread=True, exclusive=True)
     def find_similar(self) -> None:
-        """Every past post-mortem scored against this incident (their runs are read again
-        when still on disk, so off the UI thread)."""
-        from postmortem.kb.similar import compare, of_document, of_incident, past_postmortems
+        """Every past post-mortem scored against this incident (documents only, but many:
+        off the UI thread)."""
+        from postmortem.diagnose.signature import of_incident
+        from postmortem.kb.similar import find_similar
         mine = of_incident(self.incident, self.run_log.manifest)
-        found = []
-        for path, pm in past_postmortems(self.root):
-            if pm.run_id == self.run_log.run_id and pm.spike_step == self.incident.step:
-                continue                      # this very incident, already written up
-            score, why = compare(mine, of_document(pm, self.root))
-            found.append((score, path, pm, why))
-        found.sort(key=lambda m: -m[0])
-        self.app.call_from_thread(self.show_similar, found)
+        # this very incident, already written up, is left out
+        found = find_similar(self.root, mine, skip=lambda pm: pm.run_id == self.run_log.run_id
+                             and pm.spike_step == self.incident.step)
+        self.app.call_from_thread(self.show_similar, [(m.score, m.path, m.pm, m.why) for m in found])
 
     def show_similar(self, found) -> None:
         table = self.query_one("#similar", DataTable)
