@@ -55,7 +55,7 @@ def a_start_loss(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     if ctx.ln_v is None:
-        return skip("vocab_size unknown (manifest.json)")
+        return skip("vocab_size unknown (not in manifest.json nor the log's config)")
     if why := from_trained(ctx):
         return skip(why)
     steps, loss = ctx.series("loss", 0)
@@ -90,7 +90,7 @@ def a_schedule_applies(ctx: Context) -> Outcome:
     if lr.max() > lr.min():
         return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}"
     if not planned:
-        return "pass", f"LR constant at {_fmt(lr[0])}; no schedule configured (manifest.json)"
+        return "pass", f"LR constant at {_fmt(lr[0])}; no schedule configured (manifest.json or the log's config)"
     return "fail", f"LR constant at {_fmt(lr[0])} although the config plans a {c.schedule or 'warmup'} schedule"
 
 
@@ -99,7 +99,7 @@ def a_warmup(ctx: Context) -> Outcome:
     if not ctx.has("lr"):
         return skip("no LR logged")
     if not c.lr_max or not c.warmup_steps:
-        return skip("lr_max / warmup_steps unknown (manifest.json)")
+        return skip("lr_max / warmup_steps unknown (not in manifest.json nor the log's config)")
     steps, lr = ctx.series("lr", 0)
     at = np.searchsorted(steps, c.warmup_steps - 1)
     if at >= len(steps):
@@ -149,7 +149,7 @@ def a_grad_regime(ctx: Context) -> Outcome:
         return "fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead)"
     clip = ctx.facts.clip
     if not clip:
-        return "pass", "not dead; clipping unknown (clip not in manifest.json)"
+        return "pass", "not dead; clipping unknown (no clip in manifest.json nor the log's config)"
     share = (gn > clip).mean()
     ok = share <= ctx.th.clipping_share_max
     return ("pass" if ok else "fail"), f"grad norm above clip {clip:g} on {share:.0%} of steps"
