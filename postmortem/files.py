@@ -10,12 +10,22 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
+from postmortem.errors import UserError
+
 # A run id or a learner name becomes a file name (learners/<name>/, <date>-<run_id>.md) and
 # a cell of the lessons table: letters, digits and . _ - + = @ only, starting with a letter
 # or digit, never `..`, at most MAX_NAME characters, matched whole (a `$` would let "bob\n" in).
 MAX_NAME = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=@-]*")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=@-]+")
+
+
+class CannotWrite(UserError, OSError):
+    """A file that cannot be written (a read-only or full file system, a folder that is not
+    one): one line naming the file; still an OSError for the callers that roll back."""
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 class NameRefused(ValueError):
@@ -52,6 +62,15 @@ def atomic_write(path: str | Path, content: str | bytes | Callable[[Path], None]
     temporary file in the same folder, then rename it over `path`. A new file gets the mode
     the umask gives (as `open` would); a file replaced keeps its mode."""
     path = Path(path)
+    try:
+        return _atomic_write(path, content)
+    except CannotWrite:
+        raise
+    except OSError as err:
+        raise CannotWrite(err.errno, f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _atomic_write(path: Path, content) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = os.stat(path).st_mode & 0o7777

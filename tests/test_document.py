@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from postmortem.document.lint import check_text
 from postmortem.document.markdown import DocumentError, parse, render
@@ -74,6 +76,14 @@ BROKEN = [
     (lambda t: t.replace("1. **long-tail-token** [grad-norm] grad norm 13.2 at step 250 is 15.6x its rolling mean "
                          "with a smooth LR", "1. ~~**long-tail-token**~~ [grad-norm] grad norm 13.2 (dismissed: no)"),
      "the root cause's pattern long-tail-token is dismissed"),
+    # duplicates and headings that are not the template's: the last would win silently
+    (lambda t: t.replace("learner: example\n", "learner: example\nspike_step: 12\n"),
+     "front matter: spike_step is given twice"),
+    (lambda t: t + "\n## 4. Root cause\n\nSomething else.\n", "Root cause: section given 2 times"),
+    (lambda t: t.replace("suspecting the optimizer.", "suspecting the optimizer.\n\n## 8. Extra\n\nsmuggled"),
+     "Extra: not a section of the template"),
+    (lambda t: t.replace("suspecting the optimizer.", "suspecting the optimizer.\u2028really"),
+     "Lesson: not one line of plain text"),
 ]
 
 
@@ -126,3 +136,39 @@ def test_verify_against_a_rerun(tmp_path):
     assert [o.ok for o in again] == [True, False, False]
     r = pm("verify", EXAMPLE, "--run", ROOT / "sample_runs" / "healthy")
     assert r.returncode == 0 and r.stdout.count("pass") == 3
+
+
+def test_a_150k_row_table_reads_whole_and_row_for_row():
+    """The line reader of sections and tables (linear; benchmarks/bench_check.py times it)."""
+    text = EXAMPLE.read_text()
+    at = text.index("\n", text.index("|---|", text.index("## 3."))) + 1
+    rows = "".join(f"| loss | row {i} \\| escaped | long-tail-token | fp16-overflow |\n" if i % 1000 == 0 else
+                   f"| loss | row {i} | long-tail-token | fp16-overflow |\n" for i in range(150_000))
+    big = text[:at] + rows + text[at:]
+    doc = parse(big)
+    assert len(doc.evidence) == 150_000 + len(parse(text).evidence)
+    assert doc.evidence[0].observation == "row 0 | escaped" and doc.evidence[1].observation == "row 1"
+    assert doc.evidence[149_999].favors == ["long-tail-token"]
+    assert check_text(big, doc) == check_text(text, parse(text))
+
+
+@given(st.lists(st.lists(st.text(alphabet="ab |\\", max_size=6), min_size=1, max_size=5), max_size=8),
+       st.integers(1, 5))
+def test_tables_split_at_once_or_row_by_row_alike(table, count):
+    from postmortem.document.markdown import _cells, _rows
+    lines = ["|" + "|".join(cells) + "|" for cells in table]
+    assert _rows(lines, count) == [_cells(line, count) for line in lines]
+
+
+def test_the_signature_and_a_mapped_run_id_survive_the_round_trip():
+    from postmortem.diagnose.signature import Signature
+    doc = parse(EXAMPLE.read_text())
+    doc = doc.model_validate({**doc.model_dump(), "run_id": "../../x|y",
+                              "signature": Signature(pattern="long-tail-token", phase="mid", grad_lead=0)})
+    assert doc.run_id != "../../x|y" and doc.run_name == "../../x|y"
+    text = render(doc)
+    again = parse(text)
+    assert (again.run_id, again.run_name, again.signature) == (doc.run_id, doc.run_name, doc.signature)
+    assert render(again) == text
+    with pytest.raises(DocumentError, match="learner"):
+        parse(text.replace("learner: example", "learner: ../bob"))

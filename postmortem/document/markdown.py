@@ -159,6 +159,19 @@ def _cells(line: str, count: int | None = None) -> list[str]:
     return cells
 
 
+def _rows(lines: list[str], count: int) -> list[list[str]]:
+    """The cells of a table's body rows. Rows written as this tool writes them (a pipe at
+    each end, `count` cells, no escape) are split all at once; any other row by itself."""
+    if not lines:
+        return []
+    if all(ln[:1] == "|" and ln[-1:] == "|" and ln.count("|") == count + 1 for ln in lines):
+        block = "\n".join(lines)
+        if "\\" not in block:
+            cells = [c.strip() for c in block[1:-1].replace("|\n|", "|").split("|")]
+            return [cells[k:k + count] for k in range(0, len(cells), count)]
+    return [_cells(row, count) for row in lines]
+
+
 def scan(body: str) -> list[Section]:
     """The sections in the order written (a name twice is twice here)."""
     out: list[Section] = []
@@ -198,8 +211,7 @@ def scan(body: str) -> list[Section]:
                     if row[:1] != "|" and (not row.strip() or _TERMINATOR.match(row)):
                         break
                     i += 1
-                count = len(head)
-                current.tables.append((head, [_cells(row, count) for row in lines[start:i]]))
+                current.tables.append((head, _rows(lines[start:i], len(head))))
                 current.lines.append("")
                 continue
         if current is not None:
@@ -292,9 +304,12 @@ def parse(text: str) -> PostMortem:
     ev = []
     for row in _table(secs.get("Discriminating evidence", [])):
         if len(row) >= 4 and not row[0].startswith(PLACEHOLDER):
-            # dicts, validated with the document in one call (a model a row: 1.6 s in 150k rows)
-            ev.append({"panel": row[0], "observation": row[1], "favors": split_patterns(row[2]),
-                       "rules_out": split_patterns(row[3])})
+            # dicts, validated with the document in one call (a model a row: 1.6 s in 150k
+            # rows); a cell of one pattern, the common case, is not split
+            f, r = row[2], row[3]
+            ev.append({"panel": row[0], "observation": row[1],
+                       "favors": [f] if f and "," not in f else split_patterns(f),
+                       "rules_out": [r] if r and "," not in r else split_patterns(r)})
     data["evidence"] = ev
     root = _text(secs.get("Root cause", []))
     data["root_cause"] = "" if _todo(root) else root
