@@ -172,3 +172,13 @@ def test_the_signature_and_a_mapped_run_id_survive_the_round_trip():
     assert render(again) == text
     with pytest.raises(DocumentError, match="learner"):
         parse(text.replace("learner: example", "learner: ../bob"))
+
+
+def test_a_draft_carries_its_signature_and_a_plain_learner():
+    from postmortem.document.draft import draft
+    from postmortem.files import check_name
+    doc = draft(read_run(RUN), "John Doe")             # a login name the TUI may guess
+    assert check_name(doc.learner) == doc.learner
+    assert doc.signature is not None and doc.signature.pattern == doc.pattern
+    assert doc.signature.peak_ratio and doc.signature.recovery
+    assert parse(render(doc)).signature == doc.signature

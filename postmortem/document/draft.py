@@ -10,6 +10,7 @@ from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import panel_has_data
 from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
 from postmortem.errors import IncidentError
+from postmortem.files import safe_name
 from postmortem.run import RunLog
 
 
@@ -52,7 +53,10 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
             continue
         panel = cited[0].panel if panel_has_data(log, cited[0].panel) else "loss"
         hyps.append(HypothesisEntry(pattern=h.pattern, panel=panel, observation=cited[0].observation))
-    return PostMortem(run_id=log.run_id, learner=learner, spike_step=inc.step, incident=inc.kind,
+    # the learner the TUI guesses (the login name) may not be a plain name: made one; the
+    # CLI refuses a bad --learner before it gets here, and commit checks the one typed
+    return PostMortem(run_id=log.run_id, learner=safe_name(learner) if learner else "",
+                      spike_step=inc.step, incident=inc.kind,
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
                       date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
