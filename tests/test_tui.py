@@ -6,16 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from postmortem.tui.app import ErrorScreen, PostmortemApp
+from pilots import opened
+from postmortem.tui.app import PostmortemApp
 from postmortem.tui.decimate import decimate, with_breaks
+from postmortem.tui.dialogs import ErrorScreen
+from postmortem.tui.session import Session
 from postmortem.tui.widgets.panel import MetricPanel
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-async def opened(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 @pytest.mark.asyncio
@@ -23,21 +21,21 @@ async def test_dashboard_of_a_sample_run():
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
-        panels = {p.panel for p in app.query(MetricPanel)}
+        panels = {p.panel for p in app.screen.query(MetricPanel)}
         assert {"loss", "lr", "grad-norm"} <= panels
-        assert app.incident.step == 250 and app.cursor == 250
-        assert all(p.marks == [250] for p in app.query(MetricPanel))
-        table = app.query_one("#incidents")
+        assert app.dashboard.incident.step == 250 and app.dashboard.cursor == 250
+        assert all(p.marks == [250] for p in app.screen.query(MetricPanel))
+        table = app.screen.query_one("#incidents")
         assert table.row_count == 1 and str(table.get_row_at(0)[3]) == "long-tail-token"
         assert [str(c) for c in table.get_row_at(0)[:3]] == ["250", "spike", "x3.96"]   # 1.30 -> 5.16
-        assert app.query_one("#checks").row_count == len(app.analysis.checks)
+        assert app.screen.query_one("#checks").row_count == len(app.session.analysis.checks)
         await pilot.press("z")
-        assert app.zoomed and all(p.window == (150, 300) for p in app.query(MetricPanel))
+        assert app.dashboard.zoomed and all(p.window == (150, 300) for p in app.screen.query(MetricPanel))
         await pilot.press("right", "right", "shift+right")
-        assert app.cursor == 262
-        assert "cursor 262" in str(app.query_one("#status").render())
+        assert app.dashboard.cursor == 262
+        assert "cursor 262" in str(app.screen.query_one("#status").render())
         await pilot.press("z")
-        assert not app.zoomed and all(p.window is None for p in app.query(MetricPanel))
+        assert not app.dashboard.zoomed and all(p.window is None for p in app.screen.query(MetricPanel))
 
 
 def slow_hand_over(run: str):
@@ -45,26 +43,26 @@ def slow_hand_over(run: str):
     from postmortem.tui.loader import Loader
 
     class SlowHandOver(Loader):
-        def log(self):
+        def run(self):
             import time
             time.sleep(1.0)
-            return super().log()
+            return super().run()
     return SlowHandOver(run)
 
 
 async def painted_not_handed_over(app, pilot):
-    while app.analysis is None:
+    while app.dashboard is None or app.dashboard.view is None:    # not the workers: the hand-over is one
         await pilot.pause(0.05)
-    await pilot.pause()
-    assert app.runlog is None
+    assert app.session.log is None
 
 
 async def handed_over(app, pilot, seconds=60.0):
     """Until the loader process has handed the whole run over (after the first paint)."""
     import time
     start = time.monotonic()
-    while app.runlog is None and not app.error and time.monotonic() - start < seconds:
-        await pilot.pause(0.05)
+    while app.session.log is None and not app.session.error and time.monotonic() - start < seconds:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
 
 
 @pytest.mark.asyncio
@@ -72,24 +70,24 @@ async def test_the_loader_process_draws_the_same_dashboard_then_hands_the_run_ov
     from postmortem.tui.loader import Loader
     run = str(ROOT / "sample_runs" / "long-tail-token")
     drawn = {}
-    for how in ("thread", "process"):
+    for how in ("read here", "process"):
         loader = Loader(run) if how == "process" else None
-        app = PostmortemApp(run, loader=loader)
+        app = PostmortemApp(run, loader=loader) if loader else PostmortemApp(session=Session.read(run))
         async with app.run_test(size=(120, 40)) as pilot:
             await opened(app, pilot)
             await handed_over(app, pilot)
-            assert app.runlog is not None and app.runlog.run_id == "19-spike-001"
-            assert app.timings["read_s"] > 0
+            assert app.session.log is not None and app.session.log.run_id == "19-spike-001"
+            assert app.session.read_s > 0
             drawn[how] = [(p.panel, p.column, p.steps.tolist(), p.values.tolist(), p.marks)
-                          for p in app.query(MetricPanel)]
-            rows = [[str(c) for c in app.query_one("#incidents").get_row_at(i)]
-                    for i in range(app.query_one("#incidents").row_count)]
+                          for p in app.screen.query(MetricPanel)]
+            rows = [[str(c) for c in app.screen.query_one("#incidents").get_row_at(i)]
+                    for i in range(app.screen.query_one("#incidents").row_count)]
             drawn[how].append(rows)
             await pilot.press("e")                        # the editor needs the whole run: here it is
             assert type(app.screen).__name__ == "EditorScreen"
         if loader is not None:
             assert loader.proc.poll() == 0                # done and gone, nothing left running
-    assert drawn["process"] == drawn["thread"]
+    assert drawn["process"] == drawn["read here"]
 
 
 @pytest.mark.asyncio
@@ -102,7 +100,7 @@ async def test_a_key_pressed_before_the_run_is_handed_over_acts_once_it_is():
         assert type(app.screen).__name__ != "EditorScreen"
         await handed_over(app, pilot)
         await pilot.pause()
-        assert type(app.screen).__name__ == "EditorScreen" and app.waiting == []
+        assert type(app.screen).__name__ == "EditorScreen" and app.dashboard.waiting == []
 
 
 @pytest.mark.asyncio
@@ -114,7 +112,7 @@ async def test_the_loader_process_reports_an_unreadable_run(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
         assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
-        assert "unknown format" in app.error
+        assert "unknown format" in app.session.error
 
 
 @pytest.mark.asyncio
@@ -122,9 +120,9 @@ async def test_a_run_with_no_incident_still_shows_its_panels():
     app = PostmortemApp(str(ROOT / "sample_runs" / "healthy"))
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
-        assert app.query(MetricPanel) and app.incident is None
-        assert "no incident" in str(app.query_one("#status").render())
-        assert app.query_one("#incidents").border_title.startswith("incidents: none")
+        assert app.screen.query(MetricPanel) and app.dashboard.incident is None
+        assert "no incident" in str(app.screen.query_one("#status").render())
+        assert app.screen.query_one("#incidents").border_title.startswith("incidents: none")
 
 
 @pytest.mark.asyncio
@@ -135,7 +133,7 @@ async def test_a_run_that_cannot_be_read_opens_an_error_screen(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
         assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
-        assert "unknown format" in app.error       # what `postmortem tui` prints on leaving, exit 2
+        assert "unknown format" in app.session.error       # what `postmortem tui` prints on leaving, exit 2
 
 
 def test_decimation_keeps_every_spike_point():
@@ -189,8 +187,7 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
         assert table.row_count == 0 and "no lessons match" in str(screen.query_one("#status").render())
         # the past incidents like this one: the example is this run's own incident, so it is
         # left out; the browser says there is nothing else rather than matching it with itself
-        while screen.similar is None:
-            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()              # the scoring worker
         await pilot.pause()
         similar = screen.query_one("#similar")
         assert similar.row_count == 1 and "no other past post-mortem" in str(similar.get_row_at(0)[3])
@@ -213,8 +210,8 @@ async def test_similar_past_incidents_rank_the_same_pattern_first():
         await opened(app, pilot)
         await pilot.press("l")
         screen = app.screen
-        while screen.similar is None:
-            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()              # the scoring worker
+        await pilot.pause()
         assert isinstance(screen, LessonsScreen) and len(screen.similar) == 1
         score, path, pm, why = screen.similar[0]
         assert pm.run_id == "19-spike-001" and 0 <= score < 1
@@ -229,7 +226,7 @@ async def test_the_command_palette_knows_the_apps_commands():
         titles = {c.title: c for c in app.get_system_commands(app.screen)}
         assert {"Zoom to the incident", "Next incident", "Lessons"} <= set(titles)
         titles["Zoom to the incident"].callback()
-        assert app.zoomed
+        assert app.dashboard.zoomed
 
 
 @pytest.mark.asyncio
@@ -249,14 +246,15 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         # left/right belong to the text here, not to the dashboard's step cursor
         editor.query_one("#lesson").focus()
         await pilot.press("a", "b", "left", "X")
-        assert editor.query_one("#lesson").text == "aXb" and app.cursor == 250
+        assert editor.query_one("#lesson").text == "aXb" and app.dashboard.cursor == 250
         editor.query_one("#root_cause").text = example.root_cause
         editor.query_one("#lesson").text = example.lesson
         editor.query_one("#remediation").text = "\n".join(example.remediation)
         editor.query_one("#verification").text = "seed: 1234\nepsilon: 0.0\nthrough step: 249\nexpect: step 250 loss < 2.0"
         editor.query_one("#evidence").text = "\n".join(
             f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}" for e in example.evidence)
-        await pilot.pause(0.8)
+        await pilot.pause()
+        editor.settle()                         # the debounced save and lint, now
         assert str(editor.query_one("#lint").render()).startswith("complete: ready to commit"), editor.problems
         assert " x" not in str(editor.query_one("#sections").render())
         saved = read(draft_path(tmp_path, editor.pm))
@@ -285,12 +283,12 @@ async def test_the_dashboard_opens_on_the_largest_incident(tmp_path):
     app = PostmortemApp(str(spiky_run(tmp_path / "metrics.csv")))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
-        assert [i.step for i in app.analysis.incidents] == [300, 600]   # listed by step
-        assert app.incident.step == 600 and app.query_one("#incidents").cursor_row == 1
-        assert "(2/2, the largest)" in str(app.query_one("#status").render())
+        assert [i.step for i in app.session.analysis.incidents] == [300, 600]   # listed by step
+        assert app.dashboard.incident.step == 600 and app.screen.query_one("#incidents").cursor_row == 1
+        assert "(2/2, the largest)" in str(app.screen.query_one("#status").render())
         await pilot.press("p")
-        assert app.incident.step == 300 and "largest" not in str(app.query_one("#status").render())
-        assert app.query_one("#incidents").cursor_row == 0               # the list follows n/p
+        assert app.dashboard.incident.step == 300 and "largest" not in str(app.screen.query_one("#status").render())
+        assert app.screen.query_one("#incidents").cursor_row == 0               # the list follows n/p
 
 
 def rolled_back_run(tmp_path):
@@ -315,12 +313,12 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
     app = PostmortemApp(str(rolled_back_run(tmp_path)))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
-        loss = app.query_one("#panel-loss", MetricPanel)
-        assert app.incident.step == 500 and app.incident.segment == 0
+        loss = app.screen.query_one("#panel-loss", MetricPanel)
+        assert app.dashboard.incident.step == 500 and app.dashboard.incident.segment == 0
         assert loss.steps.max() == 599 and loss.value_at(500) == 9.0
-        assert "segment 0" in str(app.query_one("#status").render())
+        assert "segment 0" in str(app.screen.query_one("#status").render())
         await pilot.press("n")
-        assert app.incident.step == 800 and app.segment == 1
+        assert app.dashboard.incident.step == 800 and app.dashboard.segment == 1
         assert loss.steps.max() == 900 and loss.value_at(800) == 4.5
         assert loss.value_at(500) < 3.2                   # the rolled-back spike is not this history
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
@@ -332,13 +330,13 @@ async def test_another_segments_incident_picked_before_the_hand_over_is_drawn_on
     app = PostmortemApp(run, loader=slow_hand_over(run))
     async with app.run_test(size=(120, 40)) as pilot:
         await painted_not_handed_over(app, pilot)
-        loss = app.query_one("#panel-loss", MetricPanel)
-        assert app.segment == 0 and loss.steps.max() == 599      # the loader's arrays of segment 0
+        loss = app.screen.query_one("#panel-loss", MetricPanel)
+        assert app.dashboard.segment == 0 and loss.steps.max() == 599      # the loader's arrays of segment 0
         await pilot.press("n")
-        assert app.incident.step == 800 and app.segment == 0     # its history is not here yet
+        assert app.dashboard.incident.step == 800 and app.dashboard.segment == 0     # its history is not here yet
         await handed_over(app, pilot)
         await pilot.pause()
-        assert app.segment == 1 and loss.steps.max() == 900 and loss.value_at(800) == 4.5
+        assert app.dashboard.segment == 1 and loss.steps.max() == 900 and loss.value_at(800) == 4.5
 
 
 @pytest.mark.asyncio
@@ -349,10 +347,10 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
     app = PostmortemApp(str(tmp_path / "a"), against=[str(tmp_path / "b")])
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
-        top = app.incident.hypotheses[0]
+        top = app.session.incident.hypotheses[0]
         assert top.pattern == "long-tail-token"
         assert any(o.observation.startswith("b spikes at step 600 too") for o in top.supported_by)
-        loss = app.query_one("#panel-loss", MetricPanel)                 # b's loss drawn in gray
+        loss = app.screen.query_one("#panel-loss", MetricPanel)                 # b's loss drawn in gray
         assert loss.ghost[0] == "b" and "gray: b" in loss.border_title and len(loss.ghost[1]) == 900
         await pilot.press("z")
         (s, *_), ghost = loss._points()

@@ -8,6 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
+from pilots import opened
 from postmortem.document.drafts import draft_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
@@ -32,11 +33,6 @@ def repo(tmp_path, monkeypatch):
     return tmp_path / "kb"
 
 
-async def opened(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
 async def until(pilot, predicate, seconds=120.0):
     start = time.monotonic()
     while not predicate():
@@ -52,7 +48,8 @@ async def replayed(app, pilot, arms_off=()):
         screen.query_one("#arms").deselect(arm)
     await pilot.press("r")
     assert screen.state == "running"
-    await until(pilot, lambda: screen.state != "running")
+    await app.workers.wait_for_complete()        # the worker following the child: it has ended
+    await pilot.pause()
     return screen
 
 
@@ -83,7 +80,7 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert table.cursor_row == row
         assert "rules out" in detail() and swap.observation in " ".join(detail().split())
         await pilot.press("escape")
-        assert app.replays[250].faithful is True
+        assert app.session.replays[250].faithful is True
         # the editor opens with the replay's evidence in section 3 and the ranking in section 2
         await pilot.press("e")
         editor = app.screen
@@ -118,7 +115,8 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         editor.query_one("#verification").text = ("seed: 1234\nepsilon: 0.0\nthrough step: 249\n"
                                                   "expect: step 250 loss < 2.0")
         editor.query_one("#lesson").text = "A spike on one batch with a smooth LR: look at the batch first."
-        await pilot.pause(0.8)
+        await pilot.pause()
+        editor.settle()                         # the debounced save and lint, now
         assert not editor.problems, editor.problems
         assert "7 Lesson ok" in str(editor.query_one("#sections").render())
         saved = read(draft_path(repo, editor.pm))
@@ -176,7 +174,7 @@ async def test_a_run_without_replay_says_what_is_missing(tmp_path):
     app = PostmortemApp(str(run), kb_root=tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
-        assert app.incident is not None
+        assert app.dashboard.incident is not None
         await pilot.press("r")
         screen = app.screen
         assert isinstance(screen, ReplayScreen) and "manifest.json" in screen.missing
@@ -208,7 +206,7 @@ async def test_a_replay_that_crashes_in_the_runs_code_shows_it_and_the_app_goes_
         await pilot.press("escape")
         assert not isinstance(app.screen, ReplayScreen)
         await pilot.press("z")                          # the dashboard still answers
-        assert app.zoomed
+        assert app.dashboard.zoomed
 
 
 @pytest.mark.asyncio
@@ -255,7 +253,7 @@ async def test_the_highlighted_hypothesis_shows_what_the_run_says_for_and_agains
         await pilot.press("e")
         editor = app.screen
         detail = lambda: str(editor.query_one("#hypothesis-detail").render())     # noqa: E731
-        diagnosed = {h.pattern: h for h in app.incident_at(250).hypotheses}
+        diagnosed = {h.pattern: h for h in app.session.incident_at(250).hypotheses}
         top = diagnosed["long-tail-token"]
         assert detail().startswith("long-tail-token [grad-norm]")
         assert f"+ [loss] {top.supported_by[1].observation}" in detail()
@@ -282,7 +280,8 @@ async def test_typing_that_does_not_parse_yet_survives_a_reopen(tmp_path):
         editor = app.screen
         for name, text in half.items():
             editor.query_one(f"#{name}").text = text
-        await pilot.pause(0.8)                    # the debounced save
+        await pilot.pause()
+        editor.settle()                         # the debounced save and lint, now
         saved = read(draft_path(tmp_path, editor.pm))
         assert saved.evidence == [] and saved.verification.seed == 1234     # the document: what parses
     app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
@@ -301,7 +300,8 @@ async def test_a_restored_draft_can_be_set_aside_to_start_over(tmp_path):
         await opened(app, pilot)
         await pilot.press("e")
         app.screen.query_one("#lesson").text = "a lesson I want back"
-        await pilot.pause(0.8)
+        await pilot.pause()
+        app.screen.settle()                         # the debounced save and lint, now
         path = app.screen.path
     app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -318,5 +318,6 @@ async def test_a_restored_draft_can_be_set_aside_to_start_over(tmp_path):
         assert read(backup).lesson == "a lesson I want back"  # set aside, not deleted
         assert "a lesson I want back" in path.with_suffix(".typed.json.bak").read_text()
         editor.query_one("#lesson").text = "a new lesson"
-        await pilot.pause(0.8)
+        await pilot.pause()
+        editor.settle()                         # the debounced save and lint, now
         assert read(path).lesson == "a new lesson"

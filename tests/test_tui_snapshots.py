@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pilots import opened
 from postmortem.tui.app import PostmortemApp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ def app(tmp_path, run=SAMPLE):
 
 
 async def loaded(pilot):
-    await pilot.app.workers.wait_for_complete()
+    await opened(pilot.app, pilot)
     await settled(pilot)
 
 
@@ -66,7 +67,8 @@ def test_editor(snap_compare, tmp_path):
         await pilot.press("e")
         for area in pilot.app.screen.query("TextArea"):
             area.cursor_blink = False   # the focused section's cursor drawn, whatever the time
-        await pilot.pause(0.7)          # the debounced lint
+        await pilot.pause()
+        pilot.app.screen.settle()       # the debounced lint, now
         await settled(pilot)
     assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=edit)
 
@@ -82,7 +84,6 @@ def test_replay_panel_before_a_run(snap_compare, tmp_path):
 def test_replay_panel_after_a_replay(snap_compare, tmp_path, made_here, monkeypatch):
     """On the sample made on this machine: its replay is bit for bit on any CPU, where the
     committed one's differs in the last bits from one CPU's kernels to another's."""
-    import time
     monkeypatch.chdir(made_here("long-tail-token").parent)
 
     async def replay(pilot):
@@ -91,9 +92,8 @@ def test_replay_panel_after_a_replay(snap_compare, tmp_path, made_here, monkeypa
         screen = pilot.app.screen
         screen.query_one("#arms").deselect("restored-moments")
         await pilot.press("r")
-        start = time.monotonic()
-        while screen.state == "running" and time.monotonic() - start < 120:
-            await pilot.pause(0.2)
+        await pilot.app.workers.wait_for_complete()     # the worker following the child
+        await pilot.pause()
         assert screen.state == "done"
         await settled(pilot)
     assert snap_compare(app(tmp_path, "long-tail-token"), terminal_size=(120, 40), run_before=replay)
@@ -102,9 +102,8 @@ def test_replay_panel_after_a_replay(snap_compare, tmp_path, made_here, monkeypa
 def test_lessons_browser(snap_compare, tmp_path):
     async def lessons(pilot):
         await loaded(pilot)
-        pilot.app.kb_root = ROOT
+        pilot.app.session.kb_root = ROOT
         await pilot.press("l")
-        while pilot.app.screen.similar is None:      # the past incidents are scored in a thread
-            await pilot.pause(0.05)
+        await pilot.app.workers.wait_for_complete()  # the past incidents are scored in a thread
         await settled(pilot)
     assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=lessons)

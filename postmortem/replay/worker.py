@@ -1,7 +1,7 @@
 """A replay in a child process: the UI stays responsive while torch runs, and a crash or a
 hang in the user's code cannot take the app down. The child writes one JSON message a line
 (replay/models.py: Progress, EvidenceArrived, Finished with the ReplayResult, Failed in one
-line, Stopped), and poll() hands them back as those models.
+line, Stopped), and follow() hands them back as those models, as they arrive.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class ReplayProcess:
             self.process.stdin.write(job)
             self.process.stdin.close()
         except BrokenPipeError:
-            pass                       # it died at once; poll() says how
+            pass                       # it died at once; follow() says how
         return self
 
     def _read(self) -> None:
@@ -117,22 +117,19 @@ class ReplayProcess:
         self.process.wait()
         self.queue.put(self.process.returncode)
 
-    def poll(self) -> list:
-        """The messages that arrived since the last poll (replay/models.py); a Failed when
-        the process ended without saying why (killed, a segfault in an extension)."""
-        got = []
+    def follow(self):
+        """The messages (replay/models.py) as they arrive, blocking between them: a worker
+        thread's loop. Ends after the last; a Failed when the process ended without saying
+        why (killed, a segfault in an extension)."""
         while True:
-            try:
-                got.append(self.queue.get_nowait())
-            except queues.Empty:
-                break
-        finished = any(isinstance(m, (Finished, Failed, Stopped)) for m in self.messages + got)
-        exits = [m for m in got if isinstance(m, int)]
-        got = [m for m in got if not isinstance(m, int)]
-        if exits and not finished:
-            got.append(Failed(message=self._death(exits[0])))
-        self.messages += got
-        return got
+            message = self.queue.get()
+            if isinstance(message, int):          # the exit code: the child is gone
+                if not any(isinstance(m, (Finished, Failed, Stopped)) for m in self.messages):
+                    self.messages.append(Failed(message=self._death(message)))
+                    yield self.messages[-1]
+                return
+            self.messages.append(message)
+            yield message
 
     def _death(self, code: int) -> str:
         self.stderr.seek(0)

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
@@ -26,49 +26,9 @@ from postmortem.document.drafts import DraftStore
 from postmortem.document.model import SECTIONS, HypothesisEntry, PostMortem
 from postmortem.document.remedies import remedies_for
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
+from postmortem.tui.dialogs import AskScreen, ConfirmScreen
+from postmortem.tui.session import Session
 from postmortem.tui.widgets.cells import columns, plain
-
-class AskScreen(ModalScreen[str | None]):
-    """One line from the author (a dismissal's reason, a new hypothesis); escape cancels."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask.cancel")]
-
-    def __init__(self, prompt: str, placeholder: str = ""):
-        super().__init__()
-        self.prompt, self.placeholder = prompt, placeholder
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="ask"):
-            yield Label(self.prompt)
-            yield Input(placeholder=self.placeholder, id="answer")
-
-    def on_mount(self) -> None:
-        self.query_one("#answer", Input).focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes or no question; y confirms, n or escape says no."""
-
-    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes"),
-                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
-
-    def __init__(self, question: str):
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="ask"):
-            yield Label(f"{self.question}\n\n[b]y[/b] yes   [b]n[/b] no")
-
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
-
 
 class HypothesesTable(DataTable):
     """Section 2: the ranked hypotheses; the author reorders, adds and dismisses."""
@@ -152,11 +112,13 @@ class EditorScreen(Screen):
                 tooltip="Check the document, then commit it and its lesson with git"),
     ]
 
-    def __init__(self, pm: PostMortem, drafts_root: Path, run_log=None):
+    def __init__(self, pm: PostMortem, session: Session):
         super().__init__()
-        self.pm, self.root, self.run_log = pm, drafts_root, run_log
+        self.session = session
+        self.pm, self.root, self.run_log = pm, session.kb_root, session.log
         self.fresh = pm              # the document as drafted from the run, for a start over
-        self.store = DraftStore(drafts_root, pm)
+        self.store = DraftStore(self.root, pm)
+        self._timer = None           # the debounce of the save and the lint
         self.path = self.store.path
         self.problems: list = []
         self.committed = None
@@ -210,7 +172,7 @@ class EditorScreen(Screen):
             self.notify(f"your draft of {when} is back; f8 starts over from the run",
                         timeout=8)
         self.show_remedies()
-        kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
+        kept = self.session.replay_of(self.pm.spike_step)
         if kept:
             self.apply_replay(kept)      # a replay run from the dashboard before opening
         self.relint()
@@ -258,22 +220,29 @@ class EditorScreen(Screen):
 
     def diagnosed(self) -> dict:
         """pattern -> the run's Hypothesis: the replay's re-ranking when there is one, else analyze's."""
-        app = self.app
-        kept = getattr(app, "replays", {}).get(self.pm.spike_step)
+        kept = self.session.replay_of(self.pm.spike_step)
         if kept and kept.hypotheses:
             return {h.pattern: h for h in kept.hypotheses}
-        inc = app.incident_at(self.pm.spike_step) if hasattr(app, "incident_at") else None
+        inc = self.session.incident_at(self.pm.spike_step)
         return {h.pattern: h for h in inc.hypotheses} if inc else {}
 
     def _changed(self) -> None:
         # debounced: the save, the lint and the preview run once typing pauses
-        if getattr(self, "_timer", None) is not None:
+        if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(0.5, self._settle)
 
     def _settle(self) -> None:
+        self._timer = None
         self.action_save()
         self.relint()
+
+    def settle(self) -> None:
+        """What the pause in typing would do, now: the pending save, lint and preview (tests
+        call it rather than sleep out the debounce)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._settle()
 
     def show_remedies(self) -> None:
         pattern = self.query_one("#pattern", Input).value.strip()
@@ -359,7 +328,7 @@ class EditorScreen(Screen):
             self.store.set_aside()
             self.restored = False
             self.load(self.fresh)
-            kept = getattr(self.app, "replays", {}).get(self.pm.spike_step)
+            kept = self.session.replay_of(self.pm.spike_step)
             if kept:
                 self.apply_replay(kept)      # the replay's evidence is the run's too
             self.relint()
@@ -387,18 +356,16 @@ class EditorScreen(Screen):
 
     def action_replay(self) -> None:
         from postmortem.tui.replay import ReplayScreen
-        app = self.app
-        inc = app.incident_at(self.pm.spike_step) if hasattr(app, "incident_at") else None
+        inc = self.session.incident_at(self.pm.spike_step)
         if inc is None or self.run_log is None:
             self.notify("no incident of this run to replay", severity="warning")
             return
 
         def done(result) -> None:
             if result:
-                app.replays[inc.step] = result
                 self.apply_replay(result)
                 self.notify(f"{len(result.evidence)} evidence rows; section 3 and the ranking updated")
-        app.push_screen(ReplayScreen(self.run_log, inc, getattr(app, "device", "auto")), done)
+        self.app.push_screen(ReplayScreen(self.session, inc), done)
 
     def action_external_editor(self) -> None:
         """The focused section in $EDITOR (or $VISUAL); the app waits, then reads it back."""

@@ -1,9 +1,9 @@
 """The run read and analyzed in a child process while the app starts: two cores do at once
 what one thread did in turn (importing pandas is a third of the wait), and the dashboard is
-drawn from arrays before the app has imported pandas itself.
+drawn from plain arrays and rows before the app has imported pandas or pydantic itself.
 
-The child writes two pickles on its stdout: ("view", FirstView, analysis) as soon as it has
-them, then ("log", RunLog) for the editor, the replay and the segments; or ("error", line).
+The child writes two pickles on its stdout: ("view", FirstView) as soon as it has it, then
+("run", RunLog, Analysis) for the editor, the replay and the segments; or ("error", line).
 Only the standard library is imported here: the CLI starts the child before Textual.
 """
 
@@ -28,23 +28,26 @@ class Loader:
             pass
 
     def first(self) -> tuple:
-        """("view", FirstView, analysis) or ("error", one line)."""
+        """("view", FirstView) or ("error", one line)."""
         return self._next()
 
-    def log(self):
-        """The RunLog (imports pandas, to unpickle its frame), or why there is none (a str)."""
-        kind, *rest = self._next()
+    def run(self) -> tuple:
+        """("run", RunLog, Analysis) (imports pandas and pydantic, to unpickle them) or
+        ("error", why there is none)."""
+        message = self._next()
         try:
             self.proc.wait(timeout=10)          # it has said all it had to: let it end on its own
         except subprocess.TimeoutExpired:
             pass
         self.close()
-        return rest[0] if kind == "log" else (rest[0] if rest else "the loader process sent no run")
+        return message if message[0] in ("run", "error") else ("error", "the loader process sent no run")
 
     def _next(self) -> tuple:
         try:
             return pickle.load(self.proc.stdout)
-        except (EOFError, pickle.UnpicklingError):
+        except (EOFError, pickle.UnpicklingError, ValueError):     # ValueError: closed meanwhile
+            if self.proc.stdout.closed:
+                return ("error", "the loader process was stopped")
             self.proc.wait()
             self._stderr.seek(0)
             said = [line for line in self._stderr.read().decode(errors="replace").splitlines() if line.strip()]
@@ -52,7 +55,7 @@ class Loader:
             return ("error", f"the loader process stopped: {why}")
 
     def close(self) -> None:
-        """Stop the child (the app quit before it was done) and free its pipes."""
+        """Stop the child (the app quit before it was done) and free its pipes; twice is once."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
@@ -60,27 +63,36 @@ class Loader:
         self._stderr.close()
 
 
-def main() -> None:
+def read_and_analyze(run: str, format: str | None = None, against: list[str] = (),
+                     columns: dict | None = None):
+    """(RunLog, Analysis, FirstView) of `run`: what the child does, and what a test that hands
+    the app a read run (tui.session.Session.read) does in its own process."""
     import time
 
     from postmortem.diagnose.analyze import analyze
-    from postmortem.run import RunReadError, read_run
+    from postmortem.run import read_run
     from postmortem.tui.view import first_view
+    started = time.perf_counter()
+    log = read_run(run, format=format, **(columns or {}))
+    read_s = time.perf_counter() - started
+    others = [read_run(other) for other in against]
+    result = analyze(log, against=others)
+    return log, result, first_view(log, result, others, read_s)
+
+
+def main() -> None:
+    from postmortem.errors import UserError
     run, format, against, columns = pickle.load(sys.stdin.buffer)    # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles
     try:
-        started = time.perf_counter()
-        log = read_run(run, format=format, **columns)
-        read_s = time.perf_counter() - started
-        others = [read_run(other) for other in against]
-        result = analyze(log, against=others)
-    except RunReadError as err:
+        log, result, view = read_and_analyze(run, format, against, columns)
+    except UserError as err:
         pickle.dump(("error", str(err)), out)
         return
-    pickle.dump(("view", first_view(log, result, others, read_s), result), out, protocol=5)
+    pickle.dump(("view", view), out, protocol=5)
     out.flush()                           # the dashboard is drawn from this one
-    pickle.dump(("log", log), out, protocol=5)
+    pickle.dump(("run", log, result), out, protocol=5)
     out.flush()
 
 

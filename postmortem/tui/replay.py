@@ -1,9 +1,10 @@
 """The replay panel: pick the arms, run them in a child process, watch each step and the
-evidence arrive, cancel with Escape. Dismissed with the replay's result (a ReplayResult), or None."""
+evidence arrive (a thread worker follows the child and posts messages), cancel with Escape. Dismissed with the replay's result (a ReplayResult), or None."""
 
 from __future__ import annotations
 
 from rich.markup import escape
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -13,6 +14,8 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionLis
 from postmortem.replay.arms import ARMS, NAMES
 from postmortem.replay.models import EvidenceArrived, Failed, Finished, Progress, ReplayResult, Stopped
 from postmortem.replay.worker import ReplayProcess, what_is_missing
+from postmortem.tui import messages
+from postmortem.tui.session import Session
 from postmortem.tui.widgets.cells import columns, plain
 
 
@@ -23,10 +26,11 @@ class ReplayScreen(Screen):
         Binding("r", "start", "Run replay", id="replay.run", tooltip="Replay the checked arms"),
     ]
 
-    def __init__(self, log, incident, device: str = "auto"):
+    def __init__(self, session: Session, incident):
         super().__init__()
-        self.runlog, self.incident, self.device = log, incident, device
-        self.missing = what_is_missing(log)
+        self.session, self.incident = session, incident
+        self.runlog, self.device = session.log, session.device
+        self.missing = what_is_missing(self.runlog)
         self.process: ReplayProcess | None = None
         self.result: ReplayResult | None = None
         self.state = "missing" if self.missing else "ready"   # ready, running, done, cancelled, failed
@@ -90,50 +94,63 @@ class ReplayScreen(Screen):
         bar.display = True
         self.process = ReplayProcess(self.runlog, self.incident, self.arms, self.device).start()
         self.state = "running"
-        self._timer = self.set_interval(0.1, self.poll)
+        self.follow(self.process)
 
-    def poll(self) -> None:
-        for message in self.process.poll():
+    @work(thread=True, exclusive=True, group="replay")
+    def follow(self, process: ReplayProcess) -> None:
+        """The child's messages as they come, posted to the screen (no polling)."""
+        for message in process.follow():
             if isinstance(message, Progress):
-                bar = self.query_one("#replay-bar", ProgressBar)
-                bar.update(total=message.total, progress=message.done)
-                self._status(f"{message.arm}: step {message.step} ({message.done}/{message.total})")
+                self.post_message(messages.ReplayProgress(message.arm, message.step, message.done, message.total))
             elif isinstance(message, EvidenceArrived):
-                row = message.evidence
-                self.evidence.append(row)
-                table = self.query_one("#evidence", DataTable)
-                table.add_row(*plain(row.panel, ", ".join(row.favors), ", ".join(row.rules_out), row.observation))
-                if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
-                    self._detail(row)
+                self.post_message(messages.EvidenceArrived(message.evidence))
             elif isinstance(message, Finished):
-                result = self.result = message.result
-                self._finish("done")
-                ranking = "  ".join(f"{h.rank}. {h.pattern} {h.score:.2f}" for h in result.hypotheses[:4])
-                self._status(f"done on {result.device}: {'faithful' if result.faithful else 'NOT faithful'} "
-                             f"(max diff {result.faithful_max_diff:.3g}); escape takes the evidence back")
-                self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
+                self.post_message(messages.ReplayFinished("done", result=message.result))
             elif isinstance(message, Failed):
-                self._finish("failed")
-                self._status(f"[b]replay failed[/b]: {escape(message.message)}", markup=True)
+                self.post_message(messages.ReplayFinished("failed", message=message.message))
             elif isinstance(message, Stopped):
-                self._finish("cancelled")
-                self._status("cancelled")
+                self.post_message(messages.ReplayFinished("cancelled"))
 
-    def _finish(self, state: str) -> None:
-        self.state = state
-        self._timer.stop()
+    def on_replay_progress(self, message: messages.ReplayProgress) -> None:
+        if self.state != "running":
+            return
+        self.query_one("#replay-bar", ProgressBar).update(total=message.total, progress=message.done)
+        self._status(f"{message.arm}: step {message.step} ({message.done}/{message.total})")
+
+    def on_evidence_arrived(self, message: messages.EvidenceArrived) -> None:
+        row = message.evidence
+        self.evidence.append(row)
+        table = self.query_one("#evidence", DataTable)
+        table.add_row(*plain(row.panel, ", ".join(row.favors), ", ".join(row.rules_out), row.observation))
+        if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
+            self._detail(row)
+
+    def on_replay_finished(self, message: messages.ReplayFinished) -> None:
+        if self.state != "running":        # cancelled by escape already
+            return
+        self.state = message.state
+        if message.state == "done":
+            result = self.result = message.result
+            ranking = "  ".join(f"{h.rank}. {h.pattern} {h.score:.2f}" for h in result.hypotheses[:4])
+            self._status(f"done on {result.device}: {'faithful' if result.faithful else 'NOT faithful'} "
+                         f"(max diff {result.faithful_max_diff:.3g}); escape takes the evidence back")
+            self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
+        elif message.state == "failed":
+            self._status(f"[b]replay failed[/b]: {escape(message.message)}", markup=True)
+        else:
+            self._status("cancelled")
 
     def _status(self, text: str, markup: bool = False) -> None:
         self.query_one("#replay-status", Static).update(text if markup else escape(text))
 
     def action_cancel_or_back(self) -> None:
         if self.state == "running":
-            self.process.cancel()
-            self.poll()
-            if self.state == "running":
-                self._finish("cancelled")
-                self._status("cancelled")
+            self.process.cancel()          # the child stops between two steps, or is killed
+            self.state = "cancelled"
+            self._status("cancelled")
             return
+        if self.result is not None:        # kept for the editor, whichever screen asked
+            self.session.replays[self.incident.step] = self.result
         self.dismiss(self.result)
 
     def on_unmount(self) -> None:

@@ -1,5 +1,5 @@
-"""What the dashboard paints first, as plain arrays: made where the run was read (the app's
-loading thread, or the loader process), so the first frame needs no pandas in the app."""
+"""What the dashboard paints first, as plain arrays and rows: made in the loader process where
+the run was read, so the first frame needs neither pandas nor pydantic in the app."""
 
 from __future__ import annotations
 
@@ -13,6 +13,27 @@ PANELS = (("loss", "loss", True), ("lr", "lr", False), ("grad-norm", "grad_norm"
 
 
 @dataclass
+class IncidentRow:
+    """What the dashboard draws of one incident (the analysis' Incident comes with the run)."""
+    step: int
+    kind: str
+    metric: str
+    segment: int
+    rise: float | None
+    peak_step: int | None
+    top: str | None               # the top cause's pattern and score
+    score: float | None
+
+
+@dataclass
+class CheckRow:
+    id: str
+    status: str                   # pass, fail, skipped
+    detail: str
+    leaf: str | None              # the pattern a failure points to
+
+
+@dataclass
 class FirstView:
     run_id: str
     resumed: bool                 # more than one segment
@@ -21,6 +42,8 @@ class FirstView:
     panels: list[tuple[str, str, np.ndarray, np.ndarray, bool]]   # panel, column, steps, values, log
     layers: list[tuple[str, np.ndarray, np.ndarray]]                # per-layer grad norms
     ghost: tuple[str, np.ndarray, np.ndarray] | None                # another run's loss, in gray
+    incidents: list[IncidentRow]
+    checks: list[CheckRow]
     read_s: float = 0.0           # the file read's seconds, for benchmarks/bench_tui.py
 
 
@@ -37,8 +60,12 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
               if column in log.frame and log.frame[column].notna().any()]
     names = [name for name in log.metrics if name.startswith("grad_norm/")][:max_layers]
     layers = [(name, *series(history, name)) for name in names]
+    incidents = [IncidentRow(i.step, i.kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
+                             i.hypotheses[0].pattern if i.hypotheses else None,
+                             i.hypotheses[0].score if i.hypotheses else None) for i in result.incidents]
+    checks = [CheckRow(c.id, c.status, c.detail, c.leaf) for c in result.checks]
     return FirstView(log.run_id, resumed, largest, segment, panels, layers,
-                     ghost(others[0]) if others else None, read_s)
+                     ghost(others[0]) if others else None, incidents, checks, read_s)
 
 
 def segment_history(log, segment: int):

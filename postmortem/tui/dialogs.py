@@ -1,0 +1,77 @@
+"""The small modal screens: a run that cannot be read, the help of a panel, one line asked
+of the author, a yes or no."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+
+class ErrorScreen(ModalScreen):
+    """A run that cannot be read: the one-line reason, not a traceback."""
+
+    BINDINGS = [Binding("escape,q", "app.quit", "Quit", id="error.quit", tooltip="Leave postmortem")]
+
+    def __init__(self, message: str):
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]Cannot read this run[/b]\n\n{self.message}\n\nPress q to quit.", id="error")
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,f1,question_mark", "app.pop_screen", "Close", id="help.close",
+                        tooltip="Close the help")]
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.text, id="error")
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line from the author (a dismissal's reason, a new hypothesis); escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="ask.cancel", tooltip="Ask nothing")]
+
+    def __init__(self, prompt: str, placeholder: str = ""):
+        super().__init__()
+        self.prompt, self.placeholder = prompt, placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask"):
+            yield Label(self.prompt)
+            yield Input(placeholder=self.placeholder, id="answer")
+
+    def on_mount(self) -> None:
+        self.query_one("#answer", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes or no question; y confirms, n or escape says no."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Yes"),
+                Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="No")]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="ask"):
+            yield Label(f"{self.question}\n\n[b]y[/b] yes   [b]n[/b] no")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

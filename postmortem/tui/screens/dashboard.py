@@ -1,0 +1,309 @@
+"""The dashboard: a run's panels, its incidents and the checklist walk. Drawn from the loader
+process's first view (arrays and rows); the whole run and its analysis follow, after the
+first paint, for the editor, the replay, the lessons and another segment's history."""
+
+from __future__ import annotations
+
+import numpy as np
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from postmortem.tui.dialogs import ErrorScreen
+from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
+from postmortem.tui.session import Session
+from postmortem.tui.view import FirstView, segment_history, series
+from postmortem.tui.widgets.cells import columns, plain
+from postmortem.tui.widgets.panel import MetricPanel
+
+
+class DashboardScreen(Screen):
+    # left/right move the step cursor wherever the focus is on the dashboard (priority:
+    # before a table's horizontal scroll); on other screens they are the widgets' own.
+    # ctrl+q, f1, t and l are the App's everywhere; listed here too, to keep the footer's order.
+    BINDINGS = [
+        Binding("ctrl+q", "app.quit", "Quit", id="quit", tooltip="Leave postmortem"),
+        Binding("q", "app.quit", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
+        Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
+        Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, priority=True,
+                tooltip="Cursor one step left"),
+        Binding("right", "move(1)", "Step +", id="cursor.right", show=False, priority=True,
+                tooltip="Cursor one step right"),
+        Binding("shift+left", "move(-10)", "Step -10", id="cursor.left10", show=False, priority=True,
+                tooltip="Cursor 10 steps left"),
+        Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True,
+                tooltip="Cursor 10 steps right"),
+        Binding("n", "incident(1)", "Next incident", id="incident.next", tooltip="Mark the next incident"),
+        Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
+        Binding("f1,question_mark", "app.help", "Help", id="help", tooltip="Explain the focused panel"),
+        Binding("t", "app.toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
+        Binding("l", "app.lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
+        Binding("e", "edit", "Write post-mortem", id="edit",
+                tooltip="The seven sections of this incident's post-mortem, saved as you type"),
+        Binding("r", "replay", "Replay", id="replay",
+                tooltip="Replay the steps around the incident in counterfactual arms"),
+    ]
+
+    def __init__(self, session: Session, loader=None):
+        super().__init__()
+        self.session = session
+        self.loader = loader                   # a tui.loader.Loader reading the run, or None: read
+        self.view: FirstView | None = None     # what was painted first
+        self.waiting: list = []                # actions asked for before the run was handed over
+        self.cursor: int | None = None
+        self.zoomed = False
+        self.segment = 0                       # the panels draw the run up to this segment's end
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="body"):
+            yield Vertical(id="panels")
+            with Vertical(id="side"):
+                incidents = DataTable(id="incidents", cursor_type="row")
+                incidents.border_title = "incidents"
+                yield incidents
+                checks = DataTable(id="checks", cursor_type="row")
+                checks.border_title = "checks (tree A, tree B)"
+                yield checks
+        yield Static("reading...", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.session.view is not None:            # handed a session already read
+            self.show(self.session.view)
+        else:
+            self.load()
+
+    # -- the run: first view, then the whole of it ----------------------------------------
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        """Wait for the loader process's first view, off the UI thread."""
+        kind, *rest = self.loader.first()
+        self.post_message(RunRead(rest[0]) if kind == "view" else RunFailed(rest[0]))
+
+    def on_run_read(self, message: RunRead) -> None:
+        self.session.view = message.view
+        self.show(message.view)
+
+    def on_run_failed(self, message: RunFailed) -> None:
+        if message.painted:
+            self.notify(f"the run could not be handed over: {message.message}", severity="error")
+            return
+        self.session.error = message.message
+        self.app.push_screen(ErrorScreen(message.message))
+
+    def show(self, view: FirstView) -> None:
+        self.view = view
+        self.segment = view.segment
+        panels = self.query_one("#panels")
+        for panel, column, steps, values, log_scale in view.panels:
+            panels.mount(MetricPanel(panel, column, steps, values, log_scale=log_scale,
+                                     ghost=view.ghost if panel == "loss" else None, id=f"panel-{panel}"))
+        room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
+        for name, steps, values in view.layers[:room]:
+            panels.mount(MetricPanel("grad-norm", name, steps, values, log_scale=True))
+        table = self.query_one("#incidents", DataTable)
+        # what tells the incidents apart first: at 80 columns step, kind and rise show
+        widest = max((len(str(i.step)) for i in view.incidents), default=4)
+        columns(table, step=max(4, widest), kind=10, rise=6, **{"top cause": 22}, score=5, metric=10)
+        if not view.incidents:         # said where the eye looks for them, not only on the status line
+            table.border_title = "incidents: none"
+        for inc in view.incidents:
+            table.add_row(*plain(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
+                                 f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric))
+        checks = self.query_one("#checks", DataTable)
+        columns(checks, node=5, **{"": 4}, detail=90)
+        marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
+        for c in view.checks:
+            leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
+            checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
+        self.fit_panels()
+        self.session.current = view.largest
+        self.mark(view.largest)
+        if self.session.log is None:
+            self.call_after_refresh(self.fetch_run)       # after the first paint: it imports pandas
+
+    @work(thread=True, exclusive=True, group="log")
+    def fetch_run(self) -> None:
+        kind, *rest = self.loader.run()
+        self.post_message(RunHandedOver(*rest) if kind == "run" else RunFailed(rest[0], painted=True))
+
+    def on_run_handed_over(self, message: RunHandedOver) -> None:
+        self.have_run(message.log, message.analysis)
+
+    def have_run(self, log, analysis) -> None:
+        """The whole run and its analysis (after the first paint): the editor, the replay
+        and another segment's history need them."""
+        self.session.log, self.session.analysis = log, analysis
+        if self.incident is not None and self.incident.segment != self.segment:   # n/p went there meanwhile
+            self.mark(self.session.current)
+        waiting, self.waiting = self.waiting, []
+        for action in waiting:
+            action()
+
+    def when_read(self, action) -> bool:
+        """Whether the whole run is here; if not, `action` (a key pressed in the moment between
+        the first paint and the hand-over) runs once it is."""
+        if self.session.log is not None:
+            return True
+        if action not in self.waiting:
+            self.waiting.append(action)
+            self.notify("reading the run: a moment", timeout=2)
+        return False
+
+    def view_segment(self, segment: int) -> None:
+        """The panels draw the run as the model lived it up to the end of `segment`: after a
+        resume the rewound steps of the earlier segment are left out, so an incident in a
+        segment that was later rolled back is drawn with its own history."""
+        log = self.session.log
+        self.segment = segment
+        history = segment_history(log, segment) if self.view.resumed else log.frame
+        for panel in self.query(MetricPanel):
+            panel.set_data(*series(history, panel.column))
+
+    def on_resize(self, event) -> None:
+        self.fit_panels()
+
+    def fit_panels(self) -> None:
+        """Share the height among the panels, none under 9 rows; past that they scroll
+        (at 80x24 two panels show at once)."""
+        panels = self.query(MetricPanel)
+        if not panels:
+            return
+        room = self.query_one("#panels").size.height or (self.size.height - 3)
+        height = max(9, room // len(panels))
+        for panel in panels:
+            panel.styles.height = height
+
+    # -- the incident marked --------------------------------------------------------------
+
+    @property
+    def incident(self):
+        """The row of the incident marked (what the dashboard draws of it), or None."""
+        if self.view is None or not self.view.incidents:
+            return None
+        return self.view.incidents[self.session.current]
+
+    def mark(self, index: int) -> None:
+        inc = None
+        if self.view is not None and self.view.incidents:
+            self.session.current = index % len(self.view.incidents)
+            inc = self.incident
+            if inc.segment != self.segment and self.session.log is not None:
+                self.view_segment(inc.segment)
+            table = self.query_one("#incidents", DataTable)
+            if table.cursor_row != self.session.current:          # n/p: the list follows
+                table.move_cursor(row=self.session.current)
+        for panel in self.query(MetricPanel):
+            panel.marks = [inc.step] if inc else []
+            panel.window = self._window() if self.zoomed else None
+            panel.cursor = self.cursor
+            panel.redraw()
+        self.cursor = inc.step if inc and self.cursor is None else self.cursor
+        self.update_status()
+
+    def _window(self) -> tuple[int, int] | None:
+        inc = self.incident
+        if inc is None:
+            return None
+        return inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
+
+    def update_status(self) -> None:
+        status = self.query_one("#status", Static)
+        view = self.view
+        if view is None:
+            return
+        if not view.incidents:
+            status.update(f"{view.run_id}: no incident (no NaN, no spike, no divergence)")
+            return
+        inc, current = self.incident, self.session.current
+        values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
+                           if self.cursor is not None)
+        # layout=False: one line of fixed height; a relayout would repaint every panel again
+        which = ", the largest" if len(view.incidents) > 1 and current == view.largest else ""
+        if view.resumed:
+            which += f", segment {self.segment}"
+        status.update(f"{inc.kind} at step {inc.step} ({current + 1}/{len(view.incidents)}{which})"
+                      f"  cursor {self.cursor}  {values}", layout=False)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_zoom(self) -> None:
+        self.zoomed = not self.zoomed
+        self.mark(self.session.current)
+
+    def action_move(self, delta: int) -> None:
+        if self.cursor is None:
+            return
+        self.cursor += delta
+        for panel in self.query(MetricPanel):
+            panel.cursor = self.cursor
+            panel.redraw()
+        self.update_status()
+
+    def action_incident(self, delta: int) -> None:
+        self.cursor = None
+        self.mark(self.session.current + delta)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "incidents":
+            self.cursor = None
+            self.mark(event.cursor_row)
+
+    def system_commands(self):
+        """The palette (ctrl+p) knows the dashboard's own commands besides Textual's."""
+        yield SystemCommand("Zoom to the incident", "Zoom every panel to the incident window and back",
+                            self.action_zoom)
+        yield SystemCommand("Next incident", "Mark the next incident on every panel",
+                            lambda: self.action_incident(1))
+        yield SystemCommand("Previous incident", "Mark the previous incident", lambda: self.action_incident(-1))
+        yield SystemCommand("Lessons", "Lessons across learners, grouped by pattern", self.action_lessons)
+        yield SystemCommand("Replay", "Replay the steps around the incident in counterfactual arms",
+                            self.action_replay)
+        yield SystemCommand("Write the post-mortem", "The guided editor for the marked incident",
+                            self.action_edit)
+
+    def action_edit(self) -> None:
+        if not self.when_read(self.action_edit):
+            return
+        session = self.session
+        if session.incident is None:
+            self.notify("no incident to write about", severity="warning")
+            return
+        import getpass
+
+        from postmortem.document.draft import draft
+        from postmortem.tui.editor import EditorScreen
+        pm = draft(session.log, getpass.getuser() or "me", session.incident.step,
+                   incidents=session.analysis.incidents)
+        self.app.push_screen(EditorScreen(pm, session))
+
+    def action_replay(self) -> None:
+        if not self.when_read(self.action_replay):
+            return
+        if self.session.incident is None:
+            self.notify("no incident to replay", severity="warning")
+            return
+        from postmortem.tui.replay import ReplayScreen
+
+        def kept(result) -> None:
+            if result:
+                self.notify(f"replay evidence kept: {len(result.evidence)} rows; "
+                            f"e writes the post-mortem with it")
+        self.app.push_screen(ReplayScreen(self.session, self.session.incident), kept)
+
+    def action_lessons(self) -> None:
+        if not self.when_read(self.action_lessons):
+            return
+        from postmortem.tui.lessons import LessonsScreen
+        self.app.push_screen(LessonsScreen(self.session.kb_root, self.session.log, self.session.incident))
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}" if np.isfinite(v) else str(v)

@@ -1,0 +1,54 @@
+"""What the screens share: the run and its analysis, the incident picked, the replays kept,
+the device to replay on and the knowledge base. Plain Python, no Textual: the dashboard, the
+editor and the replay panel are handed it instead of reaching into the App."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Session:
+    run_path: str
+    format: str | None = None
+    against: list[str] = field(default_factory=list)    # other runs over the same data
+    columns: dict = field(default_factory=dict)          # read_run's --loss/--step-column options
+    device: str = "auto"                                 # where a replay runs
+    kb_root: Path = field(default_factory=Path.cwd)      # drafts and post-mortems go under it
+    view: object = None           # tui.view.FirstView: what the dashboard paints first
+    log: object = None            # the RunLog, once the loader has handed it over
+    analysis: object = None       # its Analysis, with it
+    current: int = 0              # the incident picked (an index into the incidents)
+    replays: dict = field(default_factory=dict)          # incident step -> the last replay's result
+    error: str | None = None      # why the run could not be read
+
+    @classmethod
+    def read(cls, run: str, **kw) -> "Session":
+        """A session of a run read and analyzed here, in this process (tests and scripts
+        hand it to the app: the app itself has the loader process read it)."""
+        from postmortem.tui.loader import read_and_analyze
+        session = cls(run, **kw)
+        session.log, session.analysis, session.view = read_and_analyze(
+            run, session.format, session.against, session.columns)
+        return session
+
+    @property
+    def read_s(self) -> float:
+        return self.view.read_s if self.view is not None else 0.0
+
+    @property
+    def incident(self):
+        """The incident picked (the analysis' Incident), or None: no incident, or the run is
+        not handed over yet."""
+        if self.analysis is None or not self.analysis.incidents:
+            return None
+        return self.analysis.incidents[self.current]
+
+    def incident_at(self, step: int | None):
+        if self.analysis is None:
+            return None
+        return next((i for i in self.analysis.incidents if i.step == step), None)
+
+    def replay_of(self, step: int):
+        return self.replays.get(step)
