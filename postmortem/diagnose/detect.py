@@ -132,13 +132,25 @@ def _block(steps: np.ndarray, window: int) -> int:
     return int(min(max(16, window / interval), 1024))
 
 
-def _trailing_median(values: np.ndarray, k: int) -> np.ndarray:
-    """Median of the k points before each point (fewer at the start)."""
+def _trailing_median(values: np.ndarray, k: int, where: np.ndarray | None = None) -> np.ndarray:
+    """Median of the k points before each point (fewer at the start); only at the indices
+    `where` when given (NaN elsewhere)."""
+    out = np.full(len(values), np.nan)
+    idx = np.arange(len(values)) if where is None else where
+    full = idx[idx >= k]
+    if len(full):
+        out[full] = np.median(sliding_window_view(values, k)[full - k], axis=1)
+    for i in idx[(idx >= 1) & (idx < k)]:
+        out[i] = np.median(values[:i])
+    return out
+
+
+def _trailing_min(values: np.ndarray, k: int) -> np.ndarray:
     out = np.full(len(values), np.nan)
     if len(values) > k:
-        out[k:] = np.median(sliding_window_view(values, k)[:-1], axis=1)
+        out[k:] = sliding_window_view(values, k)[:-1].min(axis=1)
     for i in range(1, min(k, len(values))):
-        out[i] = np.median(values[:i])
+        out[i] = values[:i].min()
     return out
 
 
@@ -163,10 +175,17 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
         if not own.any():
             continue
         lg = np.log10(gn)
-        base = _trailing_median(lg, 10)
-        resid = lg - base
         window = widen(steps, th.spike_window, th.spike_min_points)
         lo = np.searchsorted(steps, steps - window, side="left")
+        # The median is at least the minimum: only points that far above the trailing
+        # minimum can be candidates, and only their windows need the medians.
+        with np.errstate(invalid="ignore"):
+            maybe = np.flatnonzero(own & (lg - _trailing_min(lg, 10) > np.log10(th.grad_spike_min_ratio)))
+        need = np.zeros(len(lg) + 1, dtype=np.int64)
+        np.add.at(need, lo[maybe], 1)
+        np.add.at(need, maybe + 1, -1)
+        base = _trailing_median(lg, 10, np.flatnonzero(np.cumsum(need[:-1]) > 0))
+        resid = lg - base
         with np.errstate(invalid="ignore"):
             candidates = np.flatnonzero(own & (resid > np.log10(th.grad_spike_min_ratio)))
         flagged = np.zeros(len(steps), dtype=bool)
