@@ -304,3 +304,15 @@ def test_a_manifest_made_from_the_log_config_promises_no_replay(real_runs):
     log = read_run(real_runs / "megatron-deepspeed-moe-0.125B")
     assert log.manifest is not None and log.manifest.replay is None     # facts from the args dump
     assert what_is_missing(log).startswith("no manifest.json beside the run")
+
+def test_dashboard_loader_reads_with_the_columns_given(real_runs):
+    from postmortem.tui.loader import Loader
+    loader = Loader(str(real_runs / "lightning-wgan-critic-loss-resumed"), None, [],
+                    columns={"loss": "generator_loss"})
+    kind, *_ = loader.first()
+    assert kind == "view"
+    kind, log, _ = loader.run()
+    assert kind == "run"
+    assert log.source.extras["loss_from"] == "generator_loss (--loss)"
+    direct = read_run(real_runs / "lightning-wgan-critic-loss-resumed")
+    assert log.frame.loss.notna().sum() == direct.frame.generator_loss.notna().sum() > 0
