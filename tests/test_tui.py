@@ -8,10 +8,10 @@ import pytest
 
 from pilots import opened
 from postmortem.tui.app import PostmortemApp
-from postmortem.tui.decimate import decimate, with_breaks
+from postmortem.tui.widgets.decimate import decimate, with_breaks
 from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.session import Session
-from postmortem.tui.widgets.panel import MetricPanel
+from postmortem.tui.widgets.metric_panel import MetricPanel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def test_the_dashboard_imports_no_torch():
 
 @pytest.mark.asyncio
 async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
-    from postmortem.tui.lessons import DocumentScreen, LessonsScreen
+    from postmortem.tui.screens.lessons import DocumentScreen, LessonsScreen
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=ROOT)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
@@ -203,7 +203,7 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
 
 @pytest.mark.asyncio
 async def test_similar_past_incidents_rank_the_same_pattern_first():
-    from postmortem.tui.lessons import LessonsScreen
+    from postmortem.tui.screens.lessons import LessonsScreen
     # another long-tail run would match; here the fp16 run is scored against the example
     app = PostmortemApp(str(ROOT / "sample_runs" / "fp16-overflow"), kb_root=ROOT)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -233,7 +233,7 @@ async def test_the_command_palette_knows_the_apps_commands():
 async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
     from postmortem.document.drafts import draft_path
     from postmortem.document.markdown import read
-    from postmortem.tui.editor import EditorScreen
+    from postmortem.tui.screens.editor import EditorScreen
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)

@@ -12,10 +12,11 @@ from pilots import opened
 from postmortem.document.drafts import draft_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
-from postmortem.tui.commit import CommitScreen
-from postmortem.tui.editor import EditorScreen, HypothesesTable
-from postmortem.tui.lessons import LessonsScreen
-from postmortem.tui.replay import ReplayScreen
+from postmortem.tui.screens.commit import CommitScreen
+from postmortem.tui.screens.editor import EditorScreen
+from postmortem.tui.widgets.hypotheses import HypothesesTable
+from postmortem.tui.screens.lessons import LessonsScreen
+from postmortem.tui.screens.replay import ReplayScreen
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"

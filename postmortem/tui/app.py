@@ -12,7 +12,7 @@ from textual.binding import Binding
 from postmortem.tui.dialogs import HelpScreen
 from postmortem.tui.screens.dashboard import DashboardScreen
 from postmortem.tui.session import Session
-from postmortem.tui.widgets.panel import MetricPanel
+from postmortem.tui.widgets.metric_panel import MetricPanel
 
 HELP = {
     "MetricPanel": "A panel: the metric over steps, the incident in red, the cursor in blue. "

@@ -17,7 +17,7 @@ from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
 from postmortem.tui.view import FirstView, segment_history, series
 from postmortem.tui.widgets.cells import columns, plain
-from postmortem.tui.widgets.panel import MetricPanel
+from postmortem.tui.widgets.metric_panel import MetricPanel
 
 
 class DashboardScreen(Screen):
@@ -277,7 +277,7 @@ class DashboardScreen(Screen):
         import getpass
 
         from postmortem.document.draft import draft
-        from postmortem.tui.editor import EditorScreen
+        from postmortem.tui.screens.editor import EditorScreen
         pm = draft(session.log, getpass.getuser() or "me", session.incident.step,
                    incidents=session.analysis.incidents)
         self.app.push_screen(EditorScreen(pm, session))
@@ -288,7 +288,7 @@ class DashboardScreen(Screen):
         if self.session.incident is None:
             self.notify("no incident to replay", severity="warning")
             return
-        from postmortem.tui.replay import ReplayScreen
+        from postmortem.tui.screens.replay import ReplayScreen
 
         def kept(result) -> None:
             if result:
@@ -299,7 +299,7 @@ class DashboardScreen(Screen):
     def action_lessons(self) -> None:
         if not self.when_read(self.action_lessons):
             return
-        from postmortem.tui.lessons import LessonsScreen
+        from postmortem.tui.screens.lessons import LessonsScreen
         self.app.push_screen(LessonsScreen(self.session.kb_root, self.session.log, self.session.incident))
 
 

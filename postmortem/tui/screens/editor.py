@@ -14,86 +14,20 @@ from pathlib import Path
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
-from textual.widgets import DataTable, Footer, Input, Label, Markdown, OptionList, Static, TextArea
+from textual.widgets import Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
 from postmortem.diagnose.models import PATTERNS
 from postmortem.document import sections
 from postmortem.document.drafts import DraftStore
-from postmortem.document.model import SECTIONS, HypothesisEntry, PostMortem
+from postmortem.document.model import SECTIONS, PostMortem
 from postmortem.document.remedies import remedies_for
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
-from postmortem.tui.dialogs import AskScreen, ConfirmScreen
+from postmortem.tui.dialogs import ConfirmScreen
 from postmortem.tui.session import Session
-from postmortem.tui.widgets.cells import columns, plain
-
-class HypothesesTable(DataTable):
-    """Section 2: the ranked hypotheses; the author reorders, adds and dismisses."""
-
-    BINDINGS = [
-        Binding("shift+up", "move(-1)", "Up", id="hypotheses.up", tooltip="Move the hypothesis up"),
-        Binding("shift+down", "move(1)", "Down", id="hypotheses.down", tooltip="Move the hypothesis down"),
-        Binding("d", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss",
-                tooltip="Dismiss with a reason (again: restore it)"),
-        Binding("a", "add", "Add", id="hypotheses.add", tooltip="Add a hypothesis: pattern | panel | observation"),
-    ]
-
-    def __init__(self, hypotheses: list[HypothesisEntry], **kw):
-        super().__init__(cursor_type="row", **kw)
-        self.hypotheses = list(hypotheses)
-
-    def on_mount(self) -> None:
-        columns(self, **{"#": 2}, pattern=22, panel=16, observation=80, dismissed=40)
-        self.fill()
-
-    def fill(self, row: int | None = None) -> None:
-        self.clear()
-        for i, h in enumerate(self.hypotheses, 1):
-            self.add_row(*plain(i, h.pattern, h.panel, h.observation, h.dismissed or ""))
-        if row is not None and self.hypotheses:
-            self.move_cursor(row=max(0, min(row, len(self.hypotheses) - 1)))
-        self.post_message(self.Changed())
-
-    class Changed(Message):
-        """The author changed section 2."""
-
-    def action_move(self, delta: int) -> None:
-        i = self.cursor_row
-        j = i + delta
-        if not (0 <= i < len(self.hypotheses) and 0 <= j < len(self.hypotheses)):
-            return
-        self.hypotheses[i], self.hypotheses[j] = self.hypotheses[j], self.hypotheses[i]
-        self.fill(j)
-
-    def action_dismiss_hypothesis(self) -> None:
-        i = self.cursor_row
-        if not 0 <= i < len(self.hypotheses):
-            return
-        h = self.hypotheses[i]
-        if h.dismissed:
-            self.hypotheses[i] = h.model_copy(update={"dismissed": None})
-            self.fill(i)
-            return
-
-        def done(reason: str | None) -> None:
-            if reason:
-                self.hypotheses[i] = h.model_copy(update={"dismissed": reason})
-                self.fill(i)
-        self.app.push_screen(AskScreen(f"Why dismiss {h.pattern}?", "the observation that rules it out"), done)
-
-    def action_add(self) -> None:
-        def done(text: str | None) -> None:
-            parts = [p.strip() for p in (text or "").split("|")]
-            if len(parts) == 3 and all(parts):
-                self.hypotheses.append(HypothesisEntry(pattern=parts[0], panel=parts[1], observation=parts[2]))
-                self.fill(len(self.hypotheses) - 1)
-            elif text:
-                self.app.notify("a hypothesis is: pattern | panel | observation", severity="warning")
-        self.app.push_screen(AskScreen("New hypothesis", "pattern | panel | observation"), done)
-
+from postmortem.tui.widgets.hypotheses import HypothesesTable
 
 class EditorScreen(Screen):
     BINDINGS = [
@@ -355,7 +289,7 @@ class EditorScreen(Screen):
         self._changed()
 
     def action_replay(self) -> None:
-        from postmortem.tui.replay import ReplayScreen
+        from postmortem.tui.screens.replay import ReplayScreen
         inc = self.session.incident_at(self.pm.spike_step)
         if inc is None or self.run_log is None:
             self.notify("no incident of this run to replay", severity="warning")
@@ -395,7 +329,7 @@ class EditorScreen(Screen):
             Path(f.name).unlink(missing_ok=True)
 
     def action_commit(self) -> None:
-        from postmortem.tui.commit import CommitScreen
+        from postmortem.tui.screens.commit import CommitScreen
         self.action_save()
         self.relint()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from textual_plotext import PlotextPlot
 
-from postmortem.tui.decimate import decimate, with_breaks
+from postmortem.tui.widgets.decimate import decimate, with_breaks
 
 
 class MetricPanel(PlotextPlot):
