@@ -267,6 +267,27 @@ async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
         assert app2.screen.restored and app2.screen.query_one("#lesson").text == example.lesson
 
 
+@pytest.mark.asyncio
+async def test_the_first_draft_in_a_repository_is_ignored_by_git(tmp_path):
+    """A draft written before any commit must not be swept up by the user's `git add -A`."""
+    import git
+
+    from postmortem.document.drafts import draft_path
+    repo = git.Repo.init(tmp_path)
+    app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        editor.query_one("#lesson").text = "a lesson typed before any commit"
+        await pilot.pause()
+        editor.settle()
+        assert draft_path(tmp_path, editor.pm).exists()
+    assert ".postmortem/" in (tmp_path / ".git" / "info" / "exclude").read_text()
+    repo.git.add(A=True)
+    assert not [p for p in repo.git.diff("--cached", "--name-only").splitlines() if p.startswith(".postmortem")]
+
+
 def spiky_run(path: Path) -> Path:
     """A canonical CSV with a small spike at step 300 and a large one at step 600."""
     import numpy as np

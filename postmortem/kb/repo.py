@@ -375,6 +375,15 @@ def ignore_drafts(repo) -> bool:
     return True
 
 
+def ignore_drafts_at(root: Path) -> bool:
+    """The same, from the editor's first draft on: drafts are ignored before any commit.
+    Quiet outside a repository (True when the line was added)."""
+    try:
+        return ignore_drafts(open_repo(root))
+    except KBError:
+        return False
+
+
 def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool = False,
            init: bool = False) -> Committed:
     """Write `rendered` as the learner's post-mortem, add or replace its lesson row, and

@@ -52,6 +52,7 @@ class EditorScreen(Screen):
         self.pm, self.root, self.run_log = pm, session.kb_root, session.log
         self.fresh = pm              # the document as drafted from the run, for a start over
         self.store = DraftStore(self.root, pm)
+        self.drafts_ignored = False
         self._timer = None           # the debounce of the save and the lint
         self.path = self.store.path
         self.problems: list = []
@@ -227,7 +228,10 @@ class EditorScreen(Screen):
         if self.committed or not self.is_current:
             return
         self.pm = self.collect()
-        self.store.save(self.pm, self.typed_inputs())
+        if self.store.save(self.pm, self.typed_inputs()) and not self.drafts_ignored:
+            from postmortem.kb.repo import ignore_drafts_at
+            self.drafts_ignored = False       # once a session: `git add -A` must not take drafts
+            ignore_drafts_at(self.root)
 
     def relint(self) -> None:
         from postmortem.document.lint import check_text
