@@ -8,6 +8,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+from postmortem.files import safe_name
+
 # Names frameworks give every run's files and folders: they tell two runs nothing apart.
 GENERIC = re.compile(
     r"^(?:train(?:ing)?\d*|log|logs|logging|output|outputs|out|stdout|stderr|console|main|run\d*|runs|"
@@ -33,7 +35,9 @@ def safe_id(text: str) -> str:
     if out.upper().split(".")[0] in {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
                                      *(f"LPT{i}" for i in range(10))}:
         out = "run-" + out                      # Windows' reserved device names
-    return out
+    # the knowledge base's one rule for names has the last word (a leading `_`, a `..`), so an id
+    # made here is never mapped a second time when it reaches a post-mortem
+    return safe_name(out)
 
 
 def is_generic(name: str) -> bool:
