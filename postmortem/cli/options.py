@@ -1,17 +1,60 @@
-"""What several commands take: the run they read, and the runs it is compared against."""
+"""What several commands take: the run they read, and the runs it is compared against; how
+each command explains itself in --help."""
 
 from __future__ import annotations
 
 import argparse
 
+FORMATS_HELP = "{formats}"       # filled from the reader registry when help is printed
 
-def run_command(sub, name: str, help: str) -> argparse.ArgumentParser:
+
+class Help(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and examples as written; the format names listed from the readers
+    themselves, imported only when a help is printed (the registry costs ~0.7 s to import)."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if text and FORMATS_HELP in text:
+            text = text.replace(FORMATS_HELP, ", ".join(format_names()))
+        return text
+
+
+def format_names() -> tuple[str, ...]:
+    """The names --format takes: the reader registry's own list."""
+    from postmortem.run.discover import FORMATS
+    return FORMATS
+
+
+def examples(*lines: str) -> str:
+    """An epilog of examples, one command a line, each with what it does after a `#`."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def command(sub, name: str, help: str, description: str | None = None,
+            example: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A command with a one-line help (the top-level list), a description and examples."""
+    return sub.add_parser(name, help=help, description=description or help[0].upper() + help[1:] + ".",
+                          epilog=examples(*example) if example else None, formatter_class=Help)
+
+
+def run_command(sub, name: str, help: str, description: str | None = None,
+                example: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """A command whose first argument is a run, read as detected or as `--format` says."""
-    p = sub.add_parser(name, help=help, description=help)
+    p = command(sub, name, help, description, example)
     p.add_argument("run", metavar="RUN", help="a run directory or a log file")
-    p.add_argument("--format", help="read as this format instead of detecting it")
+    add_format(p)
     add_columns(p)
     return p
+
+
+def add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", metavar="NAME",
+                   help=f"read as this format instead of detecting it: {FORMATS_HELP}")
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as one JSON document on stdout (messages go to stderr)")
 
 
 def add_columns(p: argparse.ArgumentParser, step_flag: bool = True) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import add_against, add_columns, read_options
+from postmortem.cli.options import add_against, add_columns, add_format, add_json, command, read_options
 from postmortem.errors import DocumentError, IncidentError, KBError
 
 
@@ -17,6 +17,15 @@ def _doc(path: str):
         return read(path)
     except DocumentError as err:
         raise DocumentError(f"{path}: {err}") from None
+
+
+def _json(data) -> None:
+    """The one JSON document a command prints on stdout with --json."""
+    print(json.dumps(data, indent=2, allow_nan=False, default=str))
+
+
+def _problem_list(problems) -> list[dict]:
+    return [{"section": p.section, "problem": p.problem} for p in problems]
 
 
 def cmd_new(args) -> int:
@@ -49,6 +58,9 @@ def cmd_new(args) -> int:
     print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)
+    if args.json:
+        _json({"wrote": str(out), "run_id": pm.run_id, "incident": pm.incident, "step": pm.spike_step,
+               "hypotheses": [h.pattern for h in pm.hypotheses]})
     return 0
 
 
@@ -65,8 +77,7 @@ def _problems(path: str, run: str | None):
 def cmd_check(args) -> int:
     _, problems = _problems(args.file, args.run)
     if args.json:
-        print(json.dumps({"ok": not problems, "problems": [
-            {"section": p.section, "problem": p.problem} for p in problems]}, indent=2))
+        _json({"ok": not problems, "problems": _problem_list(problems)})
     else:
         for p in problems:
             print(p)
@@ -82,8 +93,11 @@ def cmd_commit(args) -> int:
     run = args.run
     pm, problems = _problems(args.file, run)
     if problems:
-        for p in problems:
-            print(p)
+        if args.json:
+            _json({"committed": False, "problems": _problem_list(problems)})
+        else:
+            for p in problems:
+                print(p)
         print(f"postmortem: not committed: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     pm.learner = args.learner
@@ -94,6 +108,10 @@ def cmd_commit(args) -> int:
         raise KBError(f"{args.file}: {err}") from None
     except git.GitCommandError as err:
         raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
+    if args.json:
+        _json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
+               "lessons": str(done.lessons), "notes": list(done.notes)})
+        return 0
     print(f"committed {done.sha[:10]}: {done.postmortem.name} and {done.lessons.name}")
     for note in done.notes:
         print(f"  {note}")
@@ -162,53 +180,90 @@ def cmd_verify(args) -> int:
     outcomes = verify(pm, read_run(args.run), base_log)
     if not outcomes:
         raise DocumentError(f"{args.file}: the Verification section has nothing to check")
-    for o in outcomes:
-        print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
+    if args.json:
+        _json({"ok": all(o.ok for o in outcomes), "outcomes": [
+            {"expectation": o.expectation, "ok": o.ok, "measured": o.measured} for o in outcomes]})
+    else:
+        for o in outcomes:
+            print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
     return 0 if all(o.ok for o in outcomes) else 1
 
 
 def register(sub) -> None:
-    p = sub.add_parser("new", help="write a draft post-mortem from the diagnosis")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--learner", required=True)
+    p = command(sub, "new", "write a draft post-mortem of a run's incident, from the diagnosis",
+                "Write a draft post-mortem (Markdown) of one incident of RUN: the Symptoms are the run's\n"
+                "numbers, the hypotheses ranked by the diagnosis. Fill sections 3-7, then `check` and `commit`.",
+                ("postmortem new runs/r17 --learner ada        # the largest incident",
+                 "postmortem new runs/r17 --learner ada --step 4200 -o spike.md",
+                 "postmortem new runs/r17 --learner ada --replay  # replay first: section 3 filled"))
+    p.add_argument("run", metavar="RUN", help="a run directory or a log file")
+    p.add_argument("--learner", required=True, metavar="NAME",
+                   help="who writes it: the post-mortem goes to learners/NAME/ when committed")
     p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest, "
                                             "the one the dashboard opens on)")
-    p.add_argument("-o", "--output", metavar="FILE")
-    p.add_argument("--format")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: DATE-RUN.md here)")
+    add_format(p)
     add_columns(p, step_flag=False)         # --step here is the incident's step
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     p.add_argument("--replay", action="store_true",
                    help="replay the incident first and fill section 3 with its evidence")
     add_against(p)
+    add_json(p, "what was written")
     p.set_defaults(func=cmd_new)
-    p = sub.add_parser("check", help="lint a post-mortem: complete, true to the run, argued")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--run", help="recompute the Symptoms from this run and compare")
-    p.add_argument("--json", action="store_true")
+    p = command(sub, "check", "lint a post-mortem: complete, true to the run, argued",
+                "Lint a post-mortem: every section filled, the hypotheses argued, and with --run the\n"
+                "Symptoms recomputed from the run and compared. Exit 0 when clean, 1 with problems.",
+                ("postmortem check 2026-11-23-r17.md",
+                 "postmortem check 2026-11-23-r17.md --run runs/r17   # the numbers too"))
+    p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
+    p.add_argument("--run", metavar="RUN", help="recompute the Symptoms from this run and compare")
+    add_json(p, '{"ok": ..., "problems": [...]}')
     p.set_defaults(func=cmd_check)
-    p = sub.add_parser("commit", help="check, write learners/<name>/..., append the lesson, git commit")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--learner", required=True)
-    p.add_argument("--run", help="check the Symptoms against this run first")
-    p.add_argument("--repo", help="the knowledge-base repository (default: the one you stand in)")
+    p = command(sub, "commit", "check, write learners/<name>/..., append the lesson, git commit",
+                "Check a post-mortem, then write it to learners/NAME/ of the knowledge-base repository,\n"
+                "append its lesson to learners/NAME/lessons.md and git commit both, all or nothing.\n"
+                "Exit 1 without committing when `check` finds problems.",
+                ("postmortem commit 2026-11-23-r17.md --learner ada",
+                 "postmortem commit 2026-11-23-r17.md --learner ada --run runs/r17 --repo ~/kb",
+                 "postmortem commit 2026-11-23-r17.md --learner ada --amend  # replace it"))
+    p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
+    p.add_argument("--learner", required=True, metavar="NAME", help="whose learners/NAME/ it goes to")
+    p.add_argument("--run", metavar="RUN", help="check the Symptoms against this run first")
+    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
     p.add_argument("--amend", action="store_true", help="replace the post-mortem of the same run and date")
     p.add_argument("--init", action="store_true", help="make a git repository here if there is none")
+    add_json(p, "what was committed (or the problems)")
     p.set_defaults(func=cmd_commit)
-    p = sub.add_parser("lessons", help="lessons across learners, grouped by pattern")
-    p.add_argument("--pattern")
-    p.add_argument("--learner")
-    p.add_argument("--search", metavar="TEXT")
-    p.add_argument("--repo")
-    p.add_argument("--json", action="store_true")
+    p = command(sub, "lessons", "lessons across learners, grouped by pattern",
+                "The lessons of every committed post-mortem, across learners, grouped by pattern;\n"
+                "the options narrow them as the lessons browser's filter does.",
+                ("postmortem lessons",
+                 "postmortem lessons --pattern long   # long-tail-token",
+                 "postmortem lessons --learner ada --search warmup --json"))
+    p.add_argument("--pattern", metavar="TEXT", help="patterns containing TEXT (long finds long-tail-token)")
+    p.add_argument("--learner", metavar="NAME", help="one learner's lessons")
+    p.add_argument("--search", metavar="TEXT", help="lessons whose words contain TEXT")
+    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    add_json(p, '{"count": ..., "patterns": [...]}')
     p.set_defaults(func=cmd_lessons)
-    p = sub.add_parser("similar", help="past post-mortems closest to a run or a post-mortem")
-    p.add_argument("target", metavar="RUN|FILE")
-    p.add_argument("--repo")
-    p.add_argument("--top", type=int, default=5)
-    p.add_argument("--json", action="store_true")
+    p = command(sub, "similar", "past post-mortems closest to a run or a post-mortem",
+                "The committed post-mortems whose incident looks most like this one (its kind, rise,\n"
+                "recovery, grad norm, dtype), best first, with why.",
+                ("postmortem similar runs/r17               # a run: its largest incident",
+                 "postmortem similar 2026-11-23-r17.md --top 3"))
+    p.add_argument("target", metavar="RUN|FILE", help="a run, or a post-mortem (.md)")
+    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    p.add_argument("--top", type=int, default=5, metavar="N", help="how many (default: 5)")
+    add_json(p, "the matches, a JSON list")
     p.set_defaults(func=cmd_similar)
-    p = sub.add_parser("verify", help="check the Verification section against a re-run")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--run", required=True, metavar="NEWRUN")
-    p.add_argument("--baseline", help="the original run (default: the document's `run`)")
+    p = command(sub, "verify", "check the Verification section against a re-run",
+                "Check the expectations of a post-mortem's Verification section (e.g. `max loss in\n"
+                "[4000, 4500] < 3.0`, `step 5000 val_loss <= 2.1`) against a run made with the fix.\n"
+                "Exit 0 when all pass, 1 when one fails.",
+                ("postmortem verify 2026-11-23-r17.md --run runs/r17-fixed",
+                 "postmortem verify 2026-11-23-r17.md --run runs/r17-fixed --baseline runs/r17"))
+    p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
+    p.add_argument("--run", required=True, metavar="NEWRUN", help="the run made with the fix")
+    p.add_argument("--baseline", metavar="RUN", help="the original run (default: the document's `run`)")
+    add_json(p, '{"ok": ..., "outcomes": [...]}')
     p.set_defaults(func=cmd_verify)
