@@ -21,7 +21,6 @@ sys.path.insert(0, str(HERE.parent))
 from postmortem.diagnose.analyze import analyze  # noqa: E402
 from postmortem.minigpt.replay import make_replay  # noqa: E402
 from postmortem.replay.engine import Replayer  # noqa: E402
-from postmortem.replay.loading import load_state  # noqa: E402
 from postmortem.record import this_machine  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
 
@@ -53,7 +52,7 @@ def main() -> None:
     torch.set_num_threads(1)
     log = read_run(RUN)
     r = make_replay(log.manifest, RUN, torch.device(args.device))
-    r.load(load_state(RUN / "checkpoints" / "step_000150.pt"))
+    r.load(RUN / "checkpoints" / "step_000150.pt")
     times: dict[str, list[float]] = {"plain": [], "probe": [], "anomaly": []}
     step = 150
     import warnings

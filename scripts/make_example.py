@@ -31,15 +31,9 @@ RUN = ROOT / "sample_runs" / "long-tail-token"
 
 def replay_losses(log, ckpt: int, steps, swap: dict[int, int] | None = None) -> dict[int, float]:
     r = make_replay(log.manifest, RUN)
-    r.load(torch.load(RUN / "checkpoints" / f"step_{ckpt:06d}.pt", weights_only=True))
-    data = r.trainer.data
-    clean = data.batch_at
-    out = {}
-    for s in steps:
-        data.batch_at = (lambda _, src=swap[s]: clean(src)) if swap and s in swap else clean
-        out[s] = r.train_step(s)["loss"]
-    data.batch_at = clean
-    return out
+    r.load(RUN / "checkpoints" / f"step_{ckpt:06d}.pt")
+    swap = swap or {}
+    return {s: r.train_step(s, r.batch_at(swap[s]) if s in swap else None)["loss"] for s in steps}
 
 
 def main() -> None:
@@ -50,17 +44,16 @@ def main() -> None:
     drift = max(abs(faithful[s] - logged[s]) for s in faithful)
     swapped = replay_losses(log, 200, range(200, 261), swap={250: 249})
     r = make_replay(log.manifest, RUN)
-    r.load(torch.load(RUN / "checkpoints" / "step_000150.pt", weights_only=True))
+    r.load(RUN / "checkpoints" / "step_000150.pt")
     with torch.no_grad():
         x, y = r.batch_at(250)
-        per_token = r.loss_fn(250, x, y)
-        xn, yn = r.batch_at(249)
-        neighbour = r.loss_fn(249, xn, yn).mean().item()
+        per_token = r.per_token_loss(250, (x, y))
+        neighbour = r.per_token_loss(249, r.batch_at(249)).mean().item()
     heavy = per_token.flatten() > per_token.flatten().quantile(0.9)
     targets = y.flatten()[heavy].tolist()
-    freq = r.trainer.data.freq
+    freq = r.token_frequency
     rare_share = sum(freq.get(t, 0) <= 2 for t in targets) / len(targets)
-    pieces = sorted({r.trainer.data.tokenizer.id_to_token(t) for t in targets[:40]})[:6]
+    pieces = sorted({r.decode(t) for t in targets[:40]})[:6]
 
     pm = draft(log, "example", 250, today=date(2026, 11, 22))
     pm.run = "sample_runs/long-tail-token"

@@ -76,22 +76,23 @@ class Trainer:
         return self.naive_loss_fn if inj.kind == "numerics" and step >= inj.step else self.loss_fn
 
     def forward(self, step: int, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Per-token losses (B, T) of the batch, with the step's injected bugs in place."""
+        """Per-token losses (B, T) of the batch, with the step's injected bugs in place (the
+        caller autocasts: the replay protocol does it the same way)."""
         inj = self.cfg.injection
         overflow = inj.kind == "fp16-overflow" and inj.step <= step < inj.step + inj.length
         for block in self.model.blocks:
             block.mlp.gain = inj.factor if overflow else 1.0
-        with self.autocast():
-            logits = self.model(x)
-            if inj.kind == "numerics" and step >= inj.step:
-                logits = logits * inj.factor      # the temperature bug that feeds log(0)
-            return self.loss_for(step)(logits, y)
+        logits = self.model(x)
+        if inj.kind == "numerics" and step >= inj.step:
+            logits = logits * inj.factor      # the temperature bug that feeds log(0)
+        return self.loss_for(step)(logits, y)
 
     def train_step(self, step: int, batch=None) -> dict:
         """Forward and backward of one step (the replay may hand it another batch)."""
         x, y = (t.to(self.dev) for t in (batch or self.data.batch_at(step)))
         lr = self.optimizer.param_groups[0]["lr"]
-        loss = self.forward(step, x, y).mean()
+        with self.autocast():
+            loss = self.forward(step, x, y).mean()
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip)

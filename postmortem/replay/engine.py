@@ -60,7 +60,7 @@ class Replayer:
     def fresh(self, optimizer: bool | None = None):
         optimizer = self.optimizer_as_logged if optimizer is None else optimizer
         r = loading.make(self.fn, self.log.manifest, self.run_dir, self.device)
-        r.load(loading.load_state(self.ckpts[self.ckpt]), optimizer=optimizer)
+        r.load(self.ckpts[self.ckpt], optimizer=optimizer)
         return r
 
     def run(self, name: str, r, *, batch_for=None, lr_for=None, on_step=None) -> ArmResult:
@@ -171,8 +171,6 @@ class Replayer:
             if (self.log.dtype or "fp32") == "fp32":
                 return ArmResult(arm, {}, "the run is already fp32")
             r = self.fresh()
-            if not hasattr(r, "set_dtype"):
-                return ArmResult(arm, {}, "the replay entry point has no set_dtype")
             r.set_dtype("fp32")
             return self.run(arm, r)
         if arm == "scheduled-lr":
@@ -185,19 +183,16 @@ class Replayer:
         if arm == "swap-batch":
             r = self.fresh()
             neighbour = inc.step - 1
-            return self.run(arm, r, batch_for=lambda s: probes.batch_on_device(r, neighbour)
-                            if s == inc.step else None)
+            return self.run(arm, r, batch_for=lambda s: r.batch_at(neighbour) if s == inc.step else None)
         if arm == "earlier-checkpoint":
             earlier = [s for s in self.ckpts if s < self.ckpt]
             if not earlier:
                 return ArmResult(arm, {}, "no earlier checkpoint kept")
             r = loading.make(self.fn, self.log.manifest, self.run_dir, self.device)
-            r.load(loading.load_state(self.ckpts[max(earlier)]))
+            r.load(self.ckpts[max(earlier)])
             with self.torch.no_grad():
-                x, y = probes.batch_on_device(r, inc.step)
-                suspect = float(r.loss_fn(inc.step, x, y).float().mean())
-                xn, yn = probes.batch_on_device(r, inc.step - 1)
-                neighbour = float(r.loss_fn(inc.step - 1, xn, yn).float().mean())
+                suspect = float(r.per_token_loss(inc.step, r.batch_on_device(inc.step)).float().mean())
+                neighbour = float(r.per_token_loss(inc.step - 1, r.batch_on_device(inc.step - 1)).float().mean())
             return ArmResult(arm, {inc.step: suspect, inc.step - 1: neighbour},
                              skipped=None if math.isfinite(suspect) else "non-finite")
         raise ReplayError(f"{arm}: unknown arm; known: {', '.join(ARMS)}")

@@ -29,20 +29,47 @@ def entry_point(manifest, run_dir: Path):
         fn = getattr(importlib.import_module(module_name), func)
     except (ImportError, AttributeError) as err:
         raise ReplayError(f"{run_dir}: cannot import the replay entry point {spec.entrypoint}: {err}") from None
+    except BaseException as err:         # the module itself failed: a NameError, a sys.exit
+        raise ReplayError(f"{run_dir}: importing the replay entry point {spec.entrypoint} failed: "
+                          f"{_one_line(err)}") from None
     return fn
 
 
 def make(fn, manifest, run_dir: Path, device):
+    """Call the run's factory; what it returns must be a Replayable (postmortem.replay)."""
+    from postmortem.replay.protocol import Replayable
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in (("run_dir", run_dir), ("device", device)) if k in params}
-    return fn(manifest, **kwargs)
+    name = f"{fn.__module__}:{fn.__qualname__}"
+    try:
+        made = fn(manifest, **kwargs)
+    except ReplayError:
+        raise
+    except BaseException as err:         # KeyboardInterrupt included: one line, never a traceback
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        raise ReplayError(f"{run_dir}: the replay factory {name} failed: {_one_line(err)}") from None
+    if not isinstance(made, Replayable):
+        raise ReplayError(f"{run_dir}: the replay factory {name} returned {type(made).__name__}, "
+                          "not a postmortem.replay.Replayable")
+    return made
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, SystemExit):
+        return f"it called sys.exit({err.code!r})"
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:200]}" if text else type(err).__name__
 
 
 def checkpoints(manifest, run_dir: Path) -> dict[int, Path]:
     folder = run_dir / (manifest.replay.checkpoints if manifest and manifest.replay else "checkpoints/")
     out = {}
-    for f in sorted(folder.glob("*.pt")) + sorted(folder.glob("*.pth")):
-        nums = _STEP.findall(f.stem)
+    # files (step_000250.pt) or folders a framework saves (checkpoint-250/, a Replayable.load reads them)
+    found = sorted(folder.glob("*.pt")) + sorted(folder.glob("*.pth")) + sorted(folder.glob("*.ckpt")) \
+        + sorted(p for p in folder.glob("*") if p.is_dir())
+    for f in found:
+        nums = _STEP.findall(f.stem if f.is_file() else f.name)
         if nums:
             out[int(nums[-1])] = f
     return out

@@ -10,14 +10,6 @@ import torch
 from postmortem.record import batch_hash
 
 
-def batch_on_device(replay, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The step's batch where the model is: an entry point's batch_at may hand back CPU
-    tensors (its loader's), and a loss_fn called outside its own train step expects them
-    on the model's device."""
-    dev = next(replay.model.parameters()).device
-    return tuple(t.to(dev) for t in replay.batch_at(step))
-
-
 def _counts(t) -> dict | None:
     if not isinstance(t, torch.Tensor) or not t.is_floating_point():
         return None
@@ -100,15 +92,15 @@ def layer_stats(replay) -> dict[str, dict]:
 def per_token(replay, step: int, top: int = 10) -> dict:
     """Per-token losses of the step's batch on the current weights: the histogram and the
     tokens behind the heavy tail, with their training-set frequencies."""
-    x, y = batch_on_device(replay, step)
-    losses = replay.loss_fn(step, x, y).float().flatten()
+    batch = replay.batch_on_device(step)
+    losses = replay.per_token_loss(step, batch).float().flatten()
     finite = losses[torch.isfinite(losses)]
     levels = torch.tensor([0.5, 0.9, 0.99], device=finite.device)
     q = torch.quantile(finite, levels).tolist() if len(finite) else [None] * 3
     order = torch.argsort(torch.nan_to_num(losses, nan=float("inf")), descending=True)[:top]
-    freq = getattr(replay, "token_frequency", None)
-    decode = getattr(replay, "decode", str)
-    targets = y.flatten()
+    freq = replay.token_frequency
+    decode = replay.decode or str
+    targets = replay.targets_of(batch).flatten()
     tail = targets[losses > q[1]].tolist() if q[1] is not None else []
     rare = [t for t in tail if freq is not None and freq.get(t, 0) <= 2]
     return {
@@ -123,4 +115,4 @@ def per_token(replay, step: int, top: int = 10) -> dict:
 
 def hashes(replay, step: int, before: int = 50, after: int = 3) -> dict[int, str]:
     """Batch hashes of the 50 steps before the incident and a few after."""
-    return {s: batch_hash(replay.batch_at(s)[0]) for s in range(max(0, step - before), step + after + 1)}
+    return {s: batch_hash(replay.inputs_of(replay.batch_at(s))) for s in range(max(0, step - before), step + after + 1)}

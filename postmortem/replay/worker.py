@@ -33,8 +33,9 @@ def what_is_missing(log) -> str | None:
         return f"no manifest.json beside the run, so no replay entry point nor checkpoints: {hint}"
     if manifest.replay is None:
         return f"manifest.json names no replay entry point: {hint}"
+    from postmortem.replay.loading import checkpoints
     folder = run_dir / (manifest.replay.checkpoints or "checkpoints/")
-    if not any(folder.glob("*.pt")) and not any(folder.glob("*.pth")):
+    if not checkpoints(manifest, run_dir):
         return (f"no checkpoint in {folder}: save one every N steps (the state after N steps, "
                 f"named step-N.pt) so the steps before an incident can be replayed")
     return None
