@@ -174,10 +174,14 @@ class Replayer:
             r.set_dtype("fp32")
             return self.run(arm, r)
         if arm == "scheduled-lr":
+            r = self.fresh()
+            if r.scheduled_lr is not None:       # the run's own schedule, without the bug
+                return self.run(arm, r, lr_for=r.scheduled_lr)
             cfg = self.log.manifest.config if self.log.manifest else None
             if scheduled_lr(cfg, inc.step) is None:
-                return ArmResult(arm, {}, "the manifest does not say the schedule (lr_max, warmup, total)")
-            return self.run(arm, self.fresh(), lr_for=lambda s: scheduled_lr(cfg, s))
+                return ArmResult(arm, {}, "neither the replay factory nor the manifest says the schedule "
+                                          "(Replayable.scheduled_lr, or lr_max, warmup and total steps)")
+            return self.run(arm, r, lr_for=lambda s: scheduled_lr(cfg, s))
         if arm == "restored-moments":
             return ArmResult(arm, {}, "the incident is not right after a resume")
         if arm == "swap-batch":

@@ -59,6 +59,7 @@ class Replayable:
     targets: Callable[[Batch], "torch.Tensor"] | None = None   # the ids `loss` scores (default: batch[1] / ["labels"])
     inputs: Callable[[Batch], "torch.Tensor"] | None = None    # what the batch hash is of (default: batch[0] / ["input_ids"])
     extra_modules: Iterable[tuple[str, Any]] = ()        # more modules for the first-non-finite probe
+    scheduled_lr: Callable[[int], float] | None = None   # the LR the schedule meant at a step (default: the manifest's config)
     device: Any = None                    # default: where the model's parameters are
 
     def __post_init__(self) -> None:
