@@ -101,14 +101,15 @@ def test_the_scan_sees_what_it_forbids(tmp_path):
 
 
 # Every module outside the front ends, torch's two homes and the child-process entry points,
-# imported alone: neither textual nor torch may come with it.
+# imported alone: neither textual nor torch may come with it, nor matplotlib (the figure
+# imports it when it draws, and only then).
 CORE = [m for m in ALL if layer(m) not in ("tui", "replay", "minigpt") and not m.endswith("__main__")]
 
 
 @pytest.mark.parametrize("module", CORE)
 def test_a_core_module_imports_neither_textual_nor_torch(module):
     code = (f"import sys, {module}\n"
-            "leaked = sorted(m for m in ('textual', 'torch') if m in sys.modules)\n"
+            "leaked = sorted(m for m in ('textual', 'torch', 'matplotlib') if m in sys.modules)\n"
             "print(','.join(leaked))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -121,3 +122,22 @@ def test_the_replays_front_door_imports_no_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr or r.stdout
+
+
+def test_matplotlib_only_when_a_figure_is_drawn(tmp_path):
+    """`analyze` and the TUI's start-up (the app and its screens imported, a run read and
+    analyzed as the loader does) never load matplotlib; `new` does, to draw the figure."""
+    run = ROOT / "sample_runs" / "long-tail-token"
+    code = ("import contextlib, io, sys\n"
+            "from postmortem.cli.main import main\n"
+            "import postmortem.tui.app, postmortem.tui.screens.editor, postmortem.tui.screens.lessons\n"
+            "import postmortem.tui.screens.commit, postmortem.tui.screens.dashboard\n"
+            "from postmortem.document import figure, markdown, lint, draft\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): main(['analyze', {str(run)!r}, '--json'])\n"
+            "print('matplotlib' in sys.modules)\n"
+            f"main(['new', {str(run)!r}, '--learner', 'ana', '-o', {str(tmp_path / 'd.md')!r}])\n"
+            "print('matplotlib' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True"], r.stdout + r.stderr
+    assert (tmp_path / "d.png").is_file()

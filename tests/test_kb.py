@@ -3,6 +3,7 @@
 import json
 import multiprocessing as mp
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,9 +44,13 @@ def test_commit_holds_exactly_the_two_files(kb):
     r = pm("commit", EXAMPLE, "--learner", "ada", "--run", ROOT / "sample_runs" / "long-tail-token", cwd=root)
     assert r.returncode == 0, r.stderr
     head = repo.head.commit
-    # the merge attribute rides in the same commit, the first time, and is announced
+    # the merge attribute rides in the same commit, the first time, and is announced; the
+    # figure the document shows rides beside it
     assert sorted(head.stats.files) == [".gitattributes", "learners/ada/lessons.md",
-                                        "learners/ada/postmortems/2026-11-22-19-spike-001.md"]
+                                        "learners/ada/postmortems/2026-11-22-19-spike-001.md",
+                                        "learners/ada/postmortems/2026-11-22-19-spike-001.png"]
+    committed = (head.tree / "learners/ada/postmortems/2026-11-22-19-spike-001.png").data_stream.read()
+    assert committed == EXAMPLE.with_suffix(".png").read_bytes()
     assert len(list(repo.iter_commits())) == 2 and ".gitattributes" in r.stdout
     assert "19-spike-001" in head.message and "long-tail-token" in head.message
     # what the user had staged and changed is still there, untouched
@@ -79,6 +84,9 @@ def test_refusals(kb, tmp_path):
     assert same.returncode == 2 and "nothing to amend" in same.stderr
     changed = tmp_path / "changed.md"
     changed.write_text(EXAMPLE.read_text().replace("swap the batch before", "swap the batch first, before"))
+    lost = pm("commit", changed, "--learner", "ada", "--amend", cwd=root)       # its figure left behind
+    assert lost.returncode == 1 and "Figure: 2026-11-22-19-spike-001.png is not beside the document" in lost.stdout
+    shutil.copy(EXAMPLE.with_suffix(".png"), tmp_path)
     amended = pm("commit", changed, "--learner", "ada", "--amend", cwd=root)
     assert amended.returncode == 0, amended.stderr
     rows = parse_lessons((root / "learners/ada/lessons.md").read_text())

@@ -54,6 +54,7 @@ def cmd_new(args) -> int:
     if out.exists() and not args.force:
         raise DocumentError(f"{out}: exists; --force overwrites it")
     from postmortem.files import atomic_write
+    pm = _with_figure(pm, out, log, done if args.replay else None)
     atomic_write(out, render(pm))
     print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
@@ -64,6 +65,38 @@ def cmd_new(args) -> int:
     return 0
 
 
+def _with_figure(pm, out: Path, log, replayed=None):
+    """The figure drawn beside the document (its name, as a PNG) and shown by it; without
+    matplotlib one line says so and the document goes without."""
+    from postmortem.document import figure
+    from postmortem.files import safe_name
+    path = out.with_name(safe_name(out.stem) + ".png")
+    try:
+        figure.write(path, log, pm.spike_step, replayed, pm.incident)
+    except DocumentError as err:
+        print(f"postmortem: no figure: {err}", file=sys.stderr)
+        return pm.model_copy(update={"figure": None})
+    return pm.model_copy(update={"figure": path.name})
+
+
+def _figure_to_commit(path: str, pm, run: str | None) -> bytes | None:
+    """The PNG the document shows (the check found it beside the document); a document that
+    shows none gets one drawn from its run when the run and matplotlib are at hand."""
+    if pm.figure:
+        return (Path(path).parent / pm.figure).read_bytes()
+    run = run or (pm.run if pm.run and Path(pm.run).exists() else None)
+    if run is None:
+        return None
+    from postmortem.document import figure
+    from postmortem.errors import UserError
+    from postmortem.run import read_run
+    try:
+        return figure.png(read_run(run), pm.spike_step, None, pm.incident)
+    except UserError as err:
+        print(f"postmortem: committed without a figure: {err}", file=sys.stderr)
+        return None
+
+
 def _problems(path: str, run: str | None):
     from postmortem.document.lint import check_text
     pm = _doc(path)
@@ -71,7 +104,7 @@ def _problems(path: str, run: str | None):
     if run:
         from postmortem.run import read_run
         log = read_run(run)
-    return pm, check_text(Path(path).read_text(encoding="utf-8"), pm, log)
+    return pm, check_text(Path(path).read_text(encoding="utf-8"), pm, log, where=Path(path).parent)
 
 
 def cmd_check(args) -> int:
@@ -102,17 +135,21 @@ def cmd_commit(args) -> int:
         return 1
     pm.learner = args.learner
     from postmortem.document.markdown import render
+    figure = _figure_to_commit(args.file, pm, run)
+    pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None})
     try:
-        done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init)
+        done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init, figure)
     except KBError as err:
         raise KBError(f"{args.file}: {err}") from None
     except git.GitCommandError as err:
         raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
     if args.json:
         _json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
-               "lessons": str(done.lessons), "notes": list(done.notes)})
+               "lessons": str(done.lessons), "figure": str(done.figure) if done.figure else None,
+               "notes": list(done.notes)})
         return 0
-    print(f"committed {done.sha[:10]}: {done.postmortem.name} and {done.lessons.name}")
+    shown = f", {done.figure.name}" if done.figure else ""
+    print(f"committed {done.sha[:10]}: {done.postmortem.name}{shown} and {done.lessons.name}")
     for note in done.notes:
         print(f"  {note}")
     return 0

@@ -4,7 +4,7 @@ without reading their runs again."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field
 
 from postmortem.diagnose.models import Symptoms
 
@@ -14,8 +14,15 @@ class Signature(BaseModel):
     dtype: str | None = None
     phase: str | None = None          # warmup | early | mid | late, from the run's schedule
     grad_lead: int | None = None      # steps the grad-norm spike came before the loss spike
-    peak_ratio: float | None = None   # peak loss / the 50-step EMA before
+    # the incident's rise, as the dashboard shows it (x3.96: the peak over the level before
+    # it); documents written before it was named so carry it as peak_ratio
+    rise: float | None = Field(None, validation_alias=AliasChoices("rise", "peak_ratio"))
     recovery: str | None = None       # recovered | did not recover
+
+    @property
+    def peak_ratio(self) -> float | None:
+        """The rise under its old name (code written before the rename)."""
+        return self.rise
 
 
 def phase_of(step: int | None, manifest) -> str | None:
@@ -29,14 +36,15 @@ def phase_of(step: int | None, manifest) -> str | None:
 
 
 def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int | None = None,
-              phase: str | None = None) -> Signature:
-    ratio = None
-    if sym.peak_loss and sym.pre_spike_loss_ema50:
-        ratio = sym.peak_loss / sym.pre_spike_loss_ema50
+              phase: str | None = None, rise: float | None = None) -> Signature:
+    """`rise`: the incident's own (the analysis'); without it (a document that carries no
+    signature) the peak loss over the EMA before it stands in."""
+    if rise is None and sym.peak_loss and sym.pre_spike_loss_ema50:
+        rise = round(sym.peak_loss / sym.pre_spike_loss_ema50, 3)
     rec = None if sym.recovery_loss is None else (
         "did not recover" if sym.recovery_loss == "did not recover" else "recovered")
     return Signature(pattern=pattern, dtype=sym.dtype, phase=phase or phase_of(sym.spike_step, manifest),
-                     grad_lead=grad_lead, peak_ratio=ratio, recovery=rec)
+                     grad_lead=grad_lead, rise=rise, recovery=rec)
 
 
 def grad_lead(incident) -> int | None:
@@ -50,7 +58,7 @@ def grad_lead(incident) -> int | None:
 def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
     """The signature of an incident already found (no second analysis)."""
     top = inc.hypotheses[0].pattern if inc.hypotheses else None
-    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc))
+    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise)
 
 
 def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:

@@ -46,13 +46,9 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
         # section then has to rule each one out or keep it.
         if h.score <= 0 and h.pattern not in SPIKE_PATTERNS:
             continue
-        seen = h.supported_by + h.contradicted_by
-        # cite a panel the run has data for (the check asks for it)
-        cited = [o for o in seen if panel_has_data(log, o.panel)] or seen
-        if not cited:
-            continue
-        panel = cited[0].panel if panel_has_data(log, cited[0].panel) else "loss"
-        hyps.append(HypothesisEntry(pattern=h.pattern, panel=panel, observation=cited[0].observation))
+        entry = headline(log, h)
+        if entry is not None:
+            hyps.append(entry)
     # the learner the TUI guesses (the login name) may not be a plain name: made one; the
     # CLI refuses a bad --learner before it gets here, and commit checks the one typed
     return PostMortem(run_id=log.run_id, learner=safe_name(learner) if learner else "",
@@ -61,6 +57,20 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
                       date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
                       signature=of_incident(inc, log.manifest))   # `similar` reads it, not the run
+
+
+NOTHING_SUPPORTS = "nothing in the run supports it; against it: "
+
+
+def headline(log: RunLog, h) -> HypothesisEntry | None:
+    """A hypothesis headlined by what supports it, citing a panel the run has data for (the
+    check asks for one); one that nothing supports says so, then what speaks against it."""
+    for seen, lead in ((h.supported_by, ""), (h.contradicted_by, NOTHING_SUPPORTS)):
+        cited = [o for o in seen if panel_has_data(log, o.panel)] or seen
+        if cited:
+            panel = cited[0].panel if panel_has_data(log, cited[0].panel) else "loss"
+            return HypothesisEntry(pattern=h.pattern, panel=panel, observation=lead + cited[0].observation)
+    return None
 
 
 def evidence_rows(rows) -> list[EvidenceRow]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from postmortem.diagnose.models import PANELS, PATTERNS, Symptoms
-from postmortem.document.markdown import _table, front_matter, scanned, sections
+from postmortem.document.markdown import NO_TOKENS, _table, front_matter, scanned, sections
 from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem, one_line
+from postmortem.numbers import NO_VALUE, number, same_as_shown
 
 NUMERIC = ("spike_step", "pre_spike_loss_ema50", "peak_loss", "peak_step", "grad_norm_pre_clip", "lr",
            "batch_index")
@@ -18,6 +19,7 @@ PANEL_COLUMNS = {"loss": ("loss",), "lr": ("lr",), "grad-norm": ("grad_norm",),
                  "optimizer-moments": ("adam_m_norm/", "adam_v_norm/"),
                  "weight-norm": ("weight_norm/",), "activations": ("activations/",),
                  "per-token-loss": ("per_token_loss", "unusual_tokens")}
+_NOTHING = ("", "null", NO_VALUE, NO_TOKENS)      # a symptom the run has no value for (null: older documents)
 _SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
 
 
@@ -47,14 +49,17 @@ def panel_has_data(run_log, panel: str) -> bool:
 
 
 def _close(a, b) -> bool:
-    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
-        return a == b
-    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    # equal as the document writes numbers (numbers.number): 1.251 is the run's 1.2508078...
+    return same_as_shown(a, b)
 
 
-def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
-    """Every problem of the document, each with its section."""
+def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = None) -> list[Problem]:
+    """Every problem of the document, each with its section; `where`: the document's folder,
+    where the figure it shows must be."""
     problems: list[Problem] = []
+    if pm.figure and where is not None and not (Path(where) / pm.figure).is_file():
+        problems.append(Problem("Figure", f"{pm.figure} is not beside the document "
+                                          "(postmortem new draws it; --force draws it again)"))
     _, body, twice = front_matter(text)
     for key in dict.fromkeys(twice):
         problems.append(Problem("front matter", f"{key} is given twice (the last would win)"))
@@ -72,17 +77,17 @@ def check_text(text: str, pm: PostMortem, run_log=None) -> list[Problem]:
             problems.append(Problem(name, f"still has a {PLACEHOLDER} placeholder"))
     # 1. Symptoms: filled, numbers only, and (with the run) equal to what the run says
     rows = {r[0]: r[1] for r in _table(secs.get("Symptoms", [])) if len(r) >= 2}
-    if all(v in ("", "null") for v in rows.values()):
+    if all(v in _NOTHING for v in rows.values()):
         problems.append(Problem("Symptoms", "empty"))
     for key in NUMERIC:
-        raw = rows.get(key, "null")
+        raw = rows.get(key, "")
         try:
-            if raw not in ("null", ""):
+            if raw not in _NOTHING:
                 float(raw)
         except ValueError:
             problems.append(Problem("Symptoms", f"{key} is {raw!r}, not a number"))
-    rec = rows.get("recovery_loss", "null")
-    if rec not in ("null", "did not recover"):
+    rec = rows.get("recovery_loss", "")
+    if rec not in (*_NOTHING, "did not recover"):
         try:
             float(rec)
         except ValueError:
@@ -170,5 +175,5 @@ def _against_run(pm: PostMortem, run_log) -> list[Problem]:
         if key == "unusual_tokens" and value and not want.unusual_tokens:
             continue           # the author may name the tokens the run did not log
         if not _close(value, getattr(want, key)):
-            problems.append(Problem("Symptoms", f"{key} is {value!r} but the run says {getattr(want, key)!r}"))
+            problems.append(Problem("Symptoms", f"{key} is {number(value)} but the run says {number(getattr(want, key))}"))
     return problems

@@ -14,9 +14,10 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from postmortem.diagnose.models import Symptoms
-from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, HypothesisEntry,
-                                       PostMortem, Verification, split_patterns)
+from postmortem.document.model import (PLACEHOLDER, SECTIONS, EvidenceRow, HypothesisEntry, PostMortem,
+                                       Verification, figure_alt, split_patterns)
 from postmortem.errors import DocumentError  # noqa: F401 (raised here, caught as markdown.DocumentError too)
+from postmortem.numbers import NO_VALUE, number
 
 # shipped inside the package (package data): an installed wheel writes post-mortems too
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "postmortem.md"
@@ -35,12 +36,14 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _num(v) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
+NO_TOKENS = "none named"
+
+
+def _symptom(key: str, v) -> str:
+    # numbers at the precision the editor shows (the check compares at the same precision)
+    if v is None and key == "unusual_tokens":
+        return NO_TOKENS
+    return number(v)
 
 
 def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
@@ -51,8 +54,8 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
             front["run_name"] = pm.run_name        # the run's own id, beside its safe form
     front["date"] = pm.date.isoformat()
     if pm.signature is not None:
-        front["signature"] = pm.signature.model_dump()
-    sym = "\n".join(f"| {k} | {_cell(_num(v))} |" for k, v in pm.symptoms.model_dump().items())
+        front["signature"] = pm.signature.model_dump(exclude_none=True)     # what is not known: left out
+    sym = "\n".join(f"| {k} | {_cell(_symptom(k, v))} |" for k, v in pm.symptoms.model_dump().items())
     hyps = "\n".join(
         f"{i}. " + (f"~~**{h.pattern}**~~" if h.dismissed else f"**{h.pattern}**")
         + f" [{h.panel}] {h.observation}" + (f" (dismissed: {h.dismissed})" if h.dismissed else "")
@@ -66,7 +69,7 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
         front_matter=yaml.safe_dump(front, sort_keys=False).strip(), run_id=pm.run_id,
         incident=pm.incident, spike_step=pm.spike_step, symptoms=sym, hypotheses=hyps, evidence=ev,
         root_cause=pm.root_cause or _TODO["root_cause"], remediation=rem, verification=ver,
-        lesson=lesson)
+        lesson=lesson, figure=f"\n![{figure_alt(pm.spike_step)}]({pm.figure})\n" if pm.figure else "")
 
 
 # --- parsing -------------------------------------------------------------------------
@@ -80,6 +83,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _DELIMITER = re.compile(r"^ {0,3}\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _TERMINATOR = re.compile(r"^ {0,3}(?:[#>]|`{3}|~{3}|<|(?:[-+*]|\d{1,9}[.)])(?:\s|$)|([-*_])(?:\s*\1){2,}\s*$)")
 _PIPE = re.compile(r"(?<!\\)\|")
+# the figure: an image on its own line between the title and the first section
+_FIGURE = re.compile(r"^!\[[^\]\n]*\]\((?P<src>[^()\s]+)\)[ \t]*$", re.M)
 _HYP = re.compile(r"^(~~)?\*\*(?P<pattern>[\w-]+)\*\*(?:~~)?\s+\[(?P<panel>[\w-]+)\]\s+(?P<obs>.*?)"
                   r"(?:\s+\(dismissed: (?P<why>.*)\))?$")
 
@@ -270,7 +275,7 @@ def _todo(s: str) -> bool:
 
 def _symptom_value(key: str, raw: str):
     raw = raw.strip()
-    if raw in ("null", ""):
+    if raw in ("null", "", NO_VALUE, NO_TOKENS):
         return None
     if key in ("dtype", "unusual_tokens"):
         return raw
@@ -280,6 +285,13 @@ def _symptom_value(key: str, raw: str):
         return int(raw) if key in ("spike_step", "peak_step", "batch_index") else float(raw)
     except ValueError:
         return None          # the check reports it as "not a number"
+
+
+def figure_of(body: str) -> str | None:
+    """The figure the document shows under its title (None when it shows none)."""
+    head = body.split("\n## ", 1)[0]
+    m = _FIGURE.search(head)
+    return m["src"] if m else None
 
 
 def parse(text: str) -> PostMortem:
@@ -311,6 +323,7 @@ def parse(text: str) -> PostMortem:
                        "favors": [f] if f and "," not in f else split_patterns(f),
                        "rules_out": [r] if r and "," not in r else split_patterns(r)})
     data["evidence"] = ev
+    data["figure"] = figure_of(body)
     root = _text(secs.get("Root cause", []))
     data["root_cause"] = "" if _todo(root) else root
     data["remediation"] = [r for r in _items(secs.get("Remediation", [])) if not _todo(r)]
@@ -326,6 +339,8 @@ def parse(text: str) -> PostMortem:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
+        if where == "figure":          # the image under the title, not the front matter
+            raise DocumentError(f"the figure's link: {first['msg'].removeprefix('Value error, ')}") from None
         raise DocumentError(f"front matter: {where}: {first['msg']}") from None
     pm.__dict__["missing_sections"] = missing
     return pm

@@ -19,6 +19,12 @@ PLACEHOLDER = "TODO"        # what a draft leaves in a section for the author
 # Characters that are line breaks to someone (a renderer, str.splitlines) and control characters
 _BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_FIGURE_BAD = re.compile(r"[\s()\[\]<>\\]")
+
+
+def figure_alt(step: int | None) -> str:
+    """The figure's words (what GitHub says of the image, what a terminal shows instead)."""
+    return f"loss, grad norm, LR and loss scale where logged, around step {step}"
 
 
 def one_line(text: str) -> str:
@@ -127,6 +133,15 @@ class PostMortem(BaseModel):
     verification: Verification = Verification()
     lesson: str = ""
     signature: Signature | None = None      # written when drafted: `similar` compares documents only
+    figure: str | None = None               # the PNG beside the document, a path relative to it
+
+    @field_validator("figure")
+    @classmethod
+    def _relative_figure(cls, v: str | None) -> str | None:
+        # a Markdown image's target: relative (it travels with the document), one word
+        if v is not None and (not v or v.startswith("/") or ".." in v.split("/") or _FIGURE_BAD.search(v)):
+            raise ValueError(f"figure {v!r}: a file name beside the document is asked")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -153,3 +168,8 @@ class PostMortem(BaseModel):
     @property
     def filename(self) -> str:
         return f"{self.date.isoformat()}-{self.run_id}.md"
+
+    @property
+    def figure_filename(self) -> str:
+        """The figure's name once committed: the document's, as a PNG."""
+        return f"{self.date.isoformat()}-{self.run_id}.png"

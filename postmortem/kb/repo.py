@@ -39,6 +39,7 @@ class Committed:
     sha: str
     message: str
     notes: list[str] = field(default_factory=list)     # what else was done, said once
+    figure: Path | None = None                          # the PNG committed beside the post-mortem
 
 
 def kb_root(start: Path) -> Path:
@@ -88,21 +89,23 @@ class Plan:
     lessons: str
     message: str
     attributes: bool = False    # .gitattributes gets the merge attribute in the same commit
+    figure: str | None = None   # the figure beside the post-mortem
 
 
 def _message(pm: PostMortem) -> str:
     return f"post-mortem {pm.run_id} ({pm.pattern}): {one_line(pm.lesson)}"
 
 
-def plan(pm: PostMortem, learner: str, repo) -> Plan:
+def plan(pm: PostMortem, learner: str, repo, figure: bool = False) -> Plan:
     check_learner(learner)
     try:
         check_name(pm.run_id, "run id")
     except NameRefused as err:
         raise KBError(str(err)) from None
     root = Path(repo.working_tree_dir)
-    return Plan(root, f"learners/{learner}/postmortems/{pm.filename}", f"learners/{learner}/lessons.md",
-                _message(pm), not _has_attribute(root))
+    folder = f"learners/{learner}/postmortems"
+    return Plan(root, f"{folder}/{pm.filename}", f"learners/{learner}/lessons.md", _message(pm),
+                not _has_attribute(root), f"{folder}/{pm.figure_filename}" if figure else None)
 
 
 def _has_attribute(root: Path) -> bool:
@@ -385,10 +388,13 @@ def ignore_drafts_at(root: Path) -> bool:
 
 
 def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool = False,
-           init: bool = False) -> Committed:
+           init: bool = False, figure: bytes | None = None) -> Committed:
     """Write `rendered` as the learner's post-mortem, add or replace its lesson row, and
-    commit exactly those files (and .gitattributes the first time), or change nothing."""
+    commit exactly those files (and .gitattributes the first time, and `figure`, the PNG
+    the document shows, as pm.figure_filename beside it), or change nothing."""
     check_learner(learner)
+    if figure is not None and pm.figure != pm.figure_filename:
+        raise ValueError(f"the document shows {pm.figure!r}; it is committed as {pm.figure_filename!r}")
     repo = open_repo(start, init)
     notes = []
     with repo_lock(repo) as lock:
@@ -396,14 +402,16 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
         if done:
             notes.append(done)
         _refuse_state(repo)
-        todo = plan(pm, learner, repo)
+        todo = plan(pm, learner, repo, figure is not None)
         root = todo.root
         target = _check_path(root, todo.postmortem)
+        figure_path = _check_path(root, todo.figure) if todo.figure else None
         lessons_path = _check_path(root, todo.lessons)
         attrs_path = _check_path(root, ".gitattributes")
         if target.exists() and not amend:
             raise KBError(f"{todo.postmortem} exists: a post-mortem of {pm.run_id} on {pm.date} (use --amend)")
-        rels = [todo.postmortem, todo.lessons] + ([".gitattributes"] if todo.attributes else [])
+        rels = [todo.postmortem, todo.lessons] + ([".gitattributes"] if todo.attributes else []) \
+            + ([todo.figure] if todo.figure else [])
         dirty = _dirty(repo, rels)
         if dirty:
             raise KBError(f"{dirty[0]} has uncommitted changes: commit or stash them first")
@@ -416,6 +424,8 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
             raise KBError(f"cannot read {todo.lessons}: {getattr(err, 'strerror', None) or err}") from None
         writes = {todo.postmortem: rendered.encode("utf-8"),
                   todo.lessons: with_row(old_lessons, lesson, learner, replace=amend).encode("utf-8")}
+        if todo.figure:
+            writes[todo.figure] = figure
         if todo.attributes:
             writes[".gitattributes"] = (old_attrs + ("" if not old_attrs or old_attrs.endswith("\n") else "\n")
                                         + ATTRIBUTE + "\n").encode("utf-8")
@@ -458,4 +468,4 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
             notes.append(f"added `{ATTRIBUTE}` to .gitattributes in this commit (lessons files merge by union)")
     if ignore_drafts(repo):
         notes.append(f"the editor's drafts ({DRAFTS.strip('/')}/) are ignored through .git/info/exclude")
-    return Committed(target, lessons_path, sha, todo.message, notes)
+    return Committed(target, lessons_path, sha, todo.message, notes, figure_path)

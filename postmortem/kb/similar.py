@@ -11,8 +11,9 @@ from postmortem.diagnose.signature import Signature, signature
 from postmortem.document.markdown import DocumentError, read
 from postmortem.document.model import PostMortem
 from postmortem.files import NameRefused, check_name
+from postmortem.numbers import rise
 
-WEIGHTS = {"pattern": 3.0, "dtype": 1.0, "phase": 1.0, "grad_lead": 1.0, "peak_ratio": 1.0,
+WEIGHTS = {"pattern": 3.0, "dtype": 1.0, "phase": 1.0, "grad_lead": 1.0, "rise": 1.0,
            "recovery": 1.0}
 
 
@@ -30,21 +31,30 @@ def compare(a: Signature, b: Signature) -> tuple[float, list[str]]:
     for name, w in WEIGHTS.items():
         x, y = getattr(a, name), getattr(b, name)
         if x is None or y is None:
-            why.append(f"{name}: unknown ({x} vs {y})")
+            why.append(f"{name}: not compared ({_shown(name, x)} vs {_shown(name, y)})")
             continue
         total += w
-        if name == "peak_ratio":
+        if name == "rise":
             same = max(x, y) / max(min(x, y), 1e-9) <= 1.5
-            shown = f"{x:.2f} vs {y:.2f}"
         elif name == "grad_lead":
             same = abs(x - y) <= 2
-            shown = f"{x} vs {y} steps"
         else:
             same = x == y
-            shown = f"{x} vs {y}"
+        shown = f"{_shown(name, x)} vs {_shown(name, y)}"
         score += w if same else 0.0
         why.append(f"{name}: {'match' if same else 'differs'} ({shown})")
     return (score / total if total else 0.0), why
+
+
+def _shown(name: str, v) -> str:
+    """A signature's field in words: the rise as the dashboard writes it (x3.96)."""
+    if v is None:
+        return "not known"
+    if name == "rise":
+        return rise(v)
+    if name == "grad_lead":
+        return f"{v} steps"
+    return str(v)
 
 
 def of_document(pm: PostMortem) -> Signature:

@@ -1,0 +1,132 @@
+"""The post-mortem's figure: the panels around the incident (loss, grad norm, LR, loss scale
+where logged) with the incident marked and a replay's arms over the loss, as a PNG beside
+the Markdown. matplotlib (the `figure` extra) is imported here only when a figure is drawn:
+the dashboard and `analyze` never load it."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from pathlib import Path
+
+import numpy as np
+
+from postmortem.errors import DocumentError
+from postmortem.files import atomic_write
+
+# (column, title, log scale) in the order drawn; a panel with no value in the window is left out
+PANELS = (("loss", "loss", False), ("grad_norm", "grad norm (pre-clip)", True), ("lr", "LR", False),
+          ("loss_scale", "loss scale", True))
+BEFORE, AFTER = 150, 100     # logged points shown before and after the incident
+NEEDS_EXTRA = "the figure needs matplotlib: pip install -e '.[figure]' (the `figure` extra)"
+
+
+class FigureUnavailable(DocumentError):
+    """matplotlib is not installed."""
+
+
+def available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _window(log, step: int, segment: int | None, replay) -> "object":
+    """The incident's segment, BEFORE logged points before it to AFTER after, widened to
+    the replay's first step."""
+    frame = log.frame
+    if segment is None:
+        rows = np.flatnonzero(frame["step"].to_numpy() == step)
+        segment = int(frame["segment"].iloc[rows[-1]]) if len(rows) else int(frame["segment"].iloc[-1])
+    seg = frame[frame["segment"] == segment]
+    steps = seg["step"].to_numpy()
+    at = int(np.searchsorted(steps, step))
+    first = steps[max(0, at - BEFORE)] if len(steps) else step
+    for arm in _arms(replay):
+        first = min(first, min(arm[0]))
+    last = steps[min(len(steps) - 1, at + AFTER)] if len(steps) else step
+    return seg[(seg["step"] >= first) & (seg["step"] <= last)], segment
+
+
+def _arms(replay) -> list[tuple[list[int], list[float], str]]:
+    """(steps, losses, name) of each arm of a replay that ran (duck-typed: the document is
+    handed a ReplayResult, it never imports the replay)."""
+    out = []
+    for name, arm in (getattr(replay, "arms", None) or {}).items():
+        losses = getattr(arm, "losses", None) or {}
+        if getattr(arm, "skipped", None) or len(losses) < 2:
+            continue          # skipped, or one point (an earlier checkpoint's score of two batches)
+        steps = sorted(int(s) for s in losses)
+        out.append((steps, [float(losses[s]) for s in steps], name))
+    return out
+
+
+def png(log, step: int, replay=None, kind: str = "incident", segment: int | None = None) -> bytes:
+    """The figure as PNG bytes. Raises FigureUnavailable without matplotlib."""
+    if not available():
+        raise FigureUnavailable(NEEDS_EXTRA)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    window, segment = _window(log, step, segment, replay)
+    drawn = [(col, title, logy) for col, title, logy in PANELS
+             if col in window and window[col].notna().any()]
+    if not drawn:
+        raise DocumentError(f"nothing to draw around step {step}: the run logs no loss, grad norm, LR or loss scale")
+    fig = Figure(figsize=(8, 1.9 * len(drawn) + 0.6), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]
+    x = window["step"].to_numpy()
+    for ax, (col, title, logy) in zip(axes, drawn):
+        y = window[col].to_numpy(dtype=float)
+        finite = np.isfinite(y)
+        bad = ~finite & window.index.isin(_nonfinite_rows(log, col))      # logged NaN or inf
+        shown = finite | bad           # the steps it was logged at: a line broken where it is not finite
+        ax.plot(x[shown], np.where(finite, y, np.nan)[shown], color="0.25", lw=1.0,
+                drawstyle="steps-post" if col == "loss_scale" else "default",
+                label="logged" if col == "loss" else None)
+        # a NaN or inf: a red mark at the top of the panel, where a value cannot be drawn
+        if bad.any():
+            ax.scatter(x[bad], np.ones(bad.sum()), transform=ax.get_xaxis_transform(), marker="x",
+                       color="tab:red", s=25, clip_on=False, label="NaN / inf" if col == "loss" else None)
+        if col == "loss":
+            for steps, losses, name in _arms(replay):
+                ys = np.array(losses)
+                ax.plot(steps, np.where(np.isfinite(ys), ys, np.nan), lw=1.2, marker=".", ms=3,
+                        label=f"replay: {name}", alpha=0.9)
+        if logy and (y[finite] > 0).all() and finite.any():
+            ax.set_yscale("log", base=2 if col == "loss_scale" else 10)
+        ax.axvline(step, color="tab:red", ls="--", lw=1)
+        ax.set_ylabel(title)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_title(f"{log.run_id}: {kind} at step {step}" + (f" (segment {segment})" if segment else ""),
+                      loc="left", fontsize=10)
+    axes[0].annotate(f"step {step}", (step, 0), xycoords=axes[0].get_xaxis_transform(), xytext=(3, 3),
+                     textcoords="offset points", color="tab:red", fontsize=8)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(loc="upper left", fontsize=7, ncols=2)
+    axes[-1].set_xlabel("step")
+    out = io.BytesIO()
+    fig.savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
+
+
+def _nonfinite_rows(log, col: str) -> "object":
+    values = log.frame[col].to_numpy(dtype=float)
+    rows = np.flatnonzero(log.nan_mask(col) | np.isinf(np.nan_to_num(values, nan=0.0)))
+    return log.frame.index[rows]
+
+
+def write(path: Path, log, step: int, replay=None, kind: str = "incident") -> Path:
+    """Draw the figure into `path` (atomically). Raises FigureUnavailable without matplotlib."""
+    return atomic_write(Path(path), png(log, step, replay, kind))
+
+
+def is_png(data: bytes) -> bool:
+    return data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def size_of(data: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's header."""
+    if not is_png(data) or len(data) < 24:
+        raise ValueError("not a PNG")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
