@@ -63,6 +63,7 @@ def test_an_installed_wheel_writes_checks_and_commits_a_postmortem(tmp_path):
 
     done = work / "done.md"
     shutil.copy(EXAMPLE, done)
+    shutil.copy(EXAMPLE.with_suffix(".png"), work)        # the figure the document shows, beside it
     r = run(*pm, "check", done, "--run", RUN, cwd=work, env=env)
     assert "complete and true to the run" in r.stdout
     kb = work / "kb"
