@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from postmortem.cli.options import add_format, add_json, command
 from postmortem.errors import ReplayError, UserError
 
 
@@ -15,6 +16,7 @@ def cmd_replay(args) -> int:
     from postmortem.document.draft import pick_incident
     from postmortem.replay.arms import NAMES as ARMS
     from postmortem.replay.engine import Replayer
+    from postmortem.replay.guard import users_code
     from postmortem.replay.models import Cancelled
     from postmortem.run import read_run
     arms = tuple(args.arms.split(",")) if args.arms else ARMS
@@ -37,7 +39,9 @@ def cmd_replay(args) -> int:
                 tasks[arm] = bar.add_task(f"{arm:28s}", total=total)
             bar.update(tasks[arm], completed=done, description=f"{arm:18s} step {step}")
         try:
-            result = Replayer(log, inc, device, progress, cancel).replay(arms)
+            with users_code(args.run):     # its prints to stderr: stdout carries --json
+                result = Replayer(log, inc, device, progress, cancel,
+                                  allow_data_drift=args.allow_data_drift).replay(arms)
         except (KeyboardInterrupt, Cancelled):
             cancel.set()
             print("postmortem: replay cancelled", file=sys.stderr)
@@ -70,12 +74,21 @@ def _cuda() -> bool:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("replay", help="replay the steps around an incident in counterfactual arms")
-    p.add_argument("run", metavar="RUN")
+    p = command(sub, "replay", "replay the steps around an incident in counterfactual arms",
+                "Load the checkpoint before the incident and train the steps around it again: once as\n"
+                "logged (faithful: it must reproduce the spike), then in arms that each change one\n"
+                "thing (fp32, the scheduled LR, restored Adam moments, a swapped batch, an earlier\n"
+                "checkpoint). What changes the spike re-ranks the causes. Needs the `replay` extra (torch).",
+                ("postmortem replay runs/r17                      # the largest incident, every arm",
+                 "postmortem replay runs/r17 --step 4200 --arms swap-batch,fp32 --device cuda",
+                 "postmortem replay runs/r17 --json > evidence.json"))
+    p.add_argument("run", metavar="RUN", help="a run recorded with a replay entry point and checkpoints")
     p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest)")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when there is one")
     p.add_argument("--arms", help="comma-separated: faithful,fp32,scheduled-lr,restored-moments,"
                                   "swap-batch,earlier-checkpoint (default: all)")
-    p.add_argument("--format")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--allow-data-drift", action="store_true",
+                   help="replay even when the batches the factory gives are not those the run logged (by hash)")
+    add_format(p)
+    add_json(p, "the replay's result: the evidence and the re-ranked causes")
     p.set_defaults(func=cmd_replay)

@@ -14,7 +14,7 @@ import numpy as np
 from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Hypothesis, Incident, Observation
 from postmortem.errors import ReplayError
-from postmortem.record import this_machine
+from postmortem.record import batch_hash, this_machine
 from postmortem.replay import loading, probes
 from postmortem.replay.arms import BY_NAME, NAMES as ARMS  # noqa: F401 (ARMS: the engine's arm names)
 from postmortem.replay.models import ArmResult, Cancelled, Evidence, ReplayResult
@@ -27,7 +27,7 @@ Arrived = Callable[["Evidence"], None]                 # one evidence row, as so
 class Replayer:
     def __init__(self, log: RunLog, incident: Incident, device: str = "cpu",
                  progress: Progress | None = None, cancel: threading.Event | None = None,
-                 tail: int = 10, on_evidence: Arrived | None = None):
+                 tail: int = 10, on_evidence: Arrived | None = None, allow_data_drift: bool = False):
         import torch
         self.torch = torch
         if device == "cpu":
@@ -53,6 +53,10 @@ class Replayer:
         self.optimizer_as_logged = True      # False once a replay shows the resume dropped it
         hist = seg_rows if incident.segment else log.frame[log.frame.segment == 0]
         self.logged = dict(zip(hist.step.to_numpy().tolist(), hist.loss.to_numpy().tolist()))
+        self.logged_hashes = (dict(zip(hist.step.to_numpy().tolist(), hist.batch_hash.tolist()))
+                              if "batch_hash" in hist else {})
+        self.allow_data_drift = allow_data_drift
+        self.drift: list[int] = []       # steps whose batch is not the one logged
         self.clip = log.manifest.config.clip if log.manifest and log.manifest.config.clip else None
 
     # -- running one arm -------------------------------------------------------------
@@ -97,7 +101,9 @@ class Replayer:
                 found["hashes"] = probes.hashes(r, s)
 
         resumed = inc.segment > 0
-        faithful = self.run("faithful", self.fresh(optimizer=True), on_step=keep_state)
+        first = self.fresh(optimizer=True)
+        self._check_batches(first, evidence)
+        faithful = self.run("faithful", first, on_step=keep_state)
         diff = self._diff(faithful.losses)
         if resumed and diff > 1e-6 and "restored-moments" in arms:
             # The run's resume may have dropped the optimizer: is that what was logged?
@@ -146,6 +152,25 @@ class Replayer:
         return ReplayResult(run_id=self.log.run_id, incident_step=inc.step, checkpoint=self.ckpt,
                             device=str(self.device), faithful_max_diff=diff, faithful=is_faithful, arms=results,
                             probes=found, evidence=list(evidence), hypotheses=rerank(inc.hypotheses, evidence))
+
+    def _check_batches(self, r, evidence) -> None:
+        """The batches the factory gives must be those the run logged (by hash): a changed
+        seed, shuffle or dataset replays another run. Refused unless allowed, then said."""
+        for s in range(self.ckpt, self.end + 1):
+            want = self.logged_hashes.get(s)
+            if isinstance(want, str) and want and batch_hash(r.inputs_of(r.batch_at(s))) != want:
+                self.drift.append(s)
+        if not self.drift:
+            return
+        s = self.drift[0]
+        what = (f"the batch the replay factory gives for step {s} is not the one the run logged "
+                f"(hash {batch_hash(r.inputs_of(r.batch_at(s)))} vs {self.logged_hashes[s]}"
+                f"{f'; {len(self.drift)} steps differ' if len(self.drift) > 1 else ''})")
+        if not self.allow_data_drift:
+            raise ReplayError(f"{self.run_dir}: {what}: the data order changed (seed, shuffle or dataset); "
+                              "--allow-data-drift replays anyway")
+        evidence.append(Evidence("batch", f"{what}: replayed anyway (--allow-data-drift), so the faithful arm "
+                                 "may not reproduce the logged losses"))
 
     def _why_not_bit_for_bit(self) -> str:
         """'' where this replay should match the log bit for bit: on CPU with the run's own
