@@ -3,11 +3,14 @@
 import json
 import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from postmortem.run import RunReadError, read_run
 from test_cli import assert_one_line_error, pm
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs" / "long-tail-token"
 
 
 def info(path, *args):
@@ -254,3 +257,50 @@ def test_read_run_api_raises_only_run_read_error(tmp_path):
     p.write_text("step,loss\n1,2.0\n12345678901234567890,1.5\n")
     with pytest.raises(RunReadError):
         read_run(p)
+
+
+# --- thresholds: the field named, and what it takes ------------------------------------
+
+def test_an_unknown_threshold_is_named_with_the_known_ones():
+    from postmortem.diagnose.thresholds import Thresholds
+    r = pm("analyze", SAMPLE, "--set", "foo=3")
+    assert_one_line_error(r, "--set foo: unknown threshold; known: ", *Thresholds.model_fields)
+    r = pm("analyze", SAMPLE, "--set", "spike_sigm=3")
+    assert_one_line_error(r, "--set spike_sigm: unknown threshold (did you mean spike_sigma?)")
+    assert "validation error" not in r.stderr
+
+
+@pytest.mark.parametrize("item, said", [
+    ("spike_sigma=abc", "--set spike_sigma=abc: not a number"),
+    ("spike_sigma=nan", "--set spike_sigma=nan: not a number"),
+    ("spike_window=12.5", "--set spike_window=12.5: not a whole number"),
+    ("spike_sigma", "--set spike_sigma: NAME=VALUE expected"),
+    ("=4", "--set =4: NAME=VALUE expected"),
+])
+def test_a_bad_threshold_value_says_what_the_field_takes(item, said):
+    assert_one_line_error(pm("analyze", SAMPLE, "--set", item), said)
+
+
+def test_a_bad_thresholds_file_names_the_file_and_the_field(tmp_path):
+    cases = {"wrong.json": ('{"spike_window": "wide"}', 'spike_window="wide": not a whole number'),
+             "unknown.json": ('{"spike_sigmaa": 4}', "spike_sigmaa: unknown threshold (did you mean spike_sigma?)"),
+             "list.json": ("[4]", "thresholds are a JSON object"),
+             "broken.json": ('{"spike_sigma": ', "not JSON"),
+             "flag.json": ('{"spike_sigma": true}', "spike_sigma=true: not a number")}
+    for name, (text, said) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert_one_line_error(pm("analyze", SAMPLE, "--thresholds", tmp_path / name), name, said)
+    assert_one_line_error(pm("analyze", SAMPLE, "--thresholds", tmp_path / "none.json"),
+                          "none.json: cannot read the thresholds")
+
+
+def test_thresholds_from_a_file_and_set_both_apply(tmp_path, capsys):
+    from postmortem.cli import main
+    (tmp_path / "th.json").write_text('{"spike_sigma": 1000, "spike_big_rise": 1000}')
+    assert main(["analyze", str(SAMPLE), "--json", "--thresholds", str(tmp_path / "th.json")]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert not [i for i in quiet["incidents"] if i["metric"] == "loss" and i["kind"] == "spike"]
+    assert main(["analyze", str(SAMPLE), "--json", "--thresholds", str(tmp_path / "th.json"),
+                 "--set", "spike_sigma=7", "--set", "spike_big_rise=0.3"]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert [i["step"] for i in back["incidents"] if i["metric"] == "loss"] == [250]

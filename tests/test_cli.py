@@ -76,7 +76,7 @@ def test_healthy_run_has_no_incident(real_runs):
 
 def test_bare_run_argument_analyzes(real_runs):
     r = pm(real_runs / "llmc-modded-nanogpt-llmc")
-    assert r.returncode == 0 and "path" in r.stdout and "A1" in r.stdout
+    assert r.returncode == 0 and "checklist A, did the run start right" in r.stdout and "A1 start loss" in r.stdout
 
 
 # --- bad input: one line naming the file and the problem, exit 2 -------------------

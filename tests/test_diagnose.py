@@ -255,10 +255,31 @@ def test_every_node_has_an_outcome_and_a_reason(real_runs):
 
 
 def test_human_output_fits_100_columns(tmp_path):
-    import subprocess
+    """In a 100-column terminal (a pipe keeps each line whole instead: tests/test_cli_help.py)."""
+    import os
+    import pty
+    import re
+    import select
     import sys
-    out = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(ROOT / "sample_runs" / "optimizer-reset")],
-                         capture_output=True, text=True, env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
-    assert out.returncode == 0, out.stderr
-    assert max(len(line) for line in out.stdout.splitlines()) <= 100
-    assert "optimizer-reset" in out.stdout and "path" in out.stdout
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(COLUMNS="100", LINES="40", TERM="xterm")
+        try:
+            os.execv(sys.executable, [sys.executable, "-m", "postmortem", "analyze",
+                                      str(ROOT / "sample_runs" / "optimizer-reset")])
+        finally:
+            os._exit(127)         # never back into pytest in the child
+    out = b""
+    while select.select([fd], [], [], 60)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:           # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode()).replace("\r", "")
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "optimizer-reset" in text and "checklist B, how it trained" in text

@@ -9,14 +9,30 @@ import sys
 
 from postmortem import __version__
 from postmortem.cli import postmortems, replay, runs
+from postmortem.cli.options import Help
+
+SESSION = """\
+a typical session:
+  postmortem info runs/r17                      # what was read: format, steps, metrics
+  postmortem analyze runs/r17                   # the checklists, the incidents, their causes
+  postmortem tui runs/r17                       # the same on a dashboard; r replays, e writes
+  postmortem replay runs/r17 --step 4200        # the steps around it again, in counterfactual arms
+  postmortem new runs/r17 --learner ada         # a draft post-mortem of the incident
+  postmortem check 2026-11-23-r17.md            # what is left to fill in
+  postmortem commit 2026-11-23-r17.md --learner ada   # into learners/ada/, with its lesson
+  postmortem lessons --pattern long-tail        # what everyone learned
+every command that prints a result takes --json (one JSON document on stdout)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="postmortem",
-        description="The hour after a training run misbehaves: read the run, find the incident.")
+        prog="postmortem", formatter_class=Help, epilog=SESSION,
+        description="The hour after a training run misbehaves: read the run, find the incident,\n"
+                    "rank its causes, replay it, write the post-mortem and keep its lesson.\n"
+                    "`postmortem RUN` opens the dashboard in a terminal, prints the analysis in a pipe.")
     parser.add_argument("--version", action="version", version=f"postmortem {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                title="commands (`postmortem COMMAND --help` explains each, with examples)")
     runs.register(sub)
     postmortems.register(sub)
     replay.register(sub)

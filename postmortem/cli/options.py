@@ -18,6 +18,12 @@ class Help(argparse.RawDescriptionHelpFormatter):
             text = text.replace(FORMATS_HELP, ", ".join(format_names()))
         return text
 
+    def _split_lines(self, text, width):
+        # names whole: never `metric-` / `lines`, `long-tail-` / `token`
+        import textwrap
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False,
+                             break_long_words=False)
+
 
 def format_names() -> tuple[str, ...]:
     """The names --format takes: the reader registry's own list."""

@@ -61,7 +61,8 @@ def cmd_new(args) -> int:
           file=sys.stderr)
     if args.json:
         _json({"wrote": str(out), "run_id": pm.run_id, "incident": pm.incident, "step": pm.spike_step,
-               "hypotheses": [h.pattern for h in pm.hypotheses]})
+               "hypotheses": [h.pattern for h in pm.hypotheses],
+               "figure": str(out.with_name(pm.figure)) if pm.figure else None})
     return 0
 
 
@@ -227,7 +228,7 @@ def cmd_verify(args) -> int:
 
 
 def register(sub) -> None:
-    p = command(sub, "new", "write a draft post-mortem of a run's incident, from the diagnosis",
+    p = command(sub, "new", "write a draft post-mortem of a run's incident",
                 "Write a draft post-mortem (Markdown) of one incident of RUN: the Symptoms are the run's\n"
                 "numbers, the hypotheses ranked by the diagnosis. Fill sections 3-7, then `check` and `commit`.",
                 ("postmortem new runs/r17 --learner ada        # the largest incident",

@@ -1,4 +1,5 @@
-"""Human output of `info` and `analyze`, sized for a 100-column terminal."""
+"""Human output of `info` and `analyze`: sized for a terminal up to 100 columns; in a pipe plain
+lines, never wrapped or cut, whatever COLUMNS says (a grep or a log keeps each line whole)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,30 @@ FULL = 5        # incidents shown in full when there are more
 LISTED = 100    # incidents listed a line each
 
 
+# Each check in the words of the checklists (postmortem/diagnose/trees.py asks the questions).
+CHECKLISTS = {"A": "checklist A, did the run start right", "B": "checklist B, how it trained"}
+CHECK_NAMES = {
+    "A1": "start loss", "A2": "first grad norm", "A3": "LR schedule applies", "A4": "warmup",
+    "A4.1": "LR decay", "A5": "grad norm alive and not always clipped", "A6": "loss moves early",
+    "A7": "val-train gap", "A8": "weight norms early", "A9": "Adam moments",
+    "B0": "restart", "B1": "NaN or Inf", "B1.1": "dtype of the NaN", "B2": "loss spike",
+    "B2.1": "spike recovered", "B2.2": "grad-norm spike", "B3": "loss-scale cascade",
+    "B4": "slow divergence", "B4.1": "LR rising", "B4.2": "weight norms", "B4.3": "grad norm trend",
+}
+WIDTH = 100     # the layout's lines, in a terminal and in a pipe alike
+
+
 def _console() -> Console:
-    return Console(width=min(100, Console().width), highlight=False)
+    here = Console(highlight=False)
+    if here.is_terminal:
+        return Console(width=min(WIDTH, here.width), highlight=False)
+    # a pipe: no wrap, no ellipsis; tables as wide as their cells
+    return Console(width=1 << 20, highlight=False, soft_wrap=True, no_color=True)
+
+
+def _cut(text: str, con: Console, n: int = 40) -> str:
+    """A long name cut to `n` in a terminal's table column; whole in a pipe."""
+    return text if not con.is_terminal or len(text) <= n else text[:n - 1] + "…"
 
 
 def _num(v) -> str:
@@ -29,7 +52,7 @@ def print_info(data: dict) -> None:
     run, steps = data["run"], data["steps"]
     con.print(f"[bold]{run['id']}[/]  {run['format']}  dtype {run['dtype'] or 'unknown'}")
     for f in run["files"][:5]:
-        con.print(f"  [dim]{f}[/]")
+        con.print(f"  [dim]{escape(str(f))}[/]")
     if len(run["files"]) > 5:
         con.print(f"  [dim]... {len(run['files']) - 5} more files[/]")
     segs = data["segments"]
@@ -44,7 +67,7 @@ def print_info(data: dict) -> None:
     for col in ("metric", "count", "NaN", "Inf", "steps", "min", "max"):
         table.add_column(col, justify="left" if col in ("metric", "steps") else "right")
     for m in data["metrics"]:
-        table.add_row(m["name"][:40], str(m["count"]),
+        table.add_row(escape(_cut(m["name"], con)), str(m["count"]),
                       f"[red]{m['nan']}[/]" if m["nan"] else "0",
                       f"[red]{m.get('inf', 0)}[/]" if m.get("inf") else "0",
                       f"{m.get('first_step', '-')}..{m.get('last_step', '-')}",
@@ -64,23 +87,54 @@ def _print_read(con, data: dict) -> None:
         con.print(f"[bold]{fact}[/] {f['value']}  [dim]({f['from']})[/]")
 
 
-def _path(checks) -> str:
-    marks = {"pass": "[green]ok[/]", "fail": "[red]x[/]", "skipped": "[dim]-[/]"}
-    out = []
-    for c in checks:
-        leaf = f"[red]->{c.leaf}[/]" if c.status == "fail" and c.leaf else ""
-        out.append(f"{c.id}{marks[c.status]}{leaf}")
-    return " ".join(out)
+def _items(prefix: str, items: list[str], width: int = WIDTH) -> list[str]:
+    """`prefix item, item, ...` laid out in lines of at most `width` at the commas (a name is
+    never cut), the lines after the first indented under the first item."""
+    lines, line = [], prefix
+    for n, item in enumerate(items):
+        piece = item + (", " if n < len(items) - 1 else "")
+        if len(line) + len(piece.rstrip()) > width and line != prefix:
+            lines.append(line.rstrip())
+            line = " " * len(prefix)
+        line += piece
+    return lines + [line.rstrip()]
+
+
+def _named(c) -> str:
+    return f"{c.id} {CHECK_NAMES.get(c.id, '')}".rstrip()
+
+
+def print_checklists(con, checks) -> None:
+    """Each checklist in words: what it found (each with the pattern it points to, its question
+    and what was seen), then what was ok and what was skipped, by name."""
+    for tree, title in CHECKLISTS.items():
+        mine = [c for c in checks if c.id.startswith(tree)]
+        if not mine:
+            continue
+        found = [c for c in mine if c.status == "fail"]
+        ok = [c for c in mine if c.status == "pass"]
+        skipped = [c for c in mine if c.status == "skipped"]
+        if len(ok) == len(mine):
+            con.print(f"[bold]{title}[/]: all {len(mine)} checks ok")
+            continue
+        counts = ", ".join(f"{len(group)} {word}" for group, word in
+                           ((found, "found a problem"), (ok, "ok"), (skipped, "skipped")) if group)
+        con.print(f"[bold]{title}[/]: {counts}")
+        for c in found:
+            leaf = f", points to [bold]{c.leaf}[/]" if c.leaf else ""
+            con.print(f"  [red]found[/] {escape(_named(c))}{leaf}: {escape(c.detail)}")
+            con.print(f"        [dim]{escape(c.question)}[/]")
+        for word, group in (("ok", ok), ("skipped", skipped)):
+            if group:
+                for line in _items(f"  {word}: ", [_named(c) for c in group], min(WIDTH, con.width)):
+                    con.print(escape(line), style="dim" if word == "skipped" else None)
 
 
 def print_analysis(result: Analysis, top: int = 4) -> None:
     con = _console()
     run = result.run
     con.print(f"[bold]{run.id}[/]  {run.format}  {run.steps} steps  dtype {run.dtype or 'unknown'}")
-    con.print("[bold]path[/]  " + _path(result.checks))
-    for c in result.checks:
-        if c.status == "fail":
-            con.print(f"  [red]{c.id}[/] {c.question} [dim]{c.detail}[/]")
+    print_checklists(con, result.checks)
     if not result.incidents:
         con.print("[green]no incident[/]: no NaN, no spike, no divergence")
         return
@@ -112,7 +166,9 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
         con.print(f"\n[bold]{n}. {inc.kind}[/] of {inc.metric} at step {inc.step} ({where}"
                   f"{len(inc.related)} related{rise}){conf}")
         sym = inc.symptoms.model_dump()
-        con.print("   " + "  ".join(f"{k}={_num(v)}" for k, v in sym.items() if v is not None))
+        for line in _items("   ", [f"{k}={_num(v)}" for k, v in sym.items() if v is not None],
+                          min(WIDTH, con.width)):
+            con.print(escape(line))
         shown = [h for h in inc.hypotheses[:top] if h.score > 0]     # a 0 is not a cause
         if not shown:
             con.print("   [yellow]no convincing cause[/]: no hypothesis has support in the logged numbers")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from postmortem.cli.options import add_against, read_options, run_command
+from postmortem.cli.options import add_against, add_json, command, read_options, run_command
 
 
 def _read(args):
@@ -19,11 +19,16 @@ def _others(args) -> list:
     return [read_run(path) for path in args.against or []]
 
 
+def _json(data) -> None:
+    """The one JSON document a command prints on stdout with --json."""
+    print(json.dumps(data, indent=2, allow_nan=False, default=str))
+
+
 def cmd_info(args) -> int:
     from postmortem.run.export import info
     data = info(_read(args))
     if args.json:
-        print(json.dumps(data, indent=2, allow_nan=False, default=str))
+        _json(data)
         return 0
     from postmortem.cli.report import print_info
     print_info(data)
@@ -35,19 +40,15 @@ def cmd_export(args) -> int:
     log = _read(args)
     out = export(log, args.output)
     print(f"wrote {out} ({len(log.frame)} rows, {len(log.metrics)} metrics)", file=sys.stderr)
+    if args.json:
+        _json({"wrote": str(out), "run_id": log.run_id, "rows": len(log.frame), "metrics": list(log.metrics)})
     return 0
 
 
 def cmd_analyze(args) -> int:
-    from pydantic import ValidationError
-
+    from postmortem.cli.thresholds import load_thresholds
     from postmortem.diagnose.analyze import analyze
-    from postmortem.diagnose.thresholds import Thresholds
-    from postmortem.errors import UsageError
-    try:
-        thresholds = Thresholds.load(args.thresholds, args.set or [])
-    except (ValidationError, ValueError, OSError) as err:
-        raise UsageError(f"{args.thresholds or '--set'}: bad thresholds: {str(err).splitlines()[0]}") from None
+    thresholds = load_thresholds(args.thresholds, args.set or [])
     result = analyze(_read(args), thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -62,8 +63,12 @@ def cmd_sample(args) -> int:
 
     from postmortem.minigpt.samples import SAMPLES
     if args.action == "list":
+        if args.json:
+            _json([{"name": name, "run_id": cfg.run_id, "what": what} for name, (cfg, what) in SAMPLES.items()])
+            return 0
+        cut = 60 if sys.stdout.isatty() else None      # whole in a pipe
         for name, (cfg, what) in SAMPLES.items():
-            print(f"{name:24s} {cfg.run_id:28s} {what[:60]}")
+            print(f"{name:24s} {cfg.run_id:28s} {what[:cut]}")
         return 0
     names = args.names or list(SAMPLES)
     unknown = [n for n in names if n not in SAMPLES]
@@ -71,7 +76,11 @@ def cmd_sample(args) -> int:
         from postmortem.errors import UsageError
         raise UsageError(f"{unknown[0]}: no such sample run; known: {', '.join(SAMPLES)}")
     from postmortem.minigpt.samples import make_samples
-    for path in make_samples(names, Path(args.out), jobs=args.jobs):
+    made = make_samples(names, Path(args.out), jobs=args.jobs)
+    if args.json:
+        _json({"made": [str(path) for path in made]})
+        return 0
+    for path in made:
         print(f"made {path}")
     return 0
 
@@ -89,29 +98,58 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
-    p = run_command(sub, "info", "what was read: format, files, segments, steps, metrics, warnings")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = run_command(sub, "info", "what was read: format, files, segments, steps, metrics, warnings",
+                    "What was read of RUN: its format, files, segments (restarts), steps, each metric\n"
+                    "with its count of values, NaN and Inf, which column is the step and the loss and why,\n"
+                    "the configuration found beside it, and warnings.",
+                    ("postmortem info runs/r17",
+                     "postmortem info train.log --format megatron   # not what was detected",
+                     "postmortem info runs/r17 --json | jq '.metrics[].name'"))
+    add_json(p, "what was read")
     p.set_defaults(func=cmd_info)
-    p = run_command(sub, "export", "write the canonical table of any log")
+    p = run_command(sub, "export", "write the canonical table of any log",
+                    "Write the run as one canonical table (one row a step, one column a metric),\n"
+                    "whatever format it was logged in.",
+                    ("postmortem export train.log -o clean.parquet",
+                     "postmortem export runs/r17 -o r17.csv"))
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.csv, FILE.parquet or FILE.jsonl")
+    add_json(p, "what was written")
     p.set_defaults(func=cmd_export)
-    p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes")
-    p.add_argument("--json", action="store_true", help="print one JSON object (DESIGN.md)")
-    p.add_argument("--thresholds", metavar="FILE", help="a JSON file of thresholds to override")
+    p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes",
+                    "Walk checklist A (did the run start right: init, schedule, warmup, grad norm, ...)\n"
+                    "and checklist B (how it trained: restarts, NaN/Inf, spikes, loss scale, divergence),\n"
+                    "find the incidents and rank the causes of each with the evidence for and against.",
+                    ("postmortem analyze runs/r17",
+                     "postmortem analyze runs/r17 --set spike_sigma=5 --set spike_window=200",
+                     "postmortem analyze runs/r17 --against runs/r17-seed2   # same data, another seed",
+                     "postmortem analyze runs/r17 --json | jq '.incidents[0].hypotheses[0]'"))
+    add_json(p, "the analysis (docs/architecture.md)")
+    p.add_argument("--thresholds", metavar="FILE", help='a JSON file of thresholds to override, '
+                                                        'e.g. {"spike_sigma": 5}')
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override one threshold, e.g. --set spike_sigma=4")
+                   help="override one threshold, e.g. --set spike_sigma=4; repeatable "
+                        "(a wrong name lists the known ones)")
     add_against(p)
     p.set_defaults(func=cmd_analyze)
-    p = sub.add_parser("sample", help="the mini-GPT sample runs: list them, or make them again",
-                       description="Make the sample runs deterministically from their seeds.")
-    p.add_argument("action", choices=["make", "list"])
+    p = command(sub, "sample", "the mini-GPT sample runs: list them, or make them again",
+                "The sample runs: a tiny GPT trained on CPU with one failure injected each (a junk\n"
+                "batch, fp16 overflow, an LR jump, ...). `make` trains them again from their seeds.",
+                ("postmortem sample list",
+                 "postmortem sample make long-tail-token --out /tmp/samples"))
+    p.add_argument("action", choices=["make", "list"], help="list them, or make them")
     p.add_argument("names", nargs="*", metavar="NAME", help="sample runs to make (default: all)")
     p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
+    add_json(p, "the runs listed or made")
     p.set_defaults(func=cmd_sample)
-    p = run_command(sub, "tui", "the dashboard: panels, incidents, the checklist walk, the replay, "
-                                "the post-mortem editor and the lessons")
+    p = run_command(sub, "tui", "the dashboard: panels, checklists, replay, editor, lessons",
+                    "The dashboard: loss, LR, grad norm and loss-scale panels around the incident, the\n"
+                    "checklist walk, the replay (r), the post-mortem editor (e) and the lessons (l).\n"
+                    "Needs a terminal; in a pipe use `analyze` (with --json for a script).",
+                    ("postmortem tui runs/r17",
+                     "postmortem runs/r17                    # the same, in a terminal",
+                     "postmortem tui runs/r17 --against runs/r17-seed2 --device cpu"))
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the replay panel runs (default: cuda when there is one)")
     add_against(p)
