@@ -26,7 +26,11 @@ class FigureUnavailable(DocumentError):
 
 
 def available() -> bool:
-    return importlib.util.find_spec("matplotlib") is not None
+    """matplotlib is installed (looked up, not imported)."""
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _window(log, step: int, segment: int | None, replay) -> "object":
@@ -61,6 +65,13 @@ def _arms(replay) -> list[tuple[list[int], list[float], str]]:
 
 def png(log, step: int, replay=None, kind: str = "incident", segment: int | None = None) -> bytes:
     """The figure as PNG bytes. Raises FigureUnavailable without matplotlib."""
+    out = io.BytesIO()
+    draw(log, step, replay, kind, segment).savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
+
+
+def draw(log, step: int, replay=None, kind: str = "incident", segment: int | None = None):
+    """The matplotlib Figure (Agg canvas, no pyplot: nothing global, safe in a thread)."""
     if not available():
         raise FigureUnavailable(NEEDS_EXTRA)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -104,9 +115,7 @@ def png(log, step: int, replay=None, kind: str = "incident", segment: int | None
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(loc="upper left", fontsize=7, ncols=2)
     axes[-1].set_xlabel("step")
-    out = io.BytesIO()
-    fig.savefig(out, format="png", metadata={"Software": None})
-    return out.getvalue()
+    return fig
 
 
 def _nonfinite_rows(log, col: str) -> "object":
