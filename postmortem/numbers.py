@@ -62,4 +62,4 @@ def counts(found: dict | None) -> str:
     names = {"nan": "NaN", "+inf": "+inf", "-inf": "-inf", "zeros": "zeros"}
     parts = [f"{n} {names.get(k, k)}" for k, n in found.items() if k != "size" and n]
     text = ", ".join(parts) or "all finite"
-    return f"{text} of {found['size']}" if found.get("size") else text
+    return f"{text} of {found['size']} values" if found.get("size") else text

@@ -193,7 +193,7 @@ def test_numbers_read_as_a_person_writes_them():
         ["1.251", "0.001301", "65536", "100000", "13.17", "NaN", "+inf", "-inf", "no value", "250", "2.5e-07"]
     assert same_as_shown(1.251, 1.2508078326284633) and not same_as_shown(1.252, 1.2508078326284633)
     from postmortem.numbers import counts
-    assert counts({"nan": 539, "+inf": 1088, "-inf": 0, "zeros": 0, "size": 4096}) == "539 NaN, 1088 +inf of 4096"
+    assert counts({"nan": 539, "+inf": 1088, "-inf": 0, "zeros": 0, "size": 4096}) == "539 NaN, 1088 +inf of 4096 values"
 
 
 def test_an_older_document_with_every_digit_still_passes_against_its_run(tmp_path):

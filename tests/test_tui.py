@@ -197,6 +197,9 @@ async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
         await pilot.press("enter")
         assert isinstance(app.screen, DocumentScreen)
         assert app.screen.path.name == "2026-11-22-19-spike-001.md"
+        # a terminal shows no PNG: the preview names the figure and where it is
+        shown = app.screen.query_one("#document").source
+        assert f"**[figure: {app.screen.path.with_suffix('.png')}]**" in shown and "![" not in shown
         await pilot.press("escape", "escape")
         assert not isinstance(app.screen, (LessonsScreen, DocumentScreen))
 

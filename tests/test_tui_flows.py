@@ -116,8 +116,10 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         editor.query_one("#verification").text = ("seed: 1234\nepsilon: 0.0\nthrough step: 249\n"
                                                   "expect: step 250 loss < 2.0")
         editor.query_one("#lesson").text = "A spike on one batch with a smooth LR: look at the batch first."
+        await app.workers.wait_for_complete()   # the figure, drawn with the replay's arms
         await pilot.pause()
         editor.settle()                         # the debounced save and lint, now
+        assert editor.pm.figure == draft_path(repo, editor.pm).with_suffix(".png").name
         assert not editor.problems, editor.problems
         assert "7 Lesson ok" in str(editor.query_one("#sections").render())
         saved = read(draft_path(repo, editor.pm))
@@ -139,11 +141,15 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         assert head.message.startswith("post-mortem 19-spike-001 (long-tail-token)")
         # the merge attribute rides in the same commit, announced before and after
         assert set(head.stats.files) == {f"learners/ada/postmortems/{commit.pm.filename}",
+                                         f"learners/ada/postmortems/{commit.pm.figure_filename}",
                                          "learners/ada/lessons.md", ".gitattributes"}
+        assert "(the figure)" in plan
         assert "merge=union" in plan and "merge=union" in str(commit.query_one("#commit-plan").render())
         written = read(repo / "learners" / "ada" / "postmortems" / commit.pm.filename)
         assert written.lesson.startswith("A spike on one batch") and written.hypotheses[1].dismissed
+        assert written.figure == commit.pm.figure_filename
         assert not draft_path(repo, editor.pm).exists()           # committed: the draft is gone
+        assert not draft_path(repo, editor.pm).with_suffix(".png").exists()
         # the lesson is in the browser
         await pilot.press("l")
         lessons = app.screen

@@ -23,10 +23,15 @@ def typed_path(draft: Path) -> Path:
     return draft.with_suffix(".typed.json")
 
 
+def figure_path(draft: Path) -> Path:
+    """Beside the draft: the figure the editor draws (the committed one is a copy)."""
+    return draft.with_suffix(".png")
+
+
 def discard(draft: Path) -> None:
-    """The draft and its typed inputs gone (the committed file holds every word of them)."""
-    draft.unlink(missing_ok=True)
-    typed_path(draft).unlink(missing_ok=True)
+    """The draft, its typed inputs and its figure gone (the commit holds every word of them)."""
+    for path in (draft, typed_path(draft), figure_path(draft)):
+        path.unlink(missing_ok=True)
 
 
 class DraftStore:

@@ -14,6 +14,7 @@ import numpy as np
 from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Hypothesis, Incident, Observation
 from postmortem.errors import ReplayError
+from postmortem.numbers import counts as in_words
 from postmortem.record import batch_hash, this_machine
 from postmortem.replay import loading, probes
 from postmortem.replay.arms import BY_NAME, NAMES as ARMS  # noqa: F401 (ARMS: the engine's arm names)
@@ -290,11 +291,11 @@ class Replayer:
             mod = nf["forward"]["module"]
             if mod.startswith("loss"):
                 out.append(Evidence("loss", f"first non-finite tensor in the forward pass: the output of {mod} "
-                                    f"({nf['forward']['output']}) with finite inputs", favors=["numerics"],
+                                    f"({in_words(nf['forward']['output'])}) with finite inputs", favors=["numerics"],
                                     rules_out=["fp16-overflow"] if (self.log.dtype or "fp32") != "fp16" else []))
             else:
                 out.append(Evidence("activations", f"first non-finite tensor in the forward pass: {mod} "
-                                    f"output {nf['forward']['output']}",
+                                    f"output: {in_words(nf['forward']['output'])}",
                                     favors=["fp16-overflow"] if self.log.dtype == "fp16" else ["numerics"]))
         pt = found.get("per_token")
         if pt and pt.get("rare_share_of_tail") is not None:

@@ -65,7 +65,7 @@ class CommitScreen(Screen):
         from postmortem.kb.repo import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
-            todo = plan(self.pm, self._learner(), open_repo(self.root))
+            todo = plan(self.pm, self._learner(), open_repo(self.root), self._figure() is not None)
         except KBError as err:
             hint = "  (f3 makes one here)" if "not in a git repository" in str(err) else ""
             out.update(f"[red]{escape(str(err))}[/red]{hint}")
@@ -75,10 +75,20 @@ class CommitScreen(Screen):
         out.update("\n".join([
             "[b]Ready.[/b] Enter commits exactly these files:", "",
             f"  write   {escape(todo.postmortem)}",
+            *([f"  write   {escape(todo.figure)}  (the figure)"] if todo.figure else []),
             f"  append  {escape(todo.lessons)}  (one row: the lesson)",
             *([f"  add     .gitattributes  (`{escape(ATTRIBUTE)}`: lessons files merge by union)"]
               if todo.attributes else []), "",
             f"in {escape(str(todo.root))}, with the message:", f"  {escape(todo.message)}"]))
+
+    def _figure(self) -> bytes | None:
+        """The figure the draft shows, from beside the draft (the editor drew it there)."""
+        if self.draft is None or not self.pm.figure:
+            return None
+        try:
+            return (self.draft.parent / self.pm.figure).read_bytes()
+        except OSError:
+            return None
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if self.committed is None:
@@ -94,10 +104,12 @@ class CommitScreen(Screen):
         from postmortem.document.markdown import render
         from postmortem.kb.lessons import KBError
         from postmortem.kb.repo import commit
-        pm = self.pm.model_copy(update={"learner": self._learner()})
+        figure = self._figure()
+        pm = self.pm.model_copy(update={"learner": self._learner(),
+                                        "figure": self.pm.figure_filename if figure else None})
         out = self.query_one("#commit-plan", Static)
         try:
-            done = commit(pm, render(pm), pm.learner, self.root)
+            done = commit(pm, render(pm), pm.learner, self.root, figure=figure)
         except KBError as err:
             out.update(f"[red]not committed: {escape(str(err))}[/red]")
             return
@@ -110,7 +122,8 @@ class CommitScreen(Screen):
         if self.draft is not None:
             from postmortem.document.drafts import discard
             discard(self.draft)     # the committed file holds every word of it now
-        out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}\n{done.lessons}"
+        shown = f"\n{done.figure}" if done.figure else ""
+        out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}{shown}\n{done.lessons}"
                           + "".join(f"\n{note}" for note in done.notes))
                    + "\n\n[b]l[/b] opens the lessons, escape goes back")
         self.app.notify(f"committed {done.sha[:10]}")

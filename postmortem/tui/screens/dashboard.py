@@ -4,7 +4,6 @@ first paint, for the editor, the replay, the lessons and another segment's histo
 
 from __future__ import annotations
 
-import numpy as np
 from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -12,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from postmortem.numbers import number
 from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
@@ -304,6 +304,5 @@ class DashboardScreen(Screen):
 
 
 def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4g}" if np.isfinite(v) else str(v)
+    # as the document and the editor write numbers
+    return "-" if v is None else number(float(v))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from rich.markup import escape
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -25,6 +26,7 @@ from postmortem.document.drafts import DraftStore
 from postmortem.document.model import SECTIONS, PostMortem
 from postmortem.document.remedies import remedies_for
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
+from postmortem.numbers import number
 from postmortem.tui.dialogs import ConfirmScreen
 from postmortem.tui.session import Session
 from postmortem.tui.widgets.hypotheses import HypothesesTable
@@ -94,9 +96,8 @@ class EditorScreen(Screen):
         yield Footer()
 
     def _symptoms_text(self) -> str:
-        # shown to 4 significant digits; the document keeps every digit the run logged
-        sym = "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in self.pm.symptoms.model_dump().items()
+        # as the document writes them (numbers.number: 4 significant digits)
+        sym = "  ".join(f"{k}={number(v)}" for k, v in self.pm.symptoms.model_dump().items()
                         if v is not None and k != "unusual_tokens")
         return f"[b]1. Symptoms[/b] (from the run; f5 re-derives)\n{escape(sym)}"
 
@@ -110,6 +111,8 @@ class EditorScreen(Screen):
         kept = self.session.replay_of(self.pm.spike_step)
         if kept:
             self.apply_replay(kept)      # a replay run from the dashboard before opening
+        else:
+            self.draw_figure()
         self.relint()
         # the cursor where the writing starts: the first section still empty
         self.query_one(f"#{sections.first_empty(self.collect())}").focus()
@@ -222,6 +225,29 @@ class EditorScreen(Screen):
         self.query_one("#unusual_tokens", Input).value = pm.symptoms.unusual_tokens or ""
         self.query_one("#symptoms", Static).update(self._symptoms_text())
 
+    @work(thread=True, exclusive=True, group="figure")
+    def draw_figure(self) -> None:
+        """The figure beside the draft (<draft>.png), drawn off the UI thread with the replay's
+        arms when there is one; the document shows it from then on. Without matplotlib the
+        document goes without, said once."""
+        from postmortem.document import figure
+        from postmortem.errors import DocumentError
+        if self.run_log is None:
+            return
+        path = self.path.with_suffix(".png")
+        try:
+            figure.write(path, self.run_log, self.pm.spike_step, self.session.replay_of(self.pm.spike_step),
+                         self.pm.incident)
+        except DocumentError as err:
+            self.app.call_from_thread(self.notify, f"no figure: {err}", severity="warning", timeout=6)
+            return
+        self.app.call_from_thread(self.figure_drawn, path.name)
+
+    def figure_drawn(self, name: str) -> None:
+        self.pm = self.pm.model_copy(update={"figure": name})
+        if not self.committed:
+            self._changed()
+
     def action_save(self) -> None:
         """Save the draft when it changed; not once committed (the commit holds it), nor
         while another screen is on top (nothing here changes then)."""
@@ -237,7 +263,7 @@ class EditorScreen(Screen):
         from postmortem.document.lint import check_text
         from postmortem.document.markdown import parse, render
         text = render(self.collect())
-        problems = check_text(text, parse(text), self.run_log)
+        problems = check_text(text, parse(text), self.run_log, where=self.path.parent)
         bad = {p.section for p in problems}
         wide = self.size.width >= 100          # at 80 columns: the numbers only
         self.query_one("#sections", Static).update(" ".join(
@@ -291,6 +317,7 @@ class EditorScreen(Screen):
         from postmortem.document.draft import apply_replay
         self.load(apply_replay(self.collect(), result))
         self._changed()
+        self.draw_figure()               # again, with the replay's arms over the loss
 
     def action_replay(self) -> None:
         from postmortem.tui.screens.replay import ReplayScreen

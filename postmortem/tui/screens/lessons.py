@@ -4,6 +4,7 @@ past incidents most like the current run's."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.markup import escape
@@ -16,6 +17,9 @@ from textual.widgets import DataTable, Footer, Input, Markdown, Static
 from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
 from postmortem.kb.repo import kb_root
 from postmortem.tui.widgets.cells import columns, plain
+
+
+_FIGURE = re.compile(r"^!\[[^\]\n]*\]\((?P<src>[^()\s]+)\)[ \t]*$", re.M)
 
 
 class DocumentScreen(Screen):
@@ -35,8 +39,14 @@ class DocumentScreen(Screen):
         if text.startswith("---"):          # the front matter, as a code block rather than a rule
             _, front, body = text.split("---", 2)
             text = f"```yaml\n{front.strip()}\n```\n{body}"
+        text = _FIGURE.sub(self._figure_line, text)
         yield Markdown(text, id="document")
         yield Footer()
+
+    def _figure_line(self, m) -> str:
+        """A terminal shows no PNG: the figure's path instead, and whether it is there."""
+        path = self.path.parent / m["src"]
+        return f"**[figure: {path}]**" + ("" if path.is_file() else " (missing)")
 
     def on_mount(self) -> None:
         self.title = str(self.path)
