@@ -86,6 +86,22 @@ def test_format_lists_the_reader_registrys_names_in_help_and_in_the_error(capsys
     assert_one_line_error(r, "unknown format 'excel'", *FORMATS)
 
 
+def test_a_command_line_argparse_refuses_is_one_line_naming_the_command_and_its_help(tmp_path):
+    assert_one_line_error(piped("new", SAMPLE), "new: ", "--learner", "`postmortem new --help`")
+    assert_one_line_error(piped("analyze", SAMPLE, "--top", "3"),
+                          "analyze: unrecognized arguments: --top 3", "`postmortem analyze --help`")
+    assert_one_line_error(piped("analyse", SAMPLE), "analyse: no such command or file",
+                          "did you mean `postmortem analyze`?")
+    assert_one_line_error(piped("lesons", cwd=tmp_path), "did you mean `postmortem lessons`?")
+    # a run whose name looks like a command is still read as a run
+    run = tmp_path / "analyse"
+    run.mkdir()
+    for name in ("metrics.jsonl", "manifest.json"):
+        shutil.copy(SAMPLE / name, run / name)
+    r = piped("analyse", cwd=tmp_path)
+    assert r.returncode == 0 and "19-spike-001" in r.stdout, r.stderr
+
+
 def test_parsing_a_command_does_not_import_the_readers():
     code = ("import sys; from postmortem.cli.main import build_parser; "
             "build_parser().parse_args(['lessons', '--json']); "

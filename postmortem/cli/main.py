@@ -9,7 +9,7 @@ import sys
 
 from postmortem import __version__
 from postmortem.cli import postmortems, replay, runs
-from postmortem.cli.options import Help
+from postmortem.cli.options import Help, Parser
 
 SESSION = """\
 a typical session:
@@ -25,7 +25,7 @@ every command that prints a result takes --json (one JSON document on stdout).""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="postmortem", formatter_class=Help, epilog=SESSION,
         description="The hour after a training run misbehaves: read the run, find the incident,\n"
                     "rank its causes, replay it, write the post-mortem and keep its lesson.\n"
@@ -39,10 +39,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
 def _commands(parser: argparse.ArgumentParser) -> set[str]:
     """The command names, as the subparsers hold them."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return set(sub.choices)
+    return set(_subparsers(parser).choices)
+
+
+def _refuse_a_misspelt_command(parser, word: str, commands: set[str]) -> None:
+    """`postmortem analyse RUN` is a typo, not a run called analyse: said so, not read."""
+    import difflib
+    if word.startswith("-") or os.path.exists(word):
+        return
+    close = difflib.get_close_matches(word, sorted(commands - {"-h", "--help", "--version"}), n=1)
+    if close:
+        parser.error(f"{word}: no such command or file; did you mean `postmortem {close[0]}`?")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,9 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = _commands(parser) | {"-h", "--help", "--version"}
     if argv and argv[0] not in commands:
+        _refuse_a_misspelt_command(parser, argv[0], commands)
         # `postmortem RUN`: the dashboard in a terminal, the analysis in a pipe or a script
         argv = ["tui" if sys.stdout.isatty() and sys.stdin.isatty() else "analyze", *argv]
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:       # said by the command they were given to, with its --help
+        _subparsers(parser).choices.get(args.command, parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -25,6 +25,16 @@ class Help(argparse.RawDescriptionHelpFormatter):
                              break_long_words=False)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors in one line, as every other error of the command line, and
+    where to read what the command takes."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("postmortem").strip()
+        self.exit(2, f"postmortem: error: {command + ': ' if command else ''}{message} "
+                     f"(`{self.prog} --help` says what it takes)\n")
+
+
 def format_names() -> tuple[str, ...]:
     """The names --format takes: the reader registry's own list."""
     from postmortem.run.discover import FORMATS

@@ -258,8 +258,9 @@ def register(sub) -> None:
     add_json(p, '{"ok": ..., "problems": [...]}')
     p.set_defaults(func=cmd_check)
     p = command(sub, "commit", "check, write learners/<name>/..., append the lesson, git commit",
-                "Check a post-mortem, then write it to learners/NAME/ of the knowledge-base repository,\n"
-                "append its lesson to learners/NAME/lessons.md and git commit both, all or nothing.\n"
+                "Check a post-mortem, then write it and its figure to learners/NAME/postmortems/ of the\n"
+                "knowledge-base repository, append its lesson to learners/NAME/lessons.md and git commit\n"
+                "them, all or nothing.\n"
                 "Exit 1 without committing when `check` finds problems.",
                 ("postmortem commit 2026-11-23-r17.md --learner ada",
                  "postmortem commit 2026-11-23-r17.md --learner ada --run runs/r17 --repo ~/kb",
@@ -278,15 +279,17 @@ def register(sub) -> None:
                 ("postmortem lessons",
                  "postmortem lessons --pattern long   # long-tail-token",
                  "postmortem lessons --learner ada --search warmup --json"))
-    p.add_argument("--pattern", metavar="TEXT", help="patterns containing TEXT (long finds long-tail-token)")
-    p.add_argument("--learner", metavar="NAME", help="one learner's lessons")
-    p.add_argument("--search", metavar="TEXT", help="lessons whose words contain TEXT")
+    p.add_argument("--pattern", metavar="TEXT", help="patterns starting with TEXT (long finds long-tail-token)")
+    p.add_argument("--learner", metavar="NAME", help="the lessons of learners whose name starts with NAME")
+    p.add_argument("--search", metavar="TEXT", help="lessons with every word of TEXT in their pattern, "
+                                                      "learner, run or lesson (any case)")
     p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
     add_json(p, '{"count": ..., "patterns": [...]}')
     p.set_defaults(func=cmd_lessons)
     p = command(sub, "similar", "past post-mortems closest to a run or a post-mortem",
-                "The committed post-mortems whose incident looks most like this one (its kind, rise,\n"
-                "recovery, grad norm, dtype), best first, with why.",
+                "The committed post-mortems whose incident looks most like this one (its pattern, dtype,\n"
+                "phase of training, whether the grad norm led, rise and recovery), best first, each\n"
+                "field said to match or differ.",
                 ("postmortem similar runs/r17               # a run: its largest incident",
                  "postmortem similar 2026-11-23-r17.md --top 3"))
     p.add_argument("target", metavar="RUN|FILE", help="a run, or a post-mortem (.md)")
