@@ -139,8 +139,9 @@ def register(sub) -> None:
                  "postmortem sample make long-tail-token --out /tmp/samples"))
     p.add_argument("action", choices=["make", "list"], help="list them, or make them")
     p.add_argument("names", nargs="*", metavar="NAME", help="sample runs to make (default: all)")
-    p.add_argument("--out", default="sample_runs", help="where to write them (default: sample_runs)")
-    p.add_argument("--jobs", type=int, default=2, help="runs trained at once")
+    p.add_argument("--out", default="sample_runs", metavar="DIR",
+                   help="where to write them (default: sample_runs)")
+    p.add_argument("--jobs", type=int, default=2, metavar="N", help="runs trained at once (default: 2)")
     add_json(p, "the runs listed or made")
     p.set_defaults(func=cmd_sample)
     p = run_command(sub, "tui", "the dashboard: panels, checklists, replay, editor, lessons",
