@@ -161,7 +161,7 @@ def test_info_in_a_pipe_keeps_paths_and_names_whole(long_named_run):
     assert all(ln == ln.rstrip() for ln in lines)
 
 
-def test_the_analysis_in_a_pipe_does_not_wrap_at_80_columns(long_named_run):
+def test_the_analysis_in_a_pipe_does_not_wrap_at_80_columns(long_named_run, capsys):
     run, _ = long_named_run
     narrow, wide = piped("analyze", run, columns="80"), piped("analyze", run, columns="400")
     assert narrow.returncode == 0, narrow.stderr
@@ -170,7 +170,7 @@ def test_the_analysis_in_a_pipe_does_not_wrap_at_80_columns(long_named_run):
     assert max(map(len, lines)) > 80
     question = "Is there a loss spike (7 x the noise and 10% over the mean of the previous 100 steps)?"
     assert question in lines
-    analysis = json.loads(piped("analyze", run, "--json").stdout)
+    analysis = one_json(capsys, "analyze", run, "--json")
     top = analysis["incidents"][0]["hypotheses"][0]
     assert len(top["discriminate"]) > 80 and f"next: {top['discriminate']}" in lines
     for o in top["supported_by"][:3]:
