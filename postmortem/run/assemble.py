@@ -106,7 +106,7 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
     """The common case, without the sorting the general route needs. Consumes `series`:
     each one is freed once its column is built."""
     first = series[0].step
-    same = all(len(s.step) == len(first) and (s.step == first).all() for s in series[1:])
+    same = all(s.step is first or len(s.step) == len(first) and (s.step == first).all() for s in series[1:])
     if same:
         steps = first.astype(np.int64)
     else:

@@ -15,6 +15,7 @@ import math
 import re
 from pathlib import Path
 
+from postmortem.run import textfile
 from postmortem.run.model import RunConfig, RunLog, RunManifest
 
 # fact -> config keys (the last dotted part, lower case) in order of preference
@@ -249,7 +250,7 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
     the head of a text log, as one flat dict."""
     try:
         with open(path, "rb") as f:
-            head = f.read(limit).decode("utf-8", "replace")
+            head = textfile.decode(f.read(limit))
     except OSError:
         return {}
     out: dict = {}

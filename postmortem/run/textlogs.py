@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.run import textfile
 from postmortem.run.assemble import Collector, Series, to_number
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
@@ -92,26 +93,36 @@ def clean(line: str) -> str:
 
 def iter_lines(path: Path) -> Iterator[str]:
     """Lines with tqdm's carriage-return overwrites split apart, prefixes and colours removed."""
-    with open(path, "r", encoding="utf-8", errors="replace", newline="") as f:
+    with textfile.open_text(path) as f:
         for raw in f:
             for part in raw.replace("\r\n", "\n").split("\r"):
                 if part.strip():
                     yield clean(part)
 
 
-_CACHE: dict[tuple, list[Group]] = {}
+_CACHE: dict[tuple, tuple[list[Group], str | None]] = {}
+
+
+def _grouped(path: Path) -> tuple[list[Group], str | None]:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _CACHE:
+        data, encoding = textfile.utf8_bytes(path)
+        groups, _ = read_groups(data)
+        if len(_CACHE) >= 8 or st.st_size > 64 << 20:
+            _CACHE.clear()
+        _CACHE[key] = groups, encoding
+    return _CACHE[key]
 
 
 def groups_of(path: Path) -> list[Group]:
     """The file's lines grouped by shape; the last files' groups are kept for the read."""
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _CACHE:
-        groups, _ = read_groups(path.read_bytes())
-        if len(_CACHE) >= 8 or st.st_size > 64 << 20:
-            _CACHE.clear()
-        _CACHE[key] = groups
-    return _CACHE[key]
+    return _grouped(path)[0]
+
+
+def encoding_of(path: Path) -> str | None:
+    """What the file was read from when that was not UTF-8 (None: UTF-8)."""
+    return _grouped(path)[1]
 
 
 def _step_range(path: Path) -> tuple[float, float] | None:
@@ -141,7 +152,7 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order."""
-    joined = b"".join(f.read_bytes().rstrip(b"\n") + b"\n" for f in files)
+    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
     return _read_groups(groups, files[0], source, dialect)
@@ -175,7 +186,7 @@ def sniff(path: Path) -> tuple[str | None, int]:
             head = f.read(4096)
     except OSError:
         return None, 0
-    if b"\x00" in head:
+    if not textfile.looks_like_text(head):
         return None, 0
     try:
         groups = groups_of(path)
@@ -391,6 +402,7 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
+    _say_encoding(path, source)
     if dialect == "megatron":
         args = _megatron_args(path)
         if args:
@@ -403,6 +415,14 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
         if omitted:
             source.warn(f"{sum(omitted)} iteration line(s) without a loss")
     return _postprocess(series, source)
+
+
+def _say_encoding(path: Path, source: Source) -> None:
+    encoding = encoding_of(path) if path.is_file() else None
+    if encoding:
+        source.extras["encoding"] = encoding
+        source.warn(f"{path.name} is not UTF-8: read as {encoding}; bytes that read as "
+                    f"neither are shown as \ufffd")
 
 
 def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:
@@ -421,7 +441,7 @@ def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:
 
 def _megatron_args(path: Path, limit: int = 20_000) -> dict[str, str]:
     args: dict[str, str] = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with textfile.open_text(path) as f:
         for i, line in enumerate(f):
             if i >= limit or MEGATRON.search(line):
                 break
@@ -441,6 +461,7 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     if not p.out.count:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
+    _say_encoding(path, source)
     if p.overflow_ranks:
         source.warn(f"OVERFLOW lines from ranks {', '.join(sorted(p.overflow_ranks))} "
                     f"besides rank 0 were not counted twice")
@@ -483,12 +504,4 @@ def looks_like_text(path: Path) -> bool:
             head = f.read(8192)
     except OSError:
         return False
-    if not head or b"\x00" in head:
-        return False
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return err.start > len(head) - 4     # a multi-byte char cut at the edge
-    return True
-
-
+    return textfile.looks_like_text(head)

@@ -37,54 +37,80 @@ class Group:
     masks: dict[str, np.ndarray] = field(default_factory=dict)     # a column on some rows only
 
 
-def split_lines(data: bytes) -> bytes:
+def split_lines(data) -> bytes:
     """The text with tqdm's `\\r` frames as lines of their own."""
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").translate(_CR_TO_LF)
+    if data.find(b"\r") >= 0:
+        data = bytes(data).replace(b"\r\n", b"\n").translate(_CR_TO_LF)
     return data
 
 
 _CHUNK = 1 << 19      # scanned a piece at a time: each pass over a piece stays in the CPU cache
 
 
-def scan(data: bytes) -> tuple[np.ndarray, ...]:
-    """Line starts and ends, digit-run starts and ends, each line's first run, and the
-    digits before each line (where the line starts once the digits are taken out)."""
+class _Shapes:
+    """Ids for line shapes (a line with its digits taken out), the same over all pieces."""
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, int] = {}
+
+    def of(self, piece: bytes, line_starts: np.ndarray, digits_before: np.ndarray) -> np.ndarray:
+        stripped = piece.translate(None, _DIGITS)
+        offsets = np.append(line_starts - digits_before, len(stripped)).astype(np.int64)
+        size = int(offsets[1]) if len(offsets) > 1 else 0
+        if size and size * len(line_starts) == len(stripped) and stripped == stripped[:size] * len(line_starts):
+            # every line of the piece has one shape (the common case: a run of step lines)
+            return np.full(len(line_starts), self.ids.setdefault(stripped[:size], len(self.ids)), np.int64)
+        arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(line_starts),
+                                               [None, pa.py_buffer(offsets), pa.py_buffer(stripped)])
+        enc = pc.dictionary_encode(arr)
+        ids = self.ids
+        known = np.array([ids.setdefault(v, len(ids)) for v in enc.dictionary.to_pylist()], dtype=np.int64)
+        return known[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def scan(data) -> tuple[np.ndarray, ...]:
+    """Line starts and ends, digit-run starts and ends, each line's first run, and each
+    line's shape id (equal for lines equal once their digits are taken out).
+
+    One piece of the text at a time (whole lines), so every pass stays in the CPU cache
+    and what a piece needs is allocated once, not once per pass over the whole text."""
     b = np.frombuffer(data, dtype=np.uint8)
     n = len(b)
-    nls, rss, res, firsts, befores = [], [], [], [], []
-    runs_before, digits_before, pos = 0, 0, 0
-    work, edge = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int8)
+    nls, rss, res, firsts, shapes = [], [], [], [], []
+    runs_before, pos = 0, 0
+    work, edge, newline = np.empty(0, dtype=np.uint8), np.empty(0, dtype=bool), np.empty(0, dtype=bool)
     small = np.int32 if n < (1 << 31) - 1 else np.int64
+    shape_ids = _Shapes()
     while pos < n:
         end = min(pos + _CHUNK, n)
         if end < n:
             cut = data.rfind(b"\n", pos, end)
             end = cut + 1 if cut >= pos else (data.find(b"\n", end) + 1 or n)
-        c = b[pos:end]
+        piece = data[pos:end]               # a copy in the cache, read by every pass below
+        c = np.frombuffer(piece, dtype=np.uint8)
         m = len(c)
         if len(work) < m + 1:
             work = np.empty(m + 1, dtype=np.uint8)
-            edge = np.empty(m + 1, dtype=np.int8)
+            edge = np.empty(m + 1, dtype=bool)
+            newline = np.empty(m, dtype=bool)
         isd = work[:m]
         np.subtract(c, 48, out=isd)          # uint8 wraps: one comparison for '0'..'9'
-        np.less(isd, 10, out=isd.view(bool))
-        isd = isd.view(np.int8)
+        isd = isd.view(bool)
+        np.less(work[:m], 10, out=isd)
         e = edge[:m + 1]
-        e[0], e[-1] = isd[0], -isd[-1]
-        np.subtract(isd[1:], isd[:-1], out=e[1:-1])
-        nz = np.flatnonzero(e)               # a run's start and end alternate
+        e[0], e[-1] = isd[0], isd[-1]
+        np.not_equal(isd[1:], isd[:-1], out=e[1:-1])
+        nz = np.flatnonzero(e)               # a run's start and end alternate; bool: numpy's fast path
         rs, re_ = nz[0::2], nz[1::2]
-        nl = np.flatnonzero(c == 10)
+        nl = np.flatnonzero(np.equal(c, 10, out=newline[:m]))
         line_starts = np.concatenate([[0], nl + 1])
         if len(nl) and nl[-1] + 1 == len(c):
             line_starts = line_starts[:-1]
         first = np.searchsorted(rs, line_starts)
         lengths = np.concatenate([[0], np.cumsum(re_ - rs)])
+        shapes.append(shape_ids.of(piece, line_starts, lengths[first]))
         firsts.append(first + runs_before)
-        befores.append(lengths[first] + digits_before)
         runs_before += len(rs)
-        digits_before += int(lengths[-1])
         rss.append((rs + pos).astype(small))     # int32 where the text allows: half the memory
         res.append((re_ + pos).astype(small))
         nls.append(nl + pos)
@@ -97,19 +123,10 @@ def scan(data: bytes) -> tuple[np.ndarray, ...]:
         starts, ends = starts[:-1], ends[:-1]
     k = len(starts)
     first_run = np.concatenate(firsts)[:k] if firsts else empty
-    before = np.concatenate(befores)[:k] if befores else empty
+    shape = np.concatenate(shapes)[:k] if shapes else empty
     run_s = np.concatenate(rss) if rss else empty
     run_e = np.concatenate(res) if res else empty
-    return starts, ends, run_s, run_e, first_run, before
-
-
-def _shape_ids(data: bytes, starts: np.ndarray, before: np.ndarray) -> np.ndarray:
-    """One id per line: equal for lines equal once their digits are taken out."""
-    stripped = data.translate(None, _DIGITS)
-    offsets = np.append(starts - before, len(stripped)).astype(np.int64)
-    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(starts),
-                                           [None, pa.py_buffer(offsets), pa.py_buffer(stripped)])
-    return pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return starts, ends, run_s, run_e, first_run, shape
 
 
 def _byte_span(line: str, span: tuple[int, int]) -> tuple[int, int]:
@@ -125,6 +142,8 @@ class _Cutter:
     def __init__(self, data: bytes, run_s: np.ndarray, run_e: np.ndarray, first_run: np.ndarray):
         self.data, self.run_s, self.run_e, self.first_run = data, run_s, run_e, first_run
         self.buf = pa.py_buffer(data)
+        self._rows: np.ndarray | None = None
+        self._base = np.empty(0, np.int64)
 
     def spans(self, rep: bytes, rep_runs: list[tuple[int, int]], span: tuple[int, int],
               rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -133,7 +152,8 @@ class _Cutter:
         if not inside:
             return None
         a, b = inside[0], inside[-1]
-        base = self.first_run[rows]
+        base = self.first_run[rows] if self._rows is not rows else self._base
+        self._rows, self._base = rows, base       # the same rows for every span of a group
         return (self.run_s[base + a] + (bs - rep_runs[a][0]),
                 self.run_e[base + b] + (be - rep_runs[b][1]))
 
@@ -143,18 +163,23 @@ class _Cutter:
         m = len(starts)
         if m == 0:
             return np.empty(0), None
-        pos = np.empty(2 * m, dtype=np.int64)
+        wide = len(self.data) >= (1 << 31) - 1
+        pos = np.empty(2 * m, dtype=np.int64 if wide else np.int32)
         pos[0::2], pos[1::2] = starts, ends
-        # Tokens and the gaps between them as one string array over the raw bytes: no copy.
-        arr = pa.LargeStringArray.from_buffers(2 * m - 1, pa.py_buffer(pos), self.buf)
-        tokens = arr.take(pa.array(np.arange(0, 2 * m - 1, 2)))
+        # Tokens and the gaps between them as one string array over the raw bytes: no copy;
+        # the gaps are null (bits 0b01010101...), so the cast skips them and nothing is taken.
+        mask = pa.py_buffer(b"\x55" * ((2 * m + 6) // 8))
+        kind = pa.LargeStringArray if wide else pa.StringArray
+        arr = kind.from_buffers(2 * m - 1, pa.py_buffer(pos), self.buf, mask, m - 1)
         if commas:
-            tokens = pc.replace_substring(tokens, ",", "")
+            arr = pc.replace_substring(arr, ",", "")
         try:
-            return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False), None
+            floats = pc.cast(arr, pa.float64())
+            # the values buffer as it is: the null gaps are dropped by the stride, not filled
+            return np.frombuffer(floats.buffers()[1], np.float64, 2 * m - 1)[0::2], None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             # a line of this shape with no number there: that value was not logged (not a NaN)
-            out = [to_number(t) for t in tokens.to_pylist()]
+            out = [to_number(t) for t in arr.to_pylist()[0::2]]
             valid = np.array([v is not None for v in out])
             return np.array([np.nan if v is None else v for v in out], dtype=np.float64), valid
 
@@ -162,11 +187,10 @@ class _Cutter:
 def read_groups(data: bytes) -> tuple[list[Group], int]:
     """Every useful line of the text, grouped by shape, with its values; and the line count."""
     data = split_lines(data)
-    starts, ends, run_s, run_e, first_run, before = scan(data)
+    starts, ends, run_s, run_e, first_run, shape = scan(data)
     n = len(starts)
     if n == 0:
         return [], 0
-    shape = _shape_ids(data, starts, before)
     n_runs = np.append(first_run[1:], len(run_s)) - first_run
     key = shape * _MAX_RUNS + np.minimum(n_runs, _MAX_RUNS - 1)
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)

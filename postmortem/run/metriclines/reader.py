@@ -116,30 +116,36 @@ def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: 
 
 def series(lines: Lines, source: Source) -> list[Series]:
     """One series per column; overflow lines become `overflows`, `skipped` and `loss_scale`."""
-    where: dict[str, np.ndarray] = {}
-    full: dict[str, np.ndarray] = {}
-    n = len(lines.rows)
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for g, p in zip(lines.groups, lines.pos):
         k = lines.keep[p]
+        every = bool(k.all())
         for name, values in g.values.items():
-            mask = k & g.masks[name] if name in g.masks else k
-            if not mask.any():
-                continue
-            if name not in where:       # marked on the whole line array: file order with no sort
-                where[name], full[name] = np.zeros(n, dtype=bool), np.empty(n)
-            where[name][p[mask]] = True
-            full[name][p[mask]] = values[mask]
+            mask = k & g.masks[name] if name in g.masks else (None if every else k)
+            if mask is None:
+                parts.setdefault(name, []).append((p, values))
+            elif mask.any():
+                parts.setdefault(name, []).append((p[mask], values[mask]))
     kept = lines.step[lines.keep]
     if len(kept) and (kept.max() >= 2 ** 40 or kept.min() < 0):
         bad = kept.max() if kept.max() >= 2 ** 40 else kept.min()
         raise RunReadError(source.path, f"step {bad:.0f} is out of range")
     result = []
     rows = int(lines.keep.sum())
-    for name, mark in where.items():
-        at = np.flatnonzero(mark)
+    merged: dict[tuple, tuple] = {}      # the same groups' entries merged once for all their columns
+    for name, pieces in parts.items():
+        key = tuple(id(a) for a, _ in pieces)
+        if key not in merged:
+            at = pieces[0][0] if len(pieces) == 1 else np.concatenate([a for a, _ in pieces])
+            # a group's entries are in file order already; several groups are merged by position
+            order = None if len(pieces) == 1 else np.argsort(at, kind="stable")
+            at = at if order is None else at[order]
+            merged[key] = ([a for a, _ in pieces], order, at, lines.rows[at], lines.step[at].astype(np.int64))
+        _, order, at, at_rows, at_steps = merged[key]
         if rows >= 200 and len(at) <= 2 and not metric_like(name):
             continue                      # a number in the preamble or in a printed sample
-        result.append(Series(name, lines.rows[at], lines.step[at].astype(np.int64), full[name][at]))
+        values = pieces[0][1] if order is None else np.concatenate([v for _, v in pieces])[order]
+        result.append(Series(name, at_rows, at_steps, values))
     result += _overflow_series(lines, source, {canonical_name(s.name) for s in result})
     return result
 
