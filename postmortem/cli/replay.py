@@ -15,6 +15,7 @@ def cmd_replay(args) -> int:
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import pick_incident
     from postmortem.replay.arms import NAMES as ARMS
+    from postmortem.replay.distributed import check_nproc, check_world, launch
     from postmortem.replay.engine import Replayer
     from postmortem.replay.guard import users_code
     from postmortem.replay.models import Cancelled
@@ -28,6 +29,8 @@ def cmd_replay(args) -> int:
     log = read_run(args.run, format=args.format)
     inc = pick_incident(analyze(log).incidents, args.step, args.run)
     device = args.device or ("cuda" if _cuda() else "cpu")
+    nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
+    check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -39,9 +42,13 @@ def cmd_replay(args) -> int:
                 tasks[arm] = bar.add_task(f"{arm:28s}", total=total)
             bar.update(tasks[arm], completed=done, description=f"{arm:18s} step {step}")
         try:
-            with users_code(args.run):     # its prints to stderr: stdout carries --json
-                result = Replayer(log, inc, device, progress, cancel,
-                                  allow_data_drift=args.allow_data_drift).replay(arms)
+            if nproc:                      # every rank in a process of its own, under torchrun
+                result = launch(args.run, inc.step, arms, device, nproc, args.format, progress, cancel,
+                                allow_data_drift=args.allow_data_drift)
+            else:
+                with users_code(args.run):     # its prints to stderr: stdout carries --json
+                    result = Replayer(log, inc, device, progress, cancel,
+                                      allow_data_drift=args.allow_data_drift).replay(arms)
         except (KeyboardInterrupt, Cancelled):
             cancel.set()
             print("postmortem: replay cancelled", file=sys.stderr)
@@ -87,6 +94,8 @@ def register(sub) -> None:
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when there is one")
     p.add_argument("--arms", help="comma-separated: faithful,fp32,scheduled-lr,restored-moments,"
                                   "swap-batch,earlier-checkpoint (default: all)")
+    p.add_argument("--nproc", metavar="N", help="replay on N processes under torchrun (DDP: gloo on CPU, "
+                                                "NCCL on GPU), as many as the run was trained on")
     p.add_argument("--allow-data-drift", action="store_true",
                    help="replay even when the batches the factory gives are not those the run logged (by hash)")
     add_format(p)
