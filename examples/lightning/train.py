@@ -47,7 +47,7 @@ class LitGPT(pl.LightningModule):
         x, y = batch
         overflow = self.hparams.inject == "fp16-overflow" and AT <= step < AT + 12
         for block in self.model.blocks:      # the injected outlier features: past 65504 in fp16
-            block.mlp.gain = 30000.0 if overflow else 1.0
+            block.mlp.gain = 1e5 if overflow else 1.0
         logits = self.model(x)
         return F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y)
 
@@ -131,9 +131,22 @@ class DropOptimizerState(pl.Callback):
             state["state"] = {}
 
 
-def trainer(out: Path, steps: int, precision: str, *more: pl.Callback) -> pl.Trainer:
+class CrashAt(pl.Callback):
+    """The machine goes away before step `step` (the optimizer-reset case's crash)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise RuntimeError(f"simulated crash before step {self.step}")
+
+
+def trainer(out: Path, steps: int, fp16: bool, *more: pl.Callback) -> pl.Trainer:
     keep = pl.callbacks.ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=50, save_top_k=-1)
-    return pl.Trainer(max_steps=steps, default_root_dir=out, precision=precision, gradient_clip_val=1.0,
+    # Trainer(precision="16-mixed") turns into bf16 on a CPU; the plugin keeps fp16 and its loss scaler
+    fp16 = {"plugins": [pl.plugins.MixedPrecision("16-mixed", "cpu")]} if fp16 else {}
+    return pl.Trainer(max_steps=steps, default_root_dir=out, **fp16, gradient_clip_val=1.0,
                       callbacks=[PostmortemCallback(factory="train:build"), keep, *more],
                       accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
                       enable_model_summary=False, num_sanity_val_steps=0)
@@ -150,21 +163,25 @@ def main(argv=None) -> int:
         return 0
     # quiet, as a script: no banners, tips or the warnings a CPU run of a toy model draws
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", ".*(does not have many workers|treespec|resuming from a checkpoint).*")
+    warnings.filterwarnings("ignore", ".*(does not have many workers|treespec|exists and is not empty).*")
     torch.set_num_threads(1)       # the sums of a 1-thread CPU replay, in the same order
     pl.seed_everything(1234, verbose=False)
-    precision = "16-mixed" if args.inject == "fp16-overflow" else "32-true"
-    module, data = build(args.inject, args.steps)
+    fp16 = args.inject == "fp16-overflow"
+    # the optimizer-reset case trains hotter (as the sample run does): a fresh Adam then shows
+    hot = {"lr_max": 5e-2, "min_lr": 5e-3, "warmup_steps": 150} if args.inject == "optimizer-reset" else {}
+    module, data = build(args.inject, args.steps, **hot)
     if args.inject != "optimizer-reset":
-        trainer(args.out, args.steps, precision).fit(module, data)
+        trainer(args.out, args.steps, fp16).fit(module, data)
         return 0
-    # the run crashes at step 260, then resumes from the step-250 checkpoint, its optimizer reset
-    trainer(args.out, 260, precision).fit(module, data)
-    module, data = build(args.inject, args.steps)
-    resumed = trainer(args.out, args.steps, precision, DropOptimizerState())
-    resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=4-step=250.ckpt")
+    # the run crashes before step 245, then resumes from the step-200 checkpoint, its optimizer reset
+    try:
+        trainer(args.out, args.steps, fp16, CrashAt(245)).fit(module, data)
+    except RuntimeError as err:
+        print(f"{err}: resuming from step 200", file=sys.stderr)
+    module, data = build(args.inject, args.steps, **hot)
+    resumed = trainer(args.out, args.steps, fp16, DropOptimizerState())
+    resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=3-step=200.ckpt")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

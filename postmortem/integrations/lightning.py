@@ -102,7 +102,8 @@ class PostmortemCallback(pl.Callback):
             self.rec.close()
             self.rec = None
 
-    on_exception = on_train_end        # a crash keeps every line logged so far
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self.on_train_end(trainer, pl_module)        # a crash keeps every line logged so far
 
 
 def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
