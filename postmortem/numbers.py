@@ -26,6 +26,8 @@ def number(v) -> str:
         return "+inf" if v > 0 else "-inf"
     shown = f"{v:.{DIGITS}g}"
     rounded = float(shown)
+    if math.isinf(rounded):
+        return repr(v)           # within a hair of the largest float: rounding up would overflow
     for whole in (v, rounded):       # 65536.0 stays 65536, 99999.7 rounds to 100000
         if whole == int(whole) and abs(whole) < _PLAIN_INT:
             return str(int(whole))

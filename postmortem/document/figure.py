@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -63,59 +67,98 @@ def _arms(replay) -> list[tuple[list[int], list[float], str]]:
     return out
 
 
-def png(log, step: int, replay=None, kind: str = "incident", segment: int | None = None) -> bytes:
-    """The figure as PNG bytes. Raises FigureUnavailable without matplotlib."""
-    out = io.BytesIO()
-    draw(log, step, replay, kind, segment).savefig(out, format="png", metadata={"Software": None})
-    return out.getvalue()
+@dataclass
+class Panel:
+    """One panel's points: `y` NaN where the logged value is not finite, `bad` those steps."""
+
+    column: str
+    title: str
+    log_scale: bool
+    x: np.ndarray
+    y: np.ndarray
+    bad: np.ndarray
+
+
+@dataclass
+class Picture:
+    """What the figure shows, plain arrays (drawn here or in a child process)."""
+
+    title: str
+    step: int
+    panels: list[Panel]
+    arms: list[tuple[list[int], list[float], str]] = field(default_factory=list)
+
+
+def picture(log, step: int, replay=None, kind: str = "incident", segment: int | None = None) -> Picture:
+    """The panels' points around the incident (numpy only: no matplotlib here)."""
+    window, segment = _window(log, step, segment, replay)
+    x = window["step"].to_numpy()
+    panels = []
+    for col, title, logy in PANELS:
+        if col not in window or not window[col].notna().any():
+            continue
+        y = window[col].to_numpy(dtype=float)
+        finite = np.isfinite(y)
+        bad = ~finite & window.index.isin(_nonfinite_rows(log, col))      # logged NaN or inf
+        shown = finite | bad           # the steps it was logged at: a line broken where it is not finite
+        panels.append(Panel(col, title, logy and bool(finite.any()) and bool((y[finite] > 0).all()),
+                            x[shown], np.where(finite, y, np.nan)[shown], x[bad]))
+    if not panels:
+        raise DocumentError(f"nothing to draw around step {step}: the run logs no loss, grad norm, LR or loss scale")
+    title = f"{log.run_id}: {kind} at step {step}" + (f" (segment {segment})" if segment else "")
+    return Picture(title, step, panels, _arms(replay))
 
 
 def draw(log, step: int, replay=None, kind: str = "incident", segment: int | None = None):
-    """The matplotlib Figure (Agg canvas, no pyplot: nothing global, safe in a thread)."""
+    """The matplotlib Figure. Raises FigureUnavailable without matplotlib."""
+    return draw_picture(picture(log, step, replay, kind, segment))
+
+
+def draw_picture(pic: Picture):
+    """The Figure of a Picture (Agg canvas, no pyplot: nothing global, safe in a thread)."""
     if not available():
         raise FigureUnavailable(NEEDS_EXTRA)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    window, segment = _window(log, step, segment, replay)
-    drawn = [(col, title, logy) for col, title, logy in PANELS
-             if col in window and window[col].notna().any()]
-    if not drawn:
-        raise DocumentError(f"nothing to draw around step {step}: the run logs no loss, grad norm, LR or loss scale")
-    fig = Figure(figsize=(8, 1.9 * len(drawn) + 0.6), dpi=100, layout="constrained")
+    fig = Figure(figsize=(8, 1.9 * len(pic.panels) + 0.6), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]
-    x = window["step"].to_numpy()
-    for ax, (col, title, logy) in zip(axes, drawn):
-        y = window[col].to_numpy(dtype=float)
-        finite = np.isfinite(y)
-        bad = ~finite & window.index.isin(_nonfinite_rows(log, col))      # logged NaN or inf
-        shown = finite | bad           # the steps it was logged at: a line broken where it is not finite
-        ax.plot(x[shown], np.where(finite, y, np.nan)[shown], color="0.25", lw=1.0,
-                drawstyle="steps-post" if col == "loss_scale" else "default",
-                label="logged" if col == "loss" else None)
+    axes = fig.subplots(len(pic.panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, p in zip(axes, pic.panels):
+        ax.plot(p.x, p.y, color="0.25", lw=1.0, drawstyle="steps-post" if p.column == "loss_scale" else "default",
+                label="logged" if p.column == "loss" else None)
         # a NaN or inf: a red mark at the top of the panel, where a value cannot be drawn
-        if bad.any():
-            ax.scatter(x[bad], np.ones(bad.sum()), transform=ax.get_xaxis_transform(), marker="x",
-                       color="tab:red", s=25, clip_on=False, label="NaN / inf" if col == "loss" else None)
-        if col == "loss":
-            for steps, losses, name in _arms(replay):
+        if len(p.bad):
+            ax.scatter(p.bad, np.ones(len(p.bad)), transform=ax.get_xaxis_transform(), marker="x",
+                       color="tab:red", s=25, clip_on=False, label="NaN / inf" if p.column == "loss" else None)
+        if p.column == "loss":
+            for steps, losses, name in pic.arms:
                 ys = np.array(losses)
                 ax.plot(steps, np.where(np.isfinite(ys), ys, np.nan), lw=1.2, marker=".", ms=3,
                         label=f"replay: {name}", alpha=0.9)
-        if logy and (y[finite] > 0).all() and finite.any():
-            ax.set_yscale("log", base=2 if col == "loss_scale" else 10)
-        ax.axvline(step, color="tab:red", ls="--", lw=1)
-        ax.set_ylabel(title)
+        if p.log_scale:
+            ax.set_yscale("log", base=2 if p.column == "loss_scale" else 10)
+        ax.axvline(pic.step, color="tab:red", ls="--", lw=1)
+        ax.set_ylabel(p.title)
         ax.grid(True, alpha=0.3)
-    axes[0].set_title(f"{log.run_id}: {kind} at step {step}" + (f" (segment {segment})" if segment else ""),
-                      loc="left", fontsize=10)
-    axes[0].annotate(f"step {step}", (step, 0), xycoords=axes[0].get_xaxis_transform(), xytext=(3, 3),
+    axes[0].set_title(pic.title, loc="left", fontsize=10)
+    axes[0].annotate(f"step {pic.step}", (pic.step, 0), xycoords=axes[0].get_xaxis_transform(), xytext=(3, 3),
                      textcoords="offset points", color="tab:red", fontsize=8)
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(loc="upper left", fontsize=7, ncols=2)
     axes[-1].set_xlabel("step")
     return fig
+
+
+def png_of(pic: Picture) -> bytes:
+    out = io.BytesIO()
+    draw_picture(pic).savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
+
+
+def png(log, step: int, replay=None, kind: str = "incident", segment: int | None = None) -> bytes:
+    """The figure as PNG bytes. Raises FigureUnavailable without matplotlib."""
+    return png_of(picture(log, step, replay, kind, segment))
 
 
 def _nonfinite_rows(log, col: str) -> "object":
@@ -129,6 +172,23 @@ def write(path: Path, log, step: int, replay=None, kind: str = "incident") -> Pa
     return atomic_write(Path(path), png(log, step, replay, kind))
 
 
+def write_in_child(path: Path, pic: Picture, timeout_s: float = 120.0) -> Path:
+    """Draw in a child process (`python -m postmortem.document.figure PATH`, the Picture
+    pickled to its stdin): the TUI's own process never imports matplotlib, and its UI thread
+    does not share an interpreter with the drawing."""
+    if not available():
+        raise FigureUnavailable(NEEDS_EXTRA)
+    try:
+        r = subprocess.run([sys.executable, "-m", "postmortem.document.figure", str(path)],
+                           input=pickle.dumps(pic), capture_output=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise DocumentError(f"the figure took more than {timeout_s:.0f} s to draw") from None
+    if r.returncode:
+        lines = r.stderr.decode(errors="replace").strip().splitlines() or ["failed"]
+        raise DocumentError(f"the figure: {lines[-1]}")
+    return Path(path)
+
+
 def is_png(data: bytes) -> bool:
     return data[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -139,3 +199,16 @@ def size_of(data: bytes) -> tuple[int, int]:
         raise ValueError("not a PNG")
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
+
+def _child(argv: list[str]) -> int:
+    """The child: a pickled Picture on stdin, the PNG written to argv[0]."""
+    try:
+        atomic_write(Path(argv[0]), png_of(pickle.load(sys.stdin.buffer)))
+    except Exception as err:        # one line for the parent, whatever it was
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))

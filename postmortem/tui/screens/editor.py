@@ -227,17 +227,19 @@ class EditorScreen(Screen):
 
     @work(thread=True, exclusive=True, group="figure")
     def draw_figure(self) -> None:
-        """The figure beside the draft (<draft>.png), drawn off the UI thread with the replay's
-        arms when there is one; the document shows it from then on. Without matplotlib the
-        document goes without, said once."""
+        """The figure beside the draft (<draft>.png), with the replay's arms when there is one,
+        drawn in a child process (the app never imports matplotlib, and typing does not wait on
+        the drawing); the document shows it from then on. Without matplotlib the document goes
+        without, said once."""
         from postmortem.document import figure
         from postmortem.errors import DocumentError
         if self.run_log is None:
             return
         path = self.path.with_suffix(".png")
         try:
-            figure.write(path, self.run_log, self.pm.spike_step, self.session.replay_of(self.pm.spike_step),
-                         self.pm.incident)
+            pic = figure.picture(self.run_log, self.pm.spike_step, self.session.replay_of(self.pm.spike_step),
+                                 self.pm.incident)
+            figure.write_in_child(path, pic)
         except DocumentError as err:
             self.app.call_from_thread(self.notify, f"no figure: {err}", severity="warning", timeout=6)
             return
