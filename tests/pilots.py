@@ -1,6 +1,12 @@
-"""What the TUI tests wait on: the loader process's run painted and handed over."""
+"""What the TUI tests wait on (the loader process's run painted and handed over) and read
+(the screen's text, as a person sees it)."""
 
+import html
+import re
 import time
+
+CELL_PX = 12.2          # the width of a cell in Textual's SVG screenshot (font 20 x 0.61)
+TEXT = re.compile(r'<text [^>]*?x="([\d.]+)"[^>]*?clip-path="url\(#[\w-]*?line-(\d+)\)">([^<]*)</text>')
 
 
 async def opened(app, pilot, seconds=120.0):
@@ -11,3 +17,16 @@ async def opened(app, pilot, seconds=120.0):
         assert time.monotonic() - start < seconds, "the run was never handed over"
         await app.workers.wait_for_complete()
         await pilot.pause()
+
+
+def screen_lines(app) -> list[str]:
+    """The terminal's lines as drawn now: the text of the app's SVG screenshot, each piece at
+    its column (what is off screen or hidden under another widget is not in it)."""
+    width, height = app.size
+    lines = [[" "] * width for _ in range(height)]
+    for x, row, text in TEXT.findall(app.export_screenshot()):
+        col = round(float(x) / CELL_PX)
+        for i, ch in enumerate(html.unescape(text).replace("\xa0", " ")):
+            if int(row) < height and col + i < width:
+                lines[int(row)][col + i] = ch
+    return ["".join(line).rstrip() for line in lines]

@@ -73,6 +73,19 @@ def test_editor(snap_compare, tmp_path):
     assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=edit)
 
 
+def test_editor_80x24(snap_compare, tmp_path):
+    """The editor at 80x24: the workflow keys in the footer, the status lines clear."""
+    async def edit(pilot):
+        await loaded(pilot)
+        await pilot.press("e")
+        for area in pilot.app.screen.query("TextArea"):
+            area.cursor_blink = False
+        await pilot.pause()
+        pilot.app.screen.settle()
+        await settled(pilot)
+    assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=edit)
+
+
 def test_replay_panel_before_a_run(snap_compare, tmp_path):
     async def replay(pilot):
         await loaded(pilot)

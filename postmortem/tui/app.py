@@ -12,27 +12,6 @@ from textual.binding import Binding
 from postmortem.tui.dialogs import HelpScreen
 from postmortem.tui.screens.dashboard import DashboardScreen
 from postmortem.tui.session import Session
-from postmortem.tui.widgets.metric_panel import MetricPanel
-
-HELP = {
-    "MetricPanel": "A panel: the metric over steps, the incident in red, the cursor in blue. "
-                   "left/right move the cursor (shift: 10x), z zooms to the incident and back.",
-    "incidents": "The incidents analyze found; enter picks one, the panels mark it.",
-    "checks": "Tree A and tree B: every node pass, fail (and the leaf it points to) or skipped, and why.",
-    "hypotheses": "Section 2, ranked by the diagnosis and the replay: shift+up/down reorder, d dismisses "
-                  "with a reason (d again restores), a adds one as pattern | panel | observation. "
-                  "Under the table: the highlighted one whole, what the run shows for (+) and against (-) "
-                  "it, and what would tell it apart.",
-    "remedies": "The usual remedies of the pattern you named: enter adds the highlighted one to section 5.",
-    "arms": "Each arm replays the same steps from the same checkpoint with one cause taken away; "
-            "space toggles an arm, r runs the checked ones, escape cancels.",
-    "evidence": "What the replay found, a row as it arrives: the panel, the causes it favors and rules out; "
-                "the highlighted row shows whole under the table. Escape takes them to the post-mortem.",
-    "lessons": "Every learner's lessons by pattern; type in the filter (pattern:x learner:y text), "
-               "enter opens the post-mortem behind a lesson.",
-    "similar": "Past post-mortems scored against this incident field by field; enter opens one.",
-}
-
 
 class PostmortemApp(App):
     """The run is read by a loader process (started here when none was handed in), or
@@ -41,11 +20,14 @@ class PostmortemApp(App):
     CSS_PATH = Path(__file__).parent / "app.tcss"     # absolute: subclasses elsewhere find it too
     TITLE = "postmortem"
     DASHBOARD = DashboardScreen
+    NOTIFICATION_TIMEOUT = 3          # a toast says its word and goes (warnings and errors: 6 s)
+    # last in every footer, after the screen's own keys; t and l are everywhere but shown only
+    # where they are the workflow (the dashboard shows l; the palette lists both)
     BINDINGS = [
+        Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain every panel of this screen"),
         Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
-        Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain the focused panel"),
-        Binding("t", "toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
-        Binding("l", "lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
+        Binding("t", "toggle_theme", "Theme", id="theme", show=False, tooltip="Light or dark theme"),
+        Binding("l", "lessons", "Lessons", id="lessons", show=False, tooltip="Lessons across learners, by pattern"),
     ]
 
     def __init__(self, run: str | None = None, format: str | None = None, kb_root: Path | None = None,
@@ -73,10 +55,18 @@ class PostmortemApp(App):
             self.loader.close()                # the app quit before the child was done
 
     def action_help(self) -> None:
-        focused = self.focused
-        key = type(focused).__name__ if isinstance(focused, MetricPanel) else getattr(focused, "id", None)
-        self.push_screen(HelpScreen(HELP.get(key, "q quits, z zooms to the incident, n/p pick the incident, "
-                                                  "left/right move the cursor, t switches the theme.")))
+        from postmortem.tui.help import describe
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(describe(self.screen, self.focused)))
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """A toast at the top right (app.tcss), over no status line; a warning or an error
+        stays twice as long as news."""
+        if timeout is None:
+            timeout = self.NOTIFICATION_TIMEOUT * (1 if severity == "information" else 2)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def action_lessons(self) -> None:
         """From any screen (the commit screen sends the author there): the dashboard's run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
@@ -24,6 +24,9 @@ class ErrorScreen(ModalScreen):
 
 
 class HelpScreen(ModalScreen):
+    """What every panel of the screen below shows, the focused one first; it scrolls where it
+    is taller than the terminal."""
+
     BINDINGS = [Binding("escape,f1,question_mark", "app.pop_screen", "Close", id="help.close",
                         tooltip="Close the help")]
 
@@ -32,7 +35,9 @@ class HelpScreen(ModalScreen):
         self.text = text
 
     def compose(self) -> ComposeResult:
-        yield Static(self.text, id="error")
+        with VerticalScroll(id="help") as scroll:
+            scroll.border_title = "help: escape closes"
+            yield Static(self.text, id="help-text")
 
 
 class AskScreen(ModalScreen[str | None]):

@@ -35,7 +35,7 @@ class CommitScreen(Screen):
                 yield Label("learner (the lessons file is learners/<learner>/lessons.md)")
                 yield Input(self.pm.learner, id="learner")
                 yield Static("", id="commit-plan")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.title = "commit the post-mortem"

@@ -4,6 +4,7 @@ first paint, for the editor, the replay, the lessons and another segment's histo
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -16,18 +17,27 @@ from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
 from postmortem.tui.view import FirstView, segment_history, series
-from postmortem.tui.widgets.cells import columns, plain
+from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
 
 class DashboardScreen(Screen):
-    # left/right move the step cursor wherever the focus is on the dashboard (priority:
-    # before a table's horizontal scroll); on other screens they are the widgets' own.
-    # ctrl+q, f1, t and l are the App's everywhere; listed here too, to keep the footer's order.
+    # The footer shows the workflow, in the order it is done, and fits 80 columns: write,
+    # replay, lessons, zoom, the incident picked, then the App's help and quit. Every other
+    # key is in the palette (ctrl+p) and in F1. left/right move the step cursor wherever the
+    # focus is on the dashboard (priority: before a table's horizontal scroll).
     BINDINGS = [
-        Binding("ctrl+q", "app.quit", "Quit", id="quit", tooltip="Leave postmortem"),
-        Binding("q", "app.quit", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
+        Binding("e,w", "edit", "Write", id="edit",
+                tooltip="Write this incident's post-mortem: the seven sections, saved as you type"),
+        Binding("r", "replay", "Replay", id="replay",
+                tooltip="Replay the steps around the incident in counterfactual arms"),
+        Binding("l", "app.lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
         Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
+        Binding("n", "incident(1)", "Incident", id="incident.next", key_display="n/p",
+                tooltip="Mark the next incident (p: the previous one)"),
+        Binding("p", "incident(-1)", "Prev incident", id="incident.prev", show=False,
+                tooltip="Mark the previous incident"),
+        Binding("q", "app.quit", "Quit", id="quit.q", show=False, tooltip="Leave postmortem"),
         Binding("left", "move(-1)", "Step -", id="cursor.left", show=False, priority=True,
                 tooltip="Cursor one step left"),
         Binding("right", "move(1)", "Step +", id="cursor.right", show=False, priority=True,
@@ -36,15 +46,6 @@ class DashboardScreen(Screen):
                 tooltip="Cursor 10 steps left"),
         Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True,
                 tooltip="Cursor 10 steps right"),
-        Binding("n", "incident(1)", "Next incident", id="incident.next", tooltip="Mark the next incident"),
-        Binding("p", "incident(-1)", "Prev incident", id="incident.prev", tooltip="Mark the previous incident"),
-        Binding("f1,question_mark", "app.help", "Help", id="help", tooltip="Explain the focused panel"),
-        Binding("t", "app.toggle_theme", "Theme", id="theme", tooltip="Light or dark theme"),
-        Binding("l", "app.lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
-        Binding("e", "edit", "Write post-mortem", id="edit",
-                tooltip="The seven sections of this incident's post-mortem, saved as you type"),
-        Binding("r", "replay", "Replay", id="replay",
-                tooltip="Replay the steps around the incident in counterfactual arms"),
     ]
 
     def __init__(self, session: Session, loader=None):
@@ -62,14 +63,19 @@ class DashboardScreen(Screen):
         with Horizontal(id="body"):
             yield Vertical(id="panels")
             with Vertical(id="side"):
-                incidents = DataTable(id="incidents", cursor_type="row")
+                # the kind and rise tell the incidents apart first; score and metric when room is
+                incidents = FittedTable(Col("step", 8), Col("kind", 10), Col("rise", 7),
+                                        Col("top cause", text=True, wrap=True, least=9),
+                                        Col("score", 5, optional=True), Col("metric", 10, optional=True),
+                                        id="incidents")
                 incidents.border_title = "incidents"
                 yield incidents
-                checks = DataTable(id="checks", cursor_type="row")
+                checks = FittedTable(Col("node", 5), Col("", 4), Col("detail", text=True), id="checks")
                 checks.border_title = "checks (tree A, tree B)"
                 yield checks
+                yield Static("", id="row-detail")      # the highlighted row whole, wrapped
         yield Static("reading...", id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if self.session.view is not None:            # handed a session already read
@@ -106,21 +112,16 @@ class DashboardScreen(Screen):
         room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
         for name, steps, values in view.layers[:room]:
             panels.mount(MetricPanel("grad-norm", name, steps, values, log_scale=True))
-        table = self.query_one("#incidents", DataTable)
-        # what tells the incidents apart first: at 80 columns step, kind and rise show
-        widest = max((len(str(i.step)) for i in view.incidents), default=4)
-        columns(table, step=max(4, widest), kind=10, rise=6, **{"top cause": 22}, score=5, metric=10)
+        table = self.query_one("#incidents", FittedTable)
         if not view.incidents:         # said where the eye looks for them, not only on the status line
             table.border_title = "incidents: none"
-        for inc in view.incidents:
-            table.add_row(*plain(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
-                                 f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric))
-        checks = self.query_one("#checks", DataTable)
-        columns(checks, node=5, **{"": 4}, detail=90)
+        table.set_rows([(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
+                         f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric)
+                        for inc in view.incidents])
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
-        for c in view.checks:
-            leaf = f" -> {c.leaf}" if c.status == "fail" and c.leaf else ""
-            checks.add_row(*plain(c.id, marks[c.status], f"{c.detail}{leaf}"))
+        self.query_one("#checks", FittedTable).set_rows(
+            [(c.id, marks[c.status], f"{c.detail} -> {c.leaf}" if c.status == "fail" and c.leaf else c.detail)
+             for c in view.checks])
         self.fit_panels()
         self.session.current = view.largest
         self.mark(view.largest)
@@ -248,6 +249,29 @@ class DashboardScreen(Screen):
     def action_incident(self, delta: int) -> None:
         self.cursor = None
         self.mark(self.session.current + delta)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        table = event.data_table
+        if table.has_focus or (table.id == "incidents" and not isinstance(self.focused, FittedTable)):
+            self.show_row(table)
+
+    def on_descendant_focus(self, event) -> None:
+        if isinstance(event.widget, FittedTable):
+            self.show_row(event.widget)
+
+    def show_row(self, table: FittedTable) -> None:
+        """The highlighted incident or check whole, under the tables: their columns cut it."""
+        row = table.row_text(table.cursor_row)
+        if row is None:
+            return
+        if table.id == "incidents":
+            step, kind, rise, top, score, metric = row
+            text = (f"{kind} of {metric} at step {step}: rise {rise}, top cause {top} (score {score}); "
+                    f"enter marks it")
+        else:
+            node, mark, detail = row
+            text = f"{node} {mark}: {detail}"
+        self.query_one("#row-detail", Static).update(escape(text))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "incidents":

@@ -32,20 +32,23 @@ from postmortem.tui.session import Session
 from postmortem.tui.widgets.hypotheses import HypothesesTable
 
 class EditorScreen(Screen):
+    # the footer: the workflow (commit, replay, preview, back) fits 80 columns; the rest is in
+    # the palette, and F1 says where
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="editor.back", tooltip="Back to the dashboard (saved)"),
-        Binding("ctrl+s", "save", "Save draft", id="editor.save", tooltip="Save the draft now"),
-        Binding("f2", "toggle_preview", "Preview", id="editor.preview", tooltip="The whole document as Markdown"),
+        Binding("ctrl+g", "commit", "Commit", id="editor.commit",
+                tooltip="Check the document, then commit it and its lesson with git"),
         Binding("ctrl+r", "replay", "Replay", id="editor.replay",
                 tooltip="Replay the incident; its evidence fills section 3 and re-ranks section 2"),
-        Binding("ctrl+o", "external_editor", "$EDITOR", id="editor.external",
+        Binding("f2", "toggle_preview", "Preview", id="editor.preview", tooltip="The whole document as Markdown"),
+        Binding("escape", "app.pop_screen", "Back", id="editor.back", tooltip="Back to the dashboard (saved)"),
+        Binding("ctrl+s", "save", "Save draft", id="editor.save", show=False,
+                tooltip="Save the draft now (it saves itself as you type)"),
+        Binding("ctrl+o", "external_editor", "$EDITOR", id="editor.external", show=False,
                 tooltip="Open the focused section in $EDITOR"),
         Binding("f5", "rederive", "Re-derive symptoms", id="editor.rederive", show=False,
                 tooltip="Symptoms again from the run (your unusual tokens kept)"),
         Binding("f8", "start_over", "Start over", id="editor.start_over", show=False,
                 tooltip="Set the restored draft aside (kept as .bak) and start again from the run"),
-        Binding("ctrl+g", "commit", "Commit", id="editor.commit",
-                tooltip="Check the document, then commit it and its lesson with git"),
     ]
 
     def __init__(self, pm: PostMortem, session: Session):
@@ -93,7 +96,7 @@ class EditorScreen(Screen):
             yield preview
         yield Static("", id="sections")
         yield Static("", id="lint")
-        yield Footer()
+        yield Footer(compact=True)
 
     def _symptoms_text(self) -> str:
         # as the document writes them (numbers.number: 4 significant digits)
@@ -151,7 +154,7 @@ class EditorScreen(Screen):
         if found:
             lines += [f" {sign} [{o.panel}] {o.observation}"
                       for sign, seen in (("+", found.supported_by), ("-", found.contradicted_by))
-                      for o in seen if o.observation != h.observation]     # the table's own: once
+                      for o in seen if o.observation not in h.observation]   # the headline's: once
             if found.discriminate:
                 lines.append(f" tells it apart: {found.discriminate}")
         detail.update(escape("\n".join(lines)))

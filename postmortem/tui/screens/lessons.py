@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
 from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
 from postmortem.kb.repo import kb_root
-from postmortem.tui.widgets.cells import columns, plain
+from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
 
 _FIGURE = re.compile(r"^!\[[^\]\n]*\]\((?P<src>[^()\s]+)\)[ \t]*$", re.M)
@@ -41,7 +41,7 @@ class DocumentScreen(Screen):
             text = f"```yaml\n{front.strip()}\n```\n{body}"
         text = _FIGURE.sub(self._figure_line, text)
         yield Markdown(text, id="document")
-        yield Footer()
+        yield Footer(compact=True)
 
     def _figure_line(self, m) -> str:
         """A terminal shows no PNG: the figure's path instead, and whether it is there."""
@@ -64,22 +64,22 @@ class LessonsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: text, or pattern:fp16 learner:ana run:19-", id="filter")
-        table = DataTable(id="lessons", cursor_type="row")
+        # the lesson takes the rest of the width; the status line shows it whole
+        table = FittedTable(Col("pattern", 26, wrap=True), Col("lesson", text=True, least=30), Col("learner", 10),
+                            Col("date", 10, optional=True), Col("run", 18, optional=True), id="lessons")
         table.border_title = "lessons (enter opens the post-mortem)"
         yield table
         if self.incident is not None:
-            similar = DataTable(id="similar", cursor_type="row")
+            similar = FittedTable(Col("score", 5), Col("run", 18), Col("pattern", 22, wrap=True),
+                                  Col("why", text=True), Col("post-mortem", 48, optional=True), id="similar")
             similar.border_title = f"past incidents like this run's {self.incident.kind} at step {self.incident.step}"
             yield similar
         yield Static("", id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        columns(self.query_one("#lessons", DataTable), pattern=22, lesson=64, learner=10, date=10, run=18)
         self.show("")
         if self.incident is not None:
-            columns(self.query_one("#similar", DataTable), score=5, run=18, pattern=22, why=60,
-                    **{"post-mortem": 48})
             self.find_similar()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -90,11 +90,9 @@ class LessonsScreen(Screen):
         groups = group_by_pattern(query(self.lessons, text))
         counts = {pattern: len(group) for pattern, group in groups}
         rows = [r for _, group in groups for r in group]
-        table = self.query_one("#lessons", DataTable)
-        table.clear()
-        for r in rows:
-            table.add_row(*plain(f"{r.pattern} ({counts[r.pattern]})", r.lesson, r.learner, r.date, r.run_id),
-                          key=f"learners/{r.learner}/{r.link}")
+        self.query_one("#lessons", FittedTable).set_rows(
+            [(f"{r.pattern} ({counts[r.pattern]})", r.lesson, r.learner, r.date, r.run_id) for r in rows],
+            keys=[f"learners/{r.learner}/{r.link}" for r in rows], cursor=0)
         self.counted = f"{len(rows)} lesson(s) in {len(counts)} pattern(s)" if rows else "no lessons match"
         self.query_one("#status", Static).update(self.counted)
 
@@ -111,21 +109,21 @@ class LessonsScreen(Screen):
         self.app.call_from_thread(self.show_similar, [(m.score, m.path, m.pm, m.why) for m in found])
 
     def show_similar(self, found) -> None:
-        table = self.query_one("#similar", DataTable)
-        table.clear()
+        rows, keys = [], []
         for score, path, pm, why in found[:20]:
             same = [w.split(":")[0] for w in why if ": match" in w]
-            table.add_row(*plain(f"{score:.2f}", pm.run_id, pm.pattern or "-",
-                                 "same " + ", ".join(same) if same else "-", path.relative_to(self.root)),
-                          key=str(path))
+            rows.append((f"{score:.2f}", pm.run_id, pm.pattern or "-", "same " + ", ".join(same) if same else "-",
+                         path.relative_to(self.root)))
+            keys.append(str(path))
         if not found:
-            table.add_row(*plain("-", "", "", "no other past post-mortem under learners/", ""), key="-")
+            rows, keys = [("-", "", "", "no other past post-mortem under learners/", "")], ["-"]
+        self.query_one("#similar", FittedTable).set_rows(rows, keys=keys, cursor=0)
         self.similar = found
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The whole lesson of the highlighted row, which its column may cut."""
-        if event.data_table.id == "lessons" and event.data_table.row_count:
-            row = event.data_table.get_row(event.row_key)
+        row = event.data_table.row_text(event.cursor_row)
+        if event.data_table.id == "lessons" and row:
             self.query_one("#status", Static).update(escape(f"{self.counted} | {row[1]} ({row[2]}, {row[4]})"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

@@ -16,7 +16,7 @@ from postmortem.replay.models import EvidenceArrived, Failed, Finished, Progress
 from postmortem.replay.worker import ReplayProcess, what_is_missing
 from postmortem.tui import messages
 from postmortem.tui.session import Session
-from postmortem.tui.widgets.cells import columns, plain
+from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
 
 class ReplayScreen(Screen):
@@ -52,16 +52,17 @@ class ReplayScreen(Screen):
                     yield Static("press r to replay the checked arms", id="replay-status")
                     yield ProgressBar(id="replay-bar", show_eta=False)
                     yield Static("", id="replay-ranking")
-            table = DataTable(id="evidence", cursor_type="row")
+            # the observation takes the rest of the width; under the table it shows whole
+            table = FittedTable(Col("panel", 14, wrap=True), Col("favors", 16, wrap=True),
+                                Col("rules out", 16, wrap=True), Col("observation", text=True), id="evidence")
             table.border_title = "evidence"
             yield table
             yield Static("", id="evidence-detail")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.title = "postmortem replay"
         if not self.missing:
-            columns(self.query_one("#evidence", DataTable), panel=16, favors=22, **{"rules out": 34}, observation=140)
             self.query_one("#replay-bar").display = False       # shown once a replay runs
 
     @property
@@ -85,7 +86,7 @@ class ReplayScreen(Screen):
         if self.state in ("missing", "running"):
             return
         self.evidence, self.result = [], None
-        self.query_one("#evidence", DataTable).clear()
+        self.query_one("#evidence", FittedTable).set_rows([])
         self.query_one("#evidence-detail", Static).display = False
         self.query_one("#replay-ranking", Static).update("")
         self._status("starting the replay process (importing torch and the run's code)...")
@@ -120,8 +121,8 @@ class ReplayScreen(Screen):
     def on_evidence_arrived(self, message: messages.EvidenceArrived) -> None:
         row = message.evidence
         self.evidence.append(row)
-        table = self.query_one("#evidence", DataTable)
-        table.add_row(*plain(row.panel, ", ".join(row.favors), ", ".join(row.rules_out), row.observation))
+        table = self.query_one("#evidence", FittedTable)
+        table.add((row.panel, ", ".join(row.favors), ", ".join(row.rules_out), row.observation))
         if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
             self._detail(row)
 

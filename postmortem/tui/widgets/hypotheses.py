@@ -5,38 +5,41 @@ from __future__ import annotations
 
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable
 
 from postmortem.document.model import HypothesisEntry
 from postmortem.tui.dialogs import AskScreen
-from postmortem.tui.widgets.cells import columns, plain
+from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
 
-class HypothesesTable(DataTable):
+class HypothesesTable(FittedTable):
     """Section 2: the ranked hypotheses; the author reorders, adds and dismisses."""
 
+    # show=False: the label above the table says them, and the editor's footer keeps its
+    # workflow keys at 80 columns
     BINDINGS = [
-        Binding("shift+up", "move(-1)", "Up", id="hypotheses.up", tooltip="Move the hypothesis up"),
-        Binding("shift+down", "move(1)", "Down", id="hypotheses.down", tooltip="Move the hypothesis down"),
-        Binding("d", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss",
+        Binding("shift+up", "move(-1)", "Up", id="hypotheses.up", show=False,
+                tooltip="Move the hypothesis up"),
+        Binding("shift+down", "move(1)", "Down", id="hypotheses.down", show=False,
+                tooltip="Move the hypothesis down"),
+        Binding("d", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss", show=False,
                 tooltip="Dismiss with a reason (again: restore it)"),
-        Binding("a", "add", "Add", id="hypotheses.add", tooltip="Add a hypothesis: pattern | panel | observation"),
+        Binding("a", "add", "Add", id="hypotheses.add", show=False,
+                tooltip="Add a hypothesis: pattern | panel | observation"),
     ]
 
     def __init__(self, hypotheses: list[HypothesisEntry], **kw):
-        super().__init__(cursor_type="row", **kw)
+        # the observation takes the rest of the width; under the table it shows whole
+        super().__init__(Col("#", 2), Col("pattern", 22, wrap=True), Col("panel", 12, wrap=True),
+                         Col("observation", text=True), Col("dismissed", 16, optional=True), **kw)
         self.hypotheses = list(hypotheses)
 
     def on_mount(self) -> None:
-        columns(self, **{"#": 2}, pattern=22, panel=16, observation=80, dismissed=40)
         self.fill()
 
     def fill(self, row: int | None = None) -> None:
-        self.clear()
-        for i, h in enumerate(self.hypotheses, 1):
-            self.add_row(*plain(i, h.pattern, h.panel, h.observation, h.dismissed or ""))
-        if row is not None and self.hypotheses:
-            self.move_cursor(row=max(0, min(row, len(self.hypotheses) - 1)))
+        self.set_rows([(i, h.pattern, h.panel, h.observation, h.dismissed or "")
+                       for i, h in enumerate(self.hypotheses, 1)],
+                      cursor=None if row is None else max(0, min(row, len(self.hypotheses) - 1)))
         self.post_message(self.Changed())
 
     class Changed(Message):

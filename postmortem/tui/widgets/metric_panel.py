@@ -8,8 +8,9 @@ from textual_plotext import PlotextPlot
 from postmortem.tui.widgets.decimate import decimate, with_breaks
 
 
-class MetricPanel(PlotextPlot):
-    """Plots `column` of the run on a log scale where asked; knows its panel id."""
+class MetricPanel(PlotextPlot, can_focus=True):
+    """Plots `column` of the run on a log scale where asked; knows its panel id. It takes the
+    focus (tab), so F1 can say what it shows."""
 
     DEFAULT_CSS = ""
 
