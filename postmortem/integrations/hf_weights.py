@@ -50,10 +50,10 @@ def load_weights(model: torch.nn.Module, path: Path) -> None:
     for f in files:
         shapes.update(_shapes(f))
     own = model.state_dict()
-    for name, shape in shapes.items():
-        if name in own and tuple(own[name].shape) != shape:
-            raise ReplayError(f"{path}: the checkpoint is of another model: {name} is {shape} there, "
-                              f"{tuple(own[name].shape)} in the model the factory built")
+    for name, tensor in own.items():         # the model's order: its first layer named first
+        if name in shapes and tuple(tensor.shape) != shapes[name]:
+            raise ReplayError(f"{path}: the checkpoint is of another model: {name} is {shapes[name]} there, "
+                              f"{tuple(tensor.shape)} in the model the factory built")
     loaded = {own[k].data_ptr() for k in shapes if k in own}
     missing = [k for k in own if k not in shapes and own[k].data_ptr() not in loaded]
     unexpected = [k for k in shapes if k not in own]
