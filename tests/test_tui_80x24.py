@@ -79,9 +79,11 @@ async def test_f1_explains_every_panel_the_charts_included(tmp_path):
         await pilot.press("escape")
         # the editor's panels too
         await pilot.press("e")
+        app.screen.query_one("#evidence").focus()        # section 3, not the replay's table
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
-        for name in ("2. Hypotheses", "sections 3-7", "usual remedies", "lint line"):
+        assert app.screen.text.startswith("[b]sections 3-7[/b] (focused)")
+        for name in ("2. Hypotheses", "usual remedies", "lint line"):
             assert name in app.screen.text
 
 

@@ -65,12 +65,10 @@ def help_key(widget) -> str | None:
     if isinstance(widget, MetricPanel):
         key = f"chart:{widget.panel}"
         return key if widget.column.replace("_", "-") == widget.panel else "chart:layer"
-    wid = getattr(widget, "id", None)
-    if wid in PANELS:
-        return wid
     if type(widget).__name__ == "TextArea" and widget.parent is not None and widget.parent.id == "editor":
-        return "section"
-    return None
+        return "section"            # before the ids: the evidence section is not the replay's table
+    wid = getattr(widget, "id", None)
+    return wid if wid in PANELS else None
 
 
 def describe(screen, focused) -> str:
