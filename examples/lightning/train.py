@@ -142,11 +142,13 @@ class CrashAt(pl.Callback):
             raise RuntimeError(f"simulated crash before step {self.step}")
 
 
-def trainer(out: Path, steps: int, fp16: bool, *more: pl.Callback) -> pl.Trainer:
+def trainer(out: Path, steps: int, args, *more: pl.Callback) -> pl.Trainer:
     keep = pl.callbacks.ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=50, save_top_k=-1)
     # Trainer(precision="16-mixed") turns into bf16 on a CPU; the plugin keeps fp16 and its loss scaler
-    fp16 = {"plugins": [pl.plugins.MixedPrecision("16-mixed", "cpu")]} if fp16 else {}
-    return pl.Trainer(max_steps=steps, default_root_dir=out, **fp16, gradient_clip_val=1.0,
+    precision = ({"plugins": [pl.plugins.MixedPrecision("16-mixed", "cpu")]} if args.precision == "16-mixed"
+                 else {"precision": args.precision})
+    return pl.Trainer(max_steps=steps, default_root_dir=out, **precision, gradient_clip_val=1.0,
+                      accumulate_grad_batches=args.accumulate,
                       callbacks=[PostmortemCallback(factory="train:build"), keep, *more],
                       accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
                       enable_model_summary=False, num_sanity_val_steps=0)
@@ -157,8 +159,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--inject", choices=tinydata.CAUSES, default="none")
     p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--precision", choices=["32-true", "bf16-mixed", "16-mixed"],
+                   help="default: 16-mixed for fp16-overflow, else 32-true")
+    p.add_argument("--accumulate", type=int, default=1, help="micro-batches a step")
     args = p.parse_args(argv)
-    if args.inject == "fp16-overflow" and (why := tinydata.fp16_on_cpu()):
+    args.precision = args.precision or ("16-mixed" if args.inject == "fp16-overflow" else "32-true")
+    if args.precision == "16-mixed" and (why := tinydata.fp16_on_cpu()):
         print(f"skipped: {why}", file=sys.stderr)
         return 0
     # quiet, as a script: no banners, tips or the warnings a CPU run of a toy model draws
@@ -166,20 +172,19 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", ".*(does not have many workers|treespec|exists and is not empty).*")
     torch.set_num_threads(1)       # the sums of a 1-thread CPU replay, in the same order
     pl.seed_everything(1234, verbose=False)
-    fp16 = args.inject == "fp16-overflow"
     # the optimizer-reset case trains hotter (as the sample run does): a fresh Adam then shows
     hot = {"lr_max": 5e-2, "min_lr": 5e-3, "warmup_steps": 150} if args.inject == "optimizer-reset" else {}
     module, data = build(args.inject, args.steps, **hot)
     if args.inject != "optimizer-reset":
-        trainer(args.out, args.steps, fp16).fit(module, data)
+        trainer(args.out, args.steps, args).fit(module, data)
         return 0
     # the run crashes before step 245, then resumes from the step-200 checkpoint, its optimizer reset
     try:
-        trainer(args.out, args.steps, fp16, CrashAt(245)).fit(module, data)
+        trainer(args.out, args.steps, args, CrashAt(245)).fit(module, data)
     except RuntimeError as err:
         print(f"{err}: resuming from step 200", file=sys.stderr)
     module, data = build(args.inject, args.steps, **hot)
-    resumed = trainer(args.out, args.steps, fp16, DropOptimizerState())
+    resumed = trainer(args.out, args.steps, args, DropOptimizerState())
     resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=3-step=200.ckpt")
     return 0
 

@@ -111,7 +111,8 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
     precision = str(trainer.precision)
     config = {**hparams, "total_steps": trainer.max_steps if trainer.max_steps > 0 else None,
               "clip": trainer.gradient_clip_val, "gradient_clip_algorithm": trainer.gradient_clip_algorithm,
-              "precision": precision, "accumulate_grad_batches": trainer.accumulate_grad_batches}
+              "precision": precision, "accumulate_grad_batches": trainer.accumulate_grad_batches,
+              "world_size": trainer.world_size}
     if trainer.optimizers:
         opt = trainer.optimizers[0]
         config["optimizer"] = type(opt).__name__.lower()
@@ -136,7 +137,7 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
         "config": {k: v for k, v in config.items() if v is not None},
         "replay": {"entrypoint": "postmortem.integrations.lightning:make_replay",
                    "checkpoints": checkpoints.rstrip("/") + "/", "factory": cb.factory,
-                   "path": _factory_folder(cb.factory), "hparams": hparams},
+                   "factory_dir": _factory_folder(cb.factory), "hparams": hparams},
     }
     for key, value in cb.extra.items():        # the user's own facts win
         out[key] = {**out[key], **value} if isinstance(out.get(key), dict) and isinstance(value, dict) else value
@@ -197,6 +198,10 @@ def make_replay(manifest, run_dir, device=None) -> "LightningReplay":
     if precision not in REPLAYED:
         raise ReplayError(f"{run_dir}: precision {precision!r} cannot be replayed (autocast precisions only: "
                           f"{', '.join(REPLAYED)})")
+    world = int(getattr(cfg, "world_size", 1) or 1)
+    if world > 1:
+        raise ReplayError(f"{run_dir}: cannot replay this run: it trained on {world} processes; the Lightning "
+                          "replay steps one")
     module, data = _build(spec, run_dir)
     if not module.automatic_optimization:
         raise ReplayError(f"{run_dir}: {type(module).__name__} uses manual optimization, which the replay "
@@ -346,7 +351,7 @@ def _build(spec, run_dir):
         raise ReplayError(f"{run_dir}: manifest.json's replay names no factory ('module:function' that returns "
                           "the LightningModule and its data)")
     name, _, func = factory.partition(":")
-    folder = getattr(spec, "path", None)
+    folder = getattr(spec, "factory_dir", None)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
     cached = sys.modules.get(name)
