@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Drive the real app in tmux as a person would, through the whole flow: open a sample run,
 # zoom and move the cursor, replay the incident (a real child process), write the
-# post-mortem in the editor, commit it into a fresh git repository, find its lesson in the
-# browser, quit. Exits non-zero when the screen or the repository is not what it should be.
+# post-mortem in the editor (its figure drawn beside the draft), commit both into a fresh
+# git repository, find its lesson in the browser and the figure in its preview, quit. Exits non-zero when the screen or the repository is not what it should be.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v tmux >/dev/null; then
@@ -57,37 +57,64 @@ wait_for "replay evidence kept" 10
 
 # the editor: sections 3 and 2 came from the replay; fill 4-7
 keys e
-wait_for "Save draft" 10
+wait_for "f5 re-derives" 10             # the editor's Symptoms line
 wait_for "4 Root cause x" 5              # the focus starts in the first empty section: root cause
+# each text is waited for on the screen before the next key: on a loaded machine the app
+# reads the keys late, and a Tab sent into a burst of typing is not where it was meant
 type_text "Half of the batch of step 250 was junk of long-tail tokens the model had almost never seen."
-keys Tab Tab                             # remediation -> its usual remedies
+wait_for "almost never seen." 10
+keys Tab; sleep 0.5; keys Tab; sleep 0.5   # remediation -> its usual remedies
 keys Enter                               # adds the first remedy
-keys Tab
+wait_for "5 Remediation ok" 10
+keys Tab; sleep 0.5
 type_text "seed: 1234"; keys Enter
 type_text "through step: 249"; keys Enter
 type_text "expect: step 250 loss < 2.0"
-keys Tab
+wait_for "6 Verification ok" 10
+keys Tab; sleep 0.5
 type_text "A spike on one batch with a smooth LR: look at the batch before the optimizer."
 wait_for "complete: ready to commit" 15
-echo "e2e_tui: post-mortem complete"
+ls "$kb"/.postmortem/drafts/19-spike-001-250.png >/dev/null \
+    || { echo "e2e_tui: no figure beside the draft"; ls -R "$kb/.postmortem"; exit 1; }
+echo "e2e_tui: post-mortem complete, its figure drawn"
 
 # commit into the fresh repository
 keys C-g
 wait_for "Enter commits exactly these files" 10
-keys C-u
-type_text "ada"
+for _ in 1 2 3; do                      # a key read before the input had the focus is lost: again
+    keys C-u
+    type_text "ada"
+    for _ in $(seq 1 12); do has "$(screen)" "learners/ada/lessons.md" && break; sleep 0.25; done
+    has "$(screen)" "learners/ada/lessons.md" && break
+done
 wait_for "learners/ada/lessons.md" 5
+wait_for "(the figure)" 5
 keys Enter
 wait_for "committed " 15
 has "$(git -C "$kb" log --oneline)" "post-mortem 19-spike-001 (long-tail-token)" \
     || { echo "e2e_tui: no commit in $kb"; git -C "$kb" log --oneline; exit 1; }
 test -f "$kb"/learners/ada/postmortems/*-19-spike-001.md
 grep -q "look at the batch before the optimizer" "$kb/learners/ada/lessons.md"
-echo "e2e_tui: committed"
+committed=$(git -C "$kb" show --name-only --format= HEAD)
+has "$committed" "postmortems/.*-19-spike-001.png" || { echo "e2e_tui: the figure is not in the commit"; echo "$committed"; exit 1; }
+png=$(basename "$kb"/learners/ada/postmortems/*-19-spike-001.png)
+grep -q "^!\[.*\]($png)\$" "$kb"/learners/ada/postmortems/*-19-spike-001.md \
+    || { echo "e2e_tui: the committed post-mortem does not show $png"; exit 1; }
+[ "$(head -c 4 "$kb/learners/ada/postmortems/$png" | od -An -c | tr -d ' ')" = "211PNG" ] \
+    || { echo "e2e_tui: $png is not a PNG"; exit 1; }
+test ! -e "$kb"/.postmortem/drafts/19-spike-001-250.png       # the draft's copy went with the draft
+echo "e2e_tui: committed with its figure"
 
-# the lesson in the browser
+# the lesson in the browser, its post-mortem opened: a terminal shows the figure's path
 keys l
 wait_for "A spike on one batch" 10
+keys Tab
+keys Enter
+wait_for "figure: .*$png" 10
+echo "e2e_tui: the lesson found, its post-mortem names its figure"
+has "$(cd "$kb" && "$here/.venv/bin/postmortem" lessons --pattern long-tail-token)" "look at the batch before the optimizer" \
+    || { echo "e2e_tui: postmortem lessons does not find the lesson"; exit 1; }
+keys Escape
 keys C-q
 for _ in $(seq 1 10); do
     tmux has-session -t "$session" 2>/dev/null || break
@@ -100,7 +127,7 @@ tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
     "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
-wait_for "Save draft" 10
+wait_for "f5 re-derives" 10
 type_text "Typed just before the crash."
 sleep 2
 kill -9 "$(tmux display -p -t "$session" '#{pane_pid}')"

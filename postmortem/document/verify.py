@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from postmortem.document.model import PostMortem
+from postmortem.numbers import number
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -45,7 +46,7 @@ def verify(pm: PostMortem, new_log, baseline_log=None) -> list[Outcome]:
                 diff = np.abs(a.loc[common].to_numpy() - b.loc[common].to_numpy())
                 worst = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("inf")
                 at = int(common[int(np.nanargmax(diff))]) if np.isfinite(diff).any() else None
-                out.append(Outcome(text, worst <= v.epsilon, f"max difference {worst:.3g}"
+                out.append(Outcome(text, worst <= v.epsilon, f"max difference {number(worst)}"
                                    + (f" at step {at}" if at is not None else "")))
     for e in v.expectations:
         p = e.parts
@@ -66,5 +67,5 @@ def verify(pm: PostMortem, new_log, baseline_log=None) -> list[Outcome]:
                 out.append(Outcome(e.text, False, f"no {metric} in [{p['lo']}, {p['hi']}]"))
                 continue
             value = float(getattr(window, p["agg"])())
-        out.append(Outcome(e.text, bool(OPS[p["op"]](value, float(p["value"]))), f"{metric} = {value:.4g}"))
+        out.append(Outcome(e.text, bool(OPS[p["op"]](value, float(p["value"]))), f"{metric} = {number(value)}"))
     return out
