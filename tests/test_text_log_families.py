@@ -148,11 +148,12 @@ def test_mlx_lm_train_and_val(real_runs):
 
 def test_mmdet_and_mmengine(real_runs):
     mmdet = read_run(real_runs / "issue-mmdet-5911-intermittent-nan")
-    assert mmdet.frame.step.tolist() == [5858, 5908, 5958, 6008]        # e*N+i, [1][50/5808] ..
+    # (e-1)*N+i: mm* counts epochs from 1, so `Epoch [1][150/5808]` is global iteration 150
+    assert mmdet.frame.step.tolist() == [50, 100, 150, 200]
     assert mmdet.nan_mask("loss").tolist() == [False, False, True, False]
-    assert at(mmdet, 5958, "loss_cls") == 0.4035 and at(mmdet, 6008, "loss") == 1.0595
+    assert at(mmdet, 150, "loss_cls") == 0.4035 and at(mmdet, 200, "loss") == 1.0595
     mme = read_run(real_runs / "issue-mmpretrain-1632-mmengine-text")
-    assert at(mme, 148 * 351 + 100, "loss") == 0.4702 and at(mme, 148 * 351 + 100, "lr") == 2.3721e-03
+    assert at(mme, 147 * 351 + 100, "loss") == 0.4702 and at(mme, 147 * 351 + 100, "lr") == 2.3721e-03
 
 
 def test_keras_fit_console(real_runs):
@@ -183,7 +184,9 @@ def test_plain_epoch_step_prints_restart_each_epoch(real_runs):
 def test_word_language_model(real_runs):
     log = read_run(real_runs / "pytorch-wordlm-rnntanh-diverge-anneal")
     f = log.frame
-    assert f.loss.notna().sum() == 140 and at(log, 2983 + 200, "loss") == 12.28
+    # `| epoch   1 |   200/ 2983 batches`: epochs from 1, so the first line is step 200
+    assert f.loss.notna().sum() == 140 and at(log, 200, "loss") == 12.28
+    assert at(log, 3 * 2983 + 2400, "loss") == 17.34                  # epoch 4's blow-up (INDEX.md)
     assert f.val_loss.dropna().tolist() == [18.46, 13.17, 12.32, 13.72, 7.74, 7.89, 6.77, 6.75, 6.64, 6.65]
     assert f.lr.dropna().unique().tolist() == [20, 5, 1.25]
 
@@ -275,4 +278,97 @@ def test_keras3_bar():
 
 def test_composer_headers_own_their_lines():
     log = read_run(DATA / "composer.log")
-    assert log.frame.step.tolist() == [10, 20] and log.frame["loss/train/total"].tolist() == [7.23, 6.91]
+    assert log.frame.step.tolist() == [10, 20] and log.frame["loss"].tolist() == [7.23, 6.91]
+    assert log.source.extras["loss_from"].startswith("loss/train/total")
+
+
+# Issue 12's leftovers: epochs counted from 1, namespaced total losses, preambles, encodings.
+
+def test_composer_epochs_and_namespaced_total_loss():
+    """Composer's ConsoleLogger in epoch mode: `[epoch=e][batch=i/N]` with i counted in the epoch
+    from 1, so the step is (e-1)*N+i; `loss/train/total` is the loss beside its parts."""
+    log = read_run(DATA / "composer-epochs.log")
+    f = log.frame
+    assert f.step.tolist() == [50, 100, 150, 200]
+    assert f["time/batch"].tolist() == [49, 99, 149, 199]          # Composer's own count, from 0
+    assert f.loss.tolist() == [6.1234, 5.5, 9.8765, 5.1] and "loss/train/total" not in f
+    assert log.source.extras["loss_from"] == "loss/train/total (a total loss)"
+    assert f["loss/train/ce"].tolist() == [6.0234, 5.41, 9.7, 5.02]
+    assert at(log, 100, "val_metrics/eval/LanguageCrossEntropy") == 5.61
+    assert at(log, 200, "lr") == 0.0004                            # lr-DecoupledAdamW/group0
+    # the printed config is the run's config, not columns
+    assert "global_train_batch_size" not in f and log.source.extras["preamble"]["rank_zero_seed"] == 17
+
+
+@pytest.mark.parametrize("total, parts", [
+    ("train/loss/total", ["train/loss/ce", "train/loss/aux"]),
+    ("loss/train/total", ["loss/train/ce", "loss/train/aux"]),
+    ("losses/total", ["losses/ce", "losses/aux"]),
+])
+def test_namespaced_total_loss_is_the_loss(tmp_path, total, parts):
+    p = tmp_path / "metrics.csv"
+    p.write_text(f"step,{parts[0]},{total},{parts[1]}\n1,2.0,2.5,0.5\n2,1.8,2.2,0.4\n")
+    log = read_run(p)
+    assert log.frame.loss.tolist() == [2.5, 2.2] and log.frame[parts[0]].tolist() == [2.0, 1.8]
+    assert log.source.extras["loss_from"] == f"{total} (a total loss)"
+
+
+def test_namespaced_eval_total_is_the_val_loss(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    p.write_text('{"step": 1, "loss/train/total": 3.0, "loss/val/total": 3.5}\n'
+                 '{"step": 2, "loss/train/total": 2.0, "loss/val/total": 2.75}\n')
+    log = read_run(p)
+    assert log.frame.loss.tolist() == [3.0, 2.0] and log.frame.val_loss.tolist() == [3.5, 2.75]
+
+
+NANOGPT_HEAD = """Overriding config with config/train_shakespeare_char.py:
+# train a miniature character-level shakespeare model
+out_dir = 'out-shakespeare-char'
+tokens per iteration will be: 491,520
+found vocab_size = 65 (inside data/shakespeare_char/meta.pkl)
+Initializing a new model from scratch
+number of parameters: 10.65M
+num decayed parameter tensors: 26, with 10,740,096 parameters
+num non-decayed parameter tensors: 13, with 4,992 parameters
+using fused AdamW: True
+compiling the model... (takes a ~minute)
+"""
+
+
+def test_nanogpt_preamble_is_config_not_columns(tmp_path):
+    """`name: value` lines printed once before the first step line say what the run is."""
+    lines = [NANOGPT_HEAD, "step 0: train loss 4.2874, val loss 4.2823\n"]
+    lines += [f"iter {i}: loss {4 - i / 100:.4f}, time 101.19ms, mfu 3.68%\n" for i in range(0, 250, 10)]
+    lines += ["step 250: train loss 1.9622, val loss 2.0606\n", "saving checkpoint to out-shakespeare-char\n",
+              "iter 250: loss 2.0359, time 14395.59ms, mfu 3.32%\n"]
+    p = tmp_path / "train.log"
+    p.write_text("".join(lines))
+    log = read_run(p)
+    f = log.frame
+    assert sorted(f.columns) == sorted(["segment", "step", "loss", "val_loss", "eval_train loss",
+                                        "time_ms", "mfu_pct"])
+    assert at(log, 240, "loss") == 1.6 and at(log, 250, "val_loss") == 2.0606 and len(f) == 26
+    pre = log.source.extras["preamble"]
+    assert pre["tokens.per.iteration.will.be"] == 491520 and pre["number.of.parameters"] == 10.65
+    assert log.manifest.vocab_size == 65                        # `found vocab_size = 65`
+
+
+def test_a_metric_printed_every_step_from_the_first_line_is_no_preamble(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("loss: 3.0\n" + "".join(f"step {i} loss: {3 - i / 10}\n" for i in range(1, 5)))
+    log = read_run(p)
+    assert log.frame.loss.notna().sum() >= 4 and "preamble" not in log.source.extras
+
+
+@pytest.mark.parametrize("first, expected", [(1, [50, 100, 351 + 50, 351 + 100]), (0, [50, 100, 401, 451])])
+def test_epoch_batch_counts_the_first_epoch_from_its_own_number(tmp_path, first, expected):
+    """mmengine counts epochs from 1: `Epoch(train) [1][50/351]` is step 50; a log that
+    shows an epoch 0 counts from 0 whatever its shape."""
+    line = ("2023/06/09 22:01:21 - mmengine - INFO - Epoch(train) [{e}][{i}/351]  lr: 2.3721e-03  "
+            "eta: 5 days, 23:51:50  time: 1.0365  data_time: 0.0310  memory: 48596  loss: {loss}\n")
+    p = tmp_path / "train.log"
+    p.write_text("".join(line.format(e=e, i=i, loss=0.5 - e / 100 - i / 10000)
+                         for e in (first, first + 1) for i in (50, 100)))
+    log = read_run(p)
+    assert log.frame.step.tolist() == expected
+    assert at(log, expected[-1], "loss") == pytest.approx(0.5 - (first + 1) / 100 - 0.01)

@@ -110,3 +110,57 @@ def test_llmc_resume_makes_segments(tmp_path):
     text += "".join(f"s:{i} trl:{3 - i / 1000:.4f} lr:0.000430 norm:0.27\n" for i in range(50, 120))
     log = read_run(log_file(tmp_path, "main.log", text))
     assert [(s["first_step"], s["last_step"]) for s in log.segments()] == [(0, 99), (50, 119)]
+
+
+# Text logs not written in UTF-8: each generated in its encoding, read without --format.
+
+def _pipe_log() -> str:
+    lines = [f"| epoch   1 | {i:5d}/ 2983 batches | lr 20.0000 | ms/batch  7.65 | loss {12 - i / 1000:.2f} | "
+             f"précision {i / 1000:.3f} | coût {i / 100:.2f}" for i in range(200, 1200, 200)]
+    return "Début de l’entraînement — « run 7 »\n" + "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("encoding, said", [
+    ("latin-1", "cp1252"), ("cp1252", "cp1252"), ("utf-16", "UTF-16 LE"), ("utf-16-be", "UTF-16 BE"),
+    ("utf-8-sig", None), ("utf-32", "UTF-32 LE"),
+])
+def test_text_log_in_any_encoding(tmp_path, encoding, said):
+    text = _pipe_log()
+    if encoding == "latin-1":
+        text = text.replace("’", "'").replace("—", "-")      # latin-1 has neither
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = b"\xfe\xff" + data                               # the BOM Python leaves out for -be
+    p = tmp_path / "train.log"
+    p.write_bytes(data)
+    log = read_run(p)
+    f = log.frame
+    assert f.step.tolist() == [200, 400, 600, 800, 1000]
+    assert f.loss.tolist() == [11.8, 11.6, 11.4, 11.2, 11.0] and f["précision"].tolist()[-1] == 1.0
+    assert f["coût"].tolist() == [2.0, 4.0, 6.0, 8.0, 10.0]
+    warned = [w for w in log.source.warnings if "not UTF-8" in w]
+    assert (said in warned[0]) if said else not warned
+
+
+def test_utf16_deepspeed_log_read_by_its_line_reader(tmp_path):
+    text = ("[2023-04-18 01:46:53,259] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+            "Skipping step. Attempted loss scale: 65536, reducing to 32768\n" +
+            "".join(f"[2023-04-18 01:46:59,142] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, skipped=1, "
+                    f"lr=[9.6e-06, 9.6e-06], mom=[(0.9, 0.95), (0.9, 0.95)]\n" for s in (10, 20, 30)))
+    p = tmp_path / "ds.log"
+    p.write_bytes(text.encode("utf-16"))
+    log = read_run(p)
+    assert log.source.format == "deepspeed" and log.frame.step.tolist() == [10, 20, 30]
+    assert log.frame.loss_scale.iloc[0] == 32768 and log.frame.lr.tolist() == [9.6e-06] * 3
+    assert any("UTF-16 LE" in w for w in log.source.warnings)
+
+
+def test_utf8_log_with_a_stray_byte_stays_utf8(tmp_path):
+    """A tqdm bar's UTF-8 blocks and one byte that is not UTF-8: read as UTF-8, the byte replaced."""
+    lines = [f"Epoch 0:  50%|█████     | {i}/10 [00:01<00:01, loss={3 - i / 10:.2f}]" for i in range(1, 6)]
+    data = ("\n".join(lines) + "\n").encode() + b"caf\xe9 step 6 loss=2.40\n"
+    p = tmp_path / "train.log"
+    p.write_bytes(data)
+    log = read_run(p)
+    assert log.frame.loss.tolist()[:5] == [2.9, 2.8, 2.7, 2.6, 2.5]
+    assert any("UTF-8 with 1 byte(s)" in w for w in log.source.warnings)

@@ -54,6 +54,6 @@ def canonical_name(name: str) -> str:
     if m and m.group(1) not in ("total",):
         return f"grad_norm/{m.group(1)}"
     # LearningRateMonitor names every optimizer: lr-AdamW, lr-Lion, ...
-    if re.fullmatch(r"lr-[A-Za-z0-9]+", name.strip()):
+    if re.fullmatch(r"lr-[A-Za-z0-9]+(?:/group0)?", name.strip()):     # Composer: lr-DecoupledAdamW/group0
         return "lr"
     return name

@@ -315,6 +315,8 @@ def configs(log: RunLog) -> list[tuple[str, dict]]:
         found.append((f"{last}/hparams.yaml", flatten(extras["hparams"][last])))
     if extras.get("args"):
         found.append(("the log's argument dump", dict(extras["args"])))
+    if extras.get("preamble"):
+        found.append(("the log's preamble", dict(extras["preamble"])))
     if log.source.format not in ("jsonl", "csv", "parquet", "lightning", "hf-trainer-state",
                                  "tensorboard", "wandb", "mlflow", "mlflow-db"):
         for f in log.source.files[:1]:

@@ -2,7 +2,8 @@
 
 The rules, in order, for the train loss (the eval loss the same way over val/eval/valid/test names):
 1. a name the alias table knows (`loss`, `train_loss`, `lm_loss`, `loss_step`, `train/loss`, ...);
-2. a total: `total_loss`, `mean_loss`, `avg_loss`, `loss_total`, `train/loss/total`, ...;
+2. a total: `total_loss`, `mean_loss`, `avg_loss`, `loss_total`, and the namespaced totals
+   `train/loss/total`, `loss/train/total` (Composer), `losses/total`, ...;
 3. a cross-entropy / LM loss: `CrossEntropyLoss`, `ce_loss`, `nll_loss`, `lm_loss_avg`, ...;
 4. one other `*loss*` column: that one;
 5. several component losses under one namespace and no total (Ultralytics' `train/box_loss`,
@@ -24,6 +25,7 @@ from postmortem.run.assemble import canonical_order
 from postmortem.run.model import RunLog, RunReadError
 
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
+_STREAMS = _EVAL | {"train", "training"}
 _NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
 _TOTAL = re.compile(r"^(?:train_?)?(?:total|mean|avg|average|overall|sum)_?loss(?:_step)?$"
                     r"|^loss_?(?:total|mean|avg|sum)$|^objective$")
@@ -35,13 +37,26 @@ def _parts(name: str) -> list[str]:
     return [p for p in re.split(r"[/.]", normalize(name)) if p]
 
 
+def _namespace_loss(parts: list[str]) -> int | None:
+    """Where the loss word sits in a namespaced name whose leaf is not a loss (`loss/train/total`,
+    `train/loss/total`, `losses/total`): the index of that part, else None."""
+    if len(parts) < 2 or "loss" in parts[-1]:
+        return None
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in ("loss", "losses") or parts[i].endswith("_loss"):
+            return i
+        if parts[i] not in _STREAMS:
+            return None                # `loss/grad/norm`: the leaf's own namespace is not a loss
+    return None
+
+
 def _stream(name: str) -> str | None:
     """'train' or 'eval' for a loss-like name, None for any other metric."""
     parts = _parts(name)
     if not parts:
         return None
     leaf = parts[-1]
-    loss_word = "loss" in leaf or (len(parts) > 1 and parts[-2].endswith("loss"))
+    loss_word = "loss" in leaf or _namespace_loss(parts) is not None
     if not loss_word or _NOT_LOSS.search(leaf) or leaf.endswith("_epoch") and len(parts) == 1:
         return None
     words = set(parts[:-1]) | set(re.split(r"_", leaf))
@@ -49,9 +64,12 @@ def _stream(name: str) -> str | None:
 
 
 def _leaf(name: str) -> str:
+    """The loss's own name without its namespace: train/loss/total, loss/train/total, losses/total
+    -> loss_total (a total, whatever the order of the stream and loss parts)."""
     parts = _parts(name)
-    if len(parts) > 1 and parts[-2].endswith("loss") and "loss" not in parts[-1]:
-        return f"{parts[-2]}_{parts[-1]}"       # train/loss/total -> loss_total
+    at = _namespace_loss(parts)
+    if at is not None:
+        return f"{parts[at].removesuffix('es')}_{parts[-1]}"
     return parts[-1]
 
 

@@ -226,6 +226,10 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
         extra["batch_i"], extra["batch_n"] = parsed.batch
     if parsed.progress:
         extra["progress_i"], extra["progress_n"] = parsed.progress
+    if parsed.period:
+        extra["period"] = parsed.period
+    if parsed.epoch_base is not None:
+        group.counters["epoch_base"] = np.full(len(rows), float(parsed.epoch_base))
     if parsed.overflow:
         extra["overflow_scale"] = parsed.overflow["scale"]
         extra["overflow_rank"] = parsed.overflow["rank"]

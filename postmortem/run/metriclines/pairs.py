@@ -20,6 +20,14 @@ NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)
                  r"|[-+]?(?:nan|inf(?:inity)?)(?=ms|%|[^A-Za-z]|$))", re.I)
 _UNIT = re.compile(r"(ms|%)(?![A-Za-z])|[A-Za-z/]+")
 _WORD_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-()")
+
+
+def _word_char(ch: str) -> bool:
+    """A character of a metric name: ASCII word characters, and letters of any script
+    (`précision`, `coût`, `损失`)."""
+    return ch in _WORD_CHARS or ch.isalpha()
+
+
 _FILLER_END = {"is", "are", "was", "so", "far", "of", "at", "=", "in", "to", "from", "by", "for", "with"}
 _FILLER_START = {"current", "the"}
 _NOT_METRIC = {"eta", "epoch", "epochs", "step", "steps", "iter", "iteration", "iterations",
@@ -37,7 +45,7 @@ _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|check
 # Counters, in the order of preference for the step.
 STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
 _COUNTERS = [
-    ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/\d+)?")),       # OLMo, Composer headers
+    ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/(\d+))?")),       # OLMo, Composer headers
     ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])", re.I)),
     ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
     ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
@@ -53,6 +61,11 @@ _EPOCH_BATCH = [
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
 ]
 _EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)
+# How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
+# (`Epoch [e][i/N]`, `Epoch(train) [e][i/N]`) and Composer (`[epoch=e]`) from 1; DeiT's
+# MetricLogger (`Epoch: [e]`), Swin (`Train: [e/E]`) and timm (`Train: e [`) from 0.
+_ONE_BASED = re.compile(r"\bEpoch(?:\(\w+\))?\s*\[\d+\]\s*\[|\[epoch=\d+\]")
+_ZERO_BASED = re.compile(r"\bEpoch:\s*\[\d+\]|\b(?:Train|Test|Val|Eval)\w*:\s*\[?\s*\d+(?:/\d+)?\s*\]?\s*\[")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s*(?:\[[=>.]*\]|[\u2500-\u257f]+)")   # Keras 2 and 3 bars
 _PATH = re.compile(r"\.(?:py|cc|cpp|h|so|json|yaml|txt|log|pt|safetensors)\b|^/")
 _FRACTION = re.compile(r"(?<![\w.])\d+\s*/\s*\d+(?![\w.])")
@@ -73,6 +86,8 @@ class Parsed:
     values: list[Value] = field(default_factory=list)
     counters: dict[str, tuple[int, int]] = field(default_factory=dict)   # kind -> span
     epoch: tuple[int, int] | None = None
+    epoch_base: int | None = None          # the family's first epoch, where its shape says it
+    period: tuple[int, int] | None = None  # `[batch=i/N]`: N, the length of an epoch if i restarts
     batch: tuple[tuple[int, int], tuple[int, int]] | None = None          # (i, N) spans
     stream: str | None = None
     overflow: dict | None = None
@@ -100,7 +115,7 @@ def _name_before(text: str, p: int) -> str:
     words: list[str] = []
     while j > 0 and len(words) < 7:
         k = j
-        while k > 0 and text[k - 1] in _WORD_CHARS:
+        while k > 0 and _word_char(text[k - 1]):
             k -= 1
         word = text[k:j]
         if not word or not any(c.isalpha() for c in word) or word[-1] in ".,-/" or word[0].isdigit():
@@ -109,7 +124,7 @@ def _name_before(text: str, p: int) -> str:
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
-        if k >= 2 and text[k - 1] == " " and text[k - 2] in _WORD_CHARS and text[k - 2] not in ".-":
+        if k >= 2 and text[k - 1] == " " and _word_char(text[k - 2]) and text[k - 2] not in ".-":
             j = k - 1
             continue
         break
@@ -185,6 +200,8 @@ def parse(raw: str) -> Parsed:
         m = pattern.search(text)
         if m and not _consumed(taken, *m.span(1)):
             out.counters[kind] = m.span(1)
+            if (m.lastindex or 0) >= 2 and m.group(2):
+                out.period = m.span(2)
             taken.append(m.span())
     for pattern in _EPOCH_BATCH:
         m = pattern.search(text)
@@ -197,6 +214,8 @@ def parse(raw: str) -> Parsed:
         if m:
             out.epoch = m.span(1)
             taken.append(m.span())
+    if out.epoch is not None:
+        out.epoch_base = 1 if _ONE_BASED.search(text) else 0 if _ZERO_BASED.search(text) else None
     m = _KERAS_BAR.match(text)
     if m:
         out.progress = (m.span(1), m.span(2))

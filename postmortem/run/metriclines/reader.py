@@ -8,6 +8,7 @@ step printed again (every rank, micro-batches) read once, and streams kept apart
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ class Lines:
     pos: list[np.ndarray]     # per group: the entries of its rows
     step: np.ndarray          # per entry (NaN: no step could be given)
     keep: np.ndarray          # per entry
+    first_counted: int | None = None   # the first entry with a step counter of its own
 
 
 def _gather(groups: list[Group], name: str) -> np.ndarray:
@@ -81,6 +83,7 @@ def place(groups: list[Group], source: Source) -> Lines:
                 c.startswith(("val", "eval", "test")) for c in g.values):
             train[pos[i]] = True
     own = np.where(keep, own, np.nan)
+    counted = np.flatnonzero(np.isfinite(own))
     step, note = stepping.assign(own, overflow, train & keep, source)
     if kind:
         source.extras["step_from"] = f"{kind} (the lines' own counter)"
@@ -88,7 +91,7 @@ def place(groups: list[Group], source: Source) -> Lines:
         source.extras["step_from"] = note
     keep &= np.isfinite(step)
     _dedupe(groups, pos, step, keep, source)
-    return Lines(groups, rows, gid, pos, step, keep)
+    return Lines(groups, rows, gid, pos, step, keep, int(counted[0]) if len(counted) else None)
 
 
 def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: np.ndarray,
@@ -131,6 +134,7 @@ def series(lines: Lines, source: Source) -> list[Series]:
         bad = kept.max() if kept.max() >= 2 ** 40 else kept.min()
         raise RunReadError(source.path, f"step {bad:.0f} is out of range")
     result = []
+    preamble: dict[str, float] = {}
     rows = int(lines.keep.sum())
     merged: dict[tuple, tuple] = {}      # the same groups' entries merged once for all their columns
     for name, pieces in parts.items():
@@ -142,12 +146,40 @@ def series(lines: Lines, source: Source) -> list[Series]:
             at = at if order is None else at[order]
             merged[key] = ([a for a, _ in pieces], order, at, lines.rows[at], lines.step[at].astype(np.int64))
         _, order, at, at_rows, at_steps = merged[key]
-        if rows >= 200 and len(at) <= 2 and not metric_like(name):
-            continue                      # a number in the preamble or in a printed sample
         values = pieces[0][1] if order is None else np.concatenate([v for _, v in pieces])[order]
+        if _preamble(lines, name, at):
+            value = float(values[0])
+            if _stated(lines, name, at[0]):
+                preamble[".".join(name.split())] = int(value) if value.is_integer() else value
+            continue
+        if rows >= 200 and len(at) <= 2 and not metric_like(name):
+            continue                      # a number in a printed sample
         result.append(Series(name, at_rows, at_steps, values))
+    if preamble:
+        source.extras["preamble"] = preamble
     result += _overflow_series(lines, source, {canonical_name(s.name) for s in result})
     return result
+
+
+def _preamble(lines: Lines, name: str, at: np.ndarray) -> bool:
+    """A `name: value` printed once before the first line with a step counter (nanoGPT's
+    `tokens per iteration will be: 491,520`, `number of parameters: 10.65M`, a config dump's
+    `lr: 0.0006`): a fact about the run, not a metric. A loss printed there stays a metric."""
+    first = lines.first_counted
+    if first is None or len(at) != 1 or at[0] >= first:
+        return False
+    return "loss" not in name.lower()
+
+
+_WORDS = re.compile(r"[A-Za-z][\w ]*")
+
+
+def _stated(lines: Lines, name: str, entry: int) -> bool:
+    """A fact stated in words (`found vocab_size = 65`), not a number in printed code
+    (`DataLoader(dataset, batch_size=1)`): kept as the run's config."""
+    g = lines.groups[lines.gid[entry]]
+    start = next((v.start for v in g.parsed.values if v.column == name), None)
+    return start is not None and "(" not in g.text[:start] and bool(_WORDS.fullmatch(name))
 
 
 def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:

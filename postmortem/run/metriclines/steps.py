@@ -1,7 +1,9 @@
 """Which step each metric line belongs to, from the line's own counter.
 
 Preference: `global_step`, `step`, `iteration N/M`, `iter`, `num_updates`, a tqdm
-counter, a leading integer; then `Epoch [e][i/N]` as e*N+i; then the epoch. A
+counter, a leading integer; then `Epoch [e][i/N]` as (e - first epoch)*N+i, so the
+first epoch's batches are the first steps whether the family counts epochs from 0 or
+from 1; then the epoch. A
 line without a counter of the file's finest kind (an `[step=N]` header's indented
 lines, an eval line, an epoch summary) belongs to the last step before it; one
 before any counter to the first step after it. A file with no counter at all is
@@ -42,19 +44,37 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
     if kinds:
         restart = _restarts_with_epoch(step, epoch)
         if restart:
-            k = np.nanmax(step) + 1
+            period = counters.get("period", nan)
+            k = np.nanmax(period) if np.isfinite(period).any() else np.nanmax(step) + 1
+            base = epoch_base(epoch, counters.get("epoch_base"))
             has = np.isfinite(step) & np.isfinite(epoch)
-            step[has] = epoch[has] * k + step[has]
-            source.warn(f"the {kinds[0]} counter starts again at every epoch: step = epoch x {int(k)} + {kinds[0]}")
-            return step, f"epoch x {int(k)} + {kinds[0]}"
+            step[has] = (epoch[has] - base) * k + step[has]
+            said = f"(epoch - {base}) x {int(k)} + {kinds[0]}" if base else f"epoch x {int(k)} + {kinds[0]}"
+            source.warn(f"the {kinds[0]} counter starts again at every epoch: step = {said}")
+            return step, said
         return step, kinds[0]
     bi, bn = counters.get("batch_i", nan), counters.get("batch_n", nan)
     if np.isfinite(bi).any():
-        step = epoch * bn + bi
-        return step, "epoch x N + i (epoch e, batch i of N)"
+        base = epoch_base(epoch, counters.get("epoch_base"))
+        step = (epoch - base) * bn + bi
+        return step, ("(e - 1) x N + i (epoch e from 1, batch i of N)" if base
+                      else "e x N + i (epoch e from 0, batch i of N)")
     if np.isfinite(epoch).any():
         return epoch.copy(), "epoch (no step counter: epoch-indexed)"
     return step, ""
+
+
+def epoch_base(epoch: np.ndarray, hint: np.ndarray | None) -> int:
+    """The first epoch's number: 0 where the text shows an epoch 0, else what the family's
+    line shape says (`Epoch [e][i/N]` counts from 1, `Epoch: [e]` from 0), else 1 when the
+    text starts at epoch 1, else 0. The first epoch's batches then start at step ~0 or ~1."""
+    seen = epoch[np.isfinite(epoch)]
+    if not len(seen) or (seen == 0).any():
+        return 0
+    hinted = hint[np.isfinite(hint) & np.isfinite(epoch)] if hint is not None else np.empty(0)
+    if len(hinted):
+        return 0 if (hinted == 0).any() else 1
+    return 1 if seen.min() == 1 else 0
 
 
 def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
