@@ -23,9 +23,9 @@ WHERE = {"long-tail-token": (250, 250), "lr-discontinuity": (250, 256),   # the 
 READ = ("--format", "jsonl")
 
 
-def train(out: Path, cause: str, steps: int = STEPS) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(EXAMPLE), "--out", str(out), "--inject", cause, "--steps", str(steps)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+def train(out: Path, cause: str, steps: int = STEPS, extra=()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLE), "--out", str(out), "--inject", cause, "--steps", str(steps),
+                           *extra], capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,35 @@ def test_the_replay_draws_the_batch_the_run_trained_on(runs):
     for step in (380, 3, 250, 251, 0, 399):
         assert batch_hash(r.inputs_of(r.batch_at(step))) == logged[step], step
     assert int(r.batch_at(250)["input_ids"].min()) >= 448       # the junk rows: rare tokens only
+
+
+@pytest.mark.slow
+def test_gradient_accumulation_and_bf16_replay_bit_for_bit(tmp_path):
+    """Two micro-batches a step under bf16 autocast: the Trainer's own training_step (its
+    num_items_in_batch normalisation) replayed from checkpoint-50 gives the logged loss, grad
+    norm and LR exactly; the fp32 arm takes accelerate's autocast off."""
+    from postmortem.integrations.hf import make_replay
+    from postmortem.record import batch_hash
+    from postmortem.run.model import RunManifest
+    run = tmp_path / "ga"
+    r = train(run, "none", steps=60, extra=("--accumulate", "2", "--bf16"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    logged = {row["step"]: row for row in rows(run)}
+    manifest = RunManifest.model_validate_json((run / "manifest.json").read_text())
+    assert manifest.dtype == "bf16" and manifest.config.gradient_accumulation_steps == 2
+    replay = make_replay(manifest, run)
+    assert replay.dtype == "bf16" and replay.accumulate == 2 and len(replay.batch_at(50)) == 2
+    replay.load(run / "checkpoint-50")
+    for step in range(50, 56):
+        assert batch_hash(replay.inputs_of(replay.batch_at(step))) == logged[step]["batch_hash"]
+        row = replay.train_step(step)
+        assert (row["loss"], row["grad_norm"], row["lr"]) == \
+            (logged[step]["loss"], logged[step]["grad_norm"], logged[step]["lr"]), step
+    fp32 = make_replay(manifest, run)
+    fp32.load(run / "checkpoint-50")
+    fp32.set_dtype("fp32")
+    loss = fp32.train_step(50)["loss"]
+    assert loss != logged[50]["loss"] and abs(loss - logged[50]["loss"]) < 0.05
 
 
 # -- bad input: one line each -----------------------------------------------------------------------

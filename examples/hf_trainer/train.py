@@ -75,11 +75,14 @@ def fp16_unavailable() -> str | None:
     return None
 
 
-def build_trainer(output_dir: str, inject: str = "none", steps: int = 400) -> Trainer:
-    """The run's Trainer: the script trains it, `postmortem replay` builds it again."""
+def build_trainer(output_dir: str, inject: str = "none", steps: int = 400, accumulate: int = 1,
+                  bf16: bool = False) -> Trainer:
+    """The run's Trainer: the script trains it, `postmortem replay` builds it again. A step
+    is 16 sequences, in `accumulate` micro-batches."""
     hot = inject == "optimizer-reset"        # a fresh Adam only hurts at a high LR
     args = TrainingArguments(
-        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=16,
+        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=16 // accumulate,
+        gradient_accumulation_steps=accumulate, bf16=bf16, use_cpu=not torch.cuda.is_available(),
         learning_rate=5e-2 if hot else 3e-3, lr_scheduler_type="cosine", warmup_steps=150 if hot else 40,
         weight_decay=0.1, adam_beta2=0.95, max_grad_norm=1.0, seed=1234,
         fp16=inject == "fp16-overflow", save_strategy="steps", save_steps=50,
@@ -91,11 +94,12 @@ def build_trainer(output_dir: str, inject: str = "none", steps: int = 400) -> Tr
     data = Sequences(tinydata.sequences(steps * 16))
     cls = ScheduleBugTrainer if inject == "lr-discontinuity" else Trainer
     trainer = cls(model=model, args=args, train_dataset=data,
-                  callbacks=[PostmortemCallback(trainer_factory="train:build_trainer",
-                                                factory_kwargs={"inject": inject, "steps": steps})])
+                  callbacks=[PostmortemCallback(trainer_factory="train:build_trainer", factory_kwargs={
+                      "inject": inject, "steps": steps, "accumulate": accumulate, "bf16": bf16})])
     if inject == "long-tail-token":
-        # the rows the seeded shuffle puts into step 250's batch are rare-token junk
-        rows = list(trainer.get_train_dataloader().batch_sampler)[SPIKE]
+        # the rows the seeded shuffle puts into step 250's micro-batches are rare-token junk
+        batches = list(trainer.get_train_dataloader().batch_sampler)
+        rows = [i for b in batches[SPIKE * accumulate:(SPIKE + 1) * accumulate] for i in b]
         data.junk = dict(zip(rows, tinydata.rare(len(rows))))
     if inject == "fp16-overflow":
         fp16_overflow(trainer)
@@ -125,19 +129,22 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="the output directory (the run)")
     p.add_argument("--inject", default="none", choices=tinydata.CAUSES)
     p.add_argument("--steps", type=int, default=400)
+    p.add_argument("--accumulate", type=int, default=1, choices=(1, 2, 4, 8, 16),
+                   help="gradient accumulation: micro-batches a step")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (CPU or GPU)")
     a = p.parse_args(argv)
     if a.inject == "fp16-overflow" and (why := fp16_unavailable()):
         print(f"train.py: fp16-overflow skipped: {why}", file=sys.stderr)
         return 2
     torch.set_num_threads(1)     # one thread: the replay's sums in the same order, bit for bit
     hf_logging.disable_progress_bar()
-    trainer = build_trainer(a.out, a.inject, a.steps)
+    trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
     if a.inject != "optimizer-reset":
         trainer.train()
         return 0
     trainer.add_callback(Crash())
     trainer.train()
-    trainer = build_trainer(a.out, a.inject, a.steps)
+    trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
     trainer.add_callback(DropOptimizerState())
     trainer.train(resume_from_checkpoint=str(Path(a.out) / f"checkpoint-{RESUME_FROM}"))
     return 0
