@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from postmortem.diagnose.series import effective_history, step_noise, widen, window_stats
+from postmortem.diagnose.series import effective_history, interval, shifted, step_noise, widen, window_stats
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -44,7 +44,7 @@ def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]
 def _window_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
     """Median of the finite values in [step - window, step); only sparse points need it."""
     out = np.full(len(steps), np.nan)
-    lo = np.searchsorted(steps, steps - window, side="left")
+    lo = shifted(steps, -window)
     sparse = np.flatnonzero(np.arange(len(steps)) - lo < 10)
     for i in sparse:
         v = values[lo[i]:i]
@@ -128,8 +128,8 @@ def _block(steps: np.ndarray, window: int) -> int:
     """Points per noise block: about one spike window's worth, at least 16."""
     if len(steps) < 2:
         return 16
-    interval = max(float(np.median(np.diff(steps))), 1e-9)
-    return int(min(max(16, window / interval), 1024))
+    gap = max(interval(steps), 1e-9)
+    return int(min(max(16, window / gap), 1024))
 
 
 def _trailing_median(values: np.ndarray, k: int, where: np.ndarray | None = None) -> np.ndarray:
@@ -146,9 +146,14 @@ def _trailing_median(values: np.ndarray, k: int, where: np.ndarray | None = None
 
 
 def _trailing_min(values: np.ndarray, k: int) -> np.ndarray:
-    out = np.full(len(values), np.nan)
-    if len(values) > k:
-        out[k:] = sliding_window_view(values, k)[:-1].min(axis=1)
+    """The minimum of the `k` values before each point (NaN where one of them is NaN)."""
+    n = len(values)
+    out = np.full(n, np.nan)
+    if n > k:
+        low = values[:n - k].copy()          # k shifted copies: much faster than a strided min
+        for j in range(1, k):
+            np.minimum(low, values[j:n - k + j], out=low)
+        out[k:] = low
     for i in range(1, min(k, len(values))):
         out[i] = values[:i].min()
     return out
@@ -176,7 +181,7 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
             continue
         lg = np.log10(gn)
         window = widen(steps, th.spike_window, th.spike_min_points)
-        lo = np.searchsorted(steps, steps - window, side="left")
+        lo = shifted(steps, -window)
         # The median is at least the minimum: only points that far above the trailing
         # minimum can be candidates, and only their windows need the medians.
         with np.errstate(invalid="ignore"):
@@ -251,7 +256,7 @@ def scaler_events(log: RunLog, th: Thresholds) -> tuple[list[Event], list[int]]:
         if not marks:
             continue
         marks.sort(key=lambda m: m[0])
-        gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(st))) if len(st) > 1 else 0)
+        gap = max(th.cascade_gap, 1.5 * interval(st) if len(st) > 1 else 0)
         cluster = [marks[0]]
         for m in marks[1:] + [None]:
             if m is not None and m[0] - cluster[-1][0] <= gap:
@@ -314,10 +319,19 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         smooth = pd.Series(loss, index=pd.to_timedelta(steps, unit="s")).rolling(
             f"{smooth_w}s", min_periods=1).mean().to_numpy()
         noise = step_noise(loss, _block(steps, window))
-        per = np.maximum(1.0, smooth_w / max(float(np.median(np.diff(steps))), 1e-9))
+        per = np.maximum(1.0, smooth_w / max(interval(steps), 1e-9))
         noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
+        # Both rules below need the smoothed loss this far above its lowest so far (a rise
+        # from a window back is never larger): most runs never are, and stop here.
+        floor = np.minimum.accumulate(smooth)
+        with np.errstate(invalid="ignore"):
+            could = smooth - floor >= th.divergence_sigma * noise_s
+            if floor[-1] > 0:
+                could &= smooth - floor >= th.divergence_min_rise * floor
+        if not could.any():
+            continue
         rising = np.concatenate([[0], np.cumsum(np.diff(smooth) > 0)])
-        lo = np.searchsorted(steps, steps - window, side="left")
+        lo = shifted(steps, -window)
         span_ok = steps - steps[lo] >= window * 0.9
         n = np.arange(len(steps)) - lo
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -329,7 +343,7 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         # A climb slower than the window: from the lowest smoothed loss so far, at least a
         # window long, mostly rising, by the same margins.
         pos = np.arange(len(steps))
-        low_at = np.maximum.accumulate(np.where(smooth <= np.minimum.accumulate(smooth), pos, 0))
+        low_at = np.maximum.accumulate(np.where(smooth <= floor, pos, 0))
         n_low = np.maximum(pos - low_at, 1)
         with np.errstate(invalid="ignore", divide="ignore"):
             up_low = smooth - smooth[low_at]
@@ -340,7 +354,7 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         # sustained: still true half a window later (or at the log's end); a spike lifts a
         # rolling mean for one smoothing span only
         cond = hit | slow
-        later = np.minimum(np.searchsorted(steps, steps + window // 2), len(steps) - 1)
+        later = np.minimum(shifted(steps, window // 2), len(steps) - 1)
         cond &= cond[later]
         if cond.any():
             end = int(np.argmax(cond))

@@ -24,16 +24,34 @@ def effective_history(log: RunLog, segment: int) -> pd.DataFrame:
     return pd.concat(parts[::-1]) if parts else frame.iloc[:0]
 
 
+def shifted(steps: np.ndarray, offset: int, side: str = "left") -> np.ndarray:
+    """`np.searchsorted(steps, steps + offset, side)`: for each point, the first index at or
+    after (`left`) or past (`right`) its step + `offset`. Most logs step evenly; then it is
+    arithmetic, several times faster than the search on a million points."""
+    n = len(steps)
+    if n > 2 and steps.dtype.kind in "iu":
+        d = int(steps[1] - steps[0])
+        if d > 0 and int(steps[-1] - steps[0]) == d * (n - 1) and bool((np.diff(steps) == d).all()):
+            q = offset // d if side == "right" else -(-offset // d)   # floor for right, ceil for left
+            return np.clip(np.arange(n, dtype=np.int64) + q + (side == "right"), 0, n)
+    return np.searchsorted(steps, steps + offset, side=side)
+
+
 def window_stats(steps: np.ndarray, values: np.ndarray, window: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, std and count of the finite values in [step - window, step) for every point."""
     finite = np.isfinite(values)
     s, v = steps[finite], values[finite]
-    offset = np.median(v) if len(v) else 0.0     # keeps the running sums well conditioned
+    # an offset near the values keeps the running sums well conditioned: the median of at
+    # most ~4096 evenly spaced values is as good as the median of all of them for that
+    offset = np.median(v[::max(1, len(v) // 4096)]) if len(v) else 0.0
     c1 = np.concatenate([[0.0], np.cumsum(v - offset)])
     c2 = np.concatenate([[0.0], np.cumsum((v - offset) ** 2)])
-    hi = np.searchsorted(s, steps, side="left")
-    lo = np.searchsorted(s, steps - window, side="left")
+    if finite.all():            # the usual case: every point has a value
+        hi, lo = np.arange(len(steps)), shifted(steps, -window)
+    else:
+        hi = np.searchsorted(s, steps, side="left")
+        lo = np.searchsorted(s, steps - window, side="left")
     n = (hi - lo).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = (c1[hi] - c1[lo]) / n
@@ -50,12 +68,20 @@ def ema(values: np.ndarray, span: int = 50) -> float | None:
     return float(pd.Series(v).ewm(span=span, adjust=False).mean().iloc[-1])
 
 
+def interval(steps: np.ndarray) -> float:
+    """The typical number of steps between two logged points (the median gap); a log that
+    steps evenly says so without a median of a million gaps."""
+    gaps = np.diff(steps)
+    if len(gaps) and bool((gaps == gaps[0]).all()):
+        return float(gaps[0])
+    return float(np.median(gaps))
+
+
 def widen(steps: np.ndarray, window: int, points: int) -> int:
     """A window in steps, widened so that a sparse log still has `points` points in it."""
     if len(steps) < 2:
         return window
-    interval = float(np.median(np.diff(steps)))
-    return int(max(window, points * interval))
+    return int(max(window, points * interval(steps)))
 
 
 def between(frame: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
@@ -75,10 +101,11 @@ def step_noise(values: np.ndarray, block: int = 64) -> np.ndarray:
         return np.full(n, np.nan)
     d = np.abs(np.diff(values, prepend=values[0]))
     d[0] = d[1]
-    blocks = -(-n // block)
-    padded = np.full(blocks * block, np.nan)
-    padded[:n] = d
-    per = np.nanmedian(padded.reshape(blocks, block), axis=1) * (1.4826 / np.sqrt(2))
+    full = n // block
+    per = np.median(d[:full * block].reshape(full, block), axis=1)   # no NaN in d: plain median
+    if n % block:
+        per = np.r_[per, np.median(d[full * block:])]
+    per = per * (1.4826 / np.sqrt(2))
     if n % block and n > block:                 # a short last block borrows the one before
         per[-1] = max(per[-1], per[-2])
     both = np.maximum(per, np.r_[per[0], per[:-1]])
