@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,12 @@ def _failure(failures, code: int, torchrun_said: str) -> str:
     if failures:
         when, rank, message = min(failures)                # the first to fail names the cause
         return f"rank {rank}: {message}"
+    # torchrun's own summary of the first failure: "rank : 1 (local_rank: 1)" ... "traceback : Signal 9 ..."
+    root = torchrun_said.partition("Root Cause")[2]
+    rank, why = re.search(r"rank\s*:\s*(\d+)", root), re.search(r"traceback\s*:\s*(.+)", root)
+    if rank and why:
+        return (f"rank {rank.group(1)} died without a word: {why.group(1).strip()[:200]} "
+                f"(the replay under torchrun ended with exit code {code})")
     lines = [x.strip() for x in torchrun_said.splitlines() if x.strip() and set(x.strip()) - set("=-*")]
     last = f": {lines[-1][:200]}" if lines else ""
     return f"the replay under torchrun ended with exit code {code} and no rank said why{last}"
