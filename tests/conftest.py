@@ -8,6 +8,22 @@ REAL_RUNS = ROOT.parent / "shared" / "real_runs"
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+def _slow_tests() -> set[str]:
+    """tests/slow_tests.txt: `file::function` or a whole `file`, one a line."""
+    lines = (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+SLOW = _slow_tests()
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if (item.path.name in SLOW or f"{item.path.name}::{item.originalname}" in SLOW
+                or "made_here" in item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def real_runs() -> Path:
     if not REAL_RUNS.is_dir():

@@ -150,3 +150,16 @@ def test_a_fresh_clone_runs_the_readme_as_written(tmp_path):
             assert "TODO" in out, out          # it names what is left to write
         else:                                  # analyze, and `postmortem RUN` in a pipe
             assert "spike of loss at step 250" in out, out[-3000:]
+
+
+def test_every_test_named_slow_is_there():
+    """A renamed test would leave tests/slow_tests.txt silently and slow down the quick tier."""
+    from conftest import SLOW
+
+    for entry in SLOW:
+        file, _, function = entry.partition("::")
+        path = ROOT / "tests" / file
+        assert path.is_file(), f"tests/slow_tests.txt names {file}, which is not there"
+        if function:
+            assert re.search(rf"^(async )?def {function}\(", path.read_text(), re.M), \
+                f"tests/slow_tests.txt names {entry}, which is not there"
