@@ -9,7 +9,9 @@ Arrow in one call per column. A 1M-line log has a handful of shapes.
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,85 +49,103 @@ def split_lines(data) -> bytes:
 _CHUNK = 1 << 19      # scanned a piece at a time: each pass over a piece stays in the CPU cache
 
 
-class _Shapes:
-    """Ids for line shapes (a line with its digits taken out), the same over all pieces."""
+def _shapes(piece: bytes, line_starts: np.ndarray, digits_before: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+    """The piece's distinct line shapes (a line with its digits taken out) and each line's."""
+    stripped = piece.translate(None, _DIGITS)
+    offsets = np.append(line_starts - digits_before, len(stripped)).astype(np.int64)
+    size = int(offsets[1]) if len(offsets) > 1 else 0
+    if size and size * len(line_starts) == len(stripped) and stripped == stripped[:size] * len(line_starts):
+        # every line of the piece has one shape (the common case: a run of step lines)
+        return [stripped[:size]], np.zeros(len(line_starts), np.int64)
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(line_starts),
+                                           [None, pa.py_buffer(offsets), pa.py_buffer(stripped)])
+    enc = pc.dictionary_encode(arr)
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
-    def __init__(self) -> None:
-        self.ids: dict[bytes, int] = {}
 
-    def of(self, piece: bytes, line_starts: np.ndarray, digits_before: np.ndarray) -> np.ndarray:
-        stripped = piece.translate(None, _DIGITS)
-        offsets = np.append(line_starts - digits_before, len(stripped)).astype(np.int64)
-        size = int(offsets[1]) if len(offsets) > 1 else 0
-        if size and size * len(line_starts) == len(stripped) and stripped == stripped[:size] * len(line_starts):
-            # every line of the piece has one shape (the common case: a run of step lines)
-            return np.full(len(line_starts), self.ids.setdefault(stripped[:size], len(self.ids)), np.int64)
-        arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(line_starts),
-                                               [None, pa.py_buffer(offsets), pa.py_buffer(stripped)])
-        enc = pc.dictionary_encode(arr)
-        ids = self.ids
-        known = np.array([ids.setdefault(v, len(ids)) for v in enc.dictionary.to_pylist()], dtype=np.int64)
-        return known[enc.indices.to_numpy(zero_copy_only=False)]
+@dataclass
+class _Piece:
+    newlines: np.ndarray          # in the piece
+    run_s: np.ndarray             # digit runs, in the text
+    run_e: np.ndarray
+    first: np.ndarray             # each line's first run, in the piece
+    shapes: list[bytes]
+    shape: np.ndarray             # each line's, into `shapes`
+
+
+def _scan_piece(data, pos: int, end: int) -> _Piece:
+    piece = data[pos:end]                   # a copy in the cache, read by every pass below
+    c = np.frombuffer(piece, dtype=np.uint8)
+    m = len(c)
+    work = np.subtract(c, 48, dtype=np.uint8)   # uint8 wraps: one comparison for '0'..'9'
+    isd = np.less(work, 10, out=work.view(bool))
+    e = np.empty(m + 1, dtype=bool)
+    e[0], e[-1] = isd[0], isd[-1]
+    np.not_equal(isd[1:], isd[:-1], out=e[1:-1])
+    nz = np.flatnonzero(e)                  # a run's start and end alternate; bool: numpy's fast path
+    rs, re_ = nz[0::2], nz[1::2]
+    nl = np.flatnonzero(np.equal(c, 10, out=e[:m]))
+    line_starts = np.concatenate([[0], nl + 1])
+    if len(nl) and nl[-1] + 1 == m:
+        line_starts = line_starts[:-1]
+    first = np.searchsorted(rs, line_starts)
+    lengths = np.concatenate([[0], np.cumsum(re_ - rs)])
+    shapes, shape = _shapes(piece, line_starts, lengths[first])
+    small = np.int32 if len(data) < (1 << 31) - 1 else np.int64     # int32: half the memory
+    return _Piece(nl + pos, (rs + pos).astype(small), (re_ + pos).astype(small), first, shapes, shape)
+
+
+def _pieces(data) -> list[tuple[int, int]]:
+    n, pos, out = len(data), 0, []
+    while pos < n:
+        end = min(pos + _CHUNK, n)
+        if end < n:
+            cut = data.rfind(b"\n", pos, end)
+            end = cut + 1 if cut >= pos else (data.find(b"\n", end) + 1 or n)
+        out.append((pos, end))
+        pos = end
+    return out
+
+
+def _workers() -> int:
+    try:
+        return max(1, min(8, len(os.sched_getaffinity(0))))
+    except AttributeError:                  # not Linux
+        return max(1, min(8, os.cpu_count() or 1))
 
 
 def scan(data) -> tuple[np.ndarray, ...]:
     """Line starts and ends, digit-run starts and ends, each line's first run, and each
     line's shape id (equal for lines equal once their digits are taken out).
 
-    One piece of the text at a time (whole lines), so every pass stays in the CPU cache
-    and what a piece needs is allocated once, not once per pass over the whole text."""
-    b = np.frombuffer(data, dtype=np.uint8)
-    n = len(b)
-    nls, rss, res, firsts, shapes = [], [], [], [], []
-    runs_before, pos = 0, 0
-    work, edge, newline = np.empty(0, dtype=np.uint8), np.empty(0, dtype=bool), np.empty(0, dtype=bool)
-    small = np.int32 if n < (1 << 31) - 1 else np.int64
-    shape_ids = _Shapes()
-    while pos < n:
-        end = min(pos + _CHUNK, n)
-        if end < n:
-            cut = data.rfind(b"\n", pos, end)
-            end = cut + 1 if cut >= pos else (data.find(b"\n", end) + 1 or n)
-        piece = data[pos:end]               # a copy in the cache, read by every pass below
-        c = np.frombuffer(piece, dtype=np.uint8)
-        m = len(c)
-        if len(work) < m + 1:
-            work = np.empty(m + 1, dtype=np.uint8)
-            edge = np.empty(m + 1, dtype=bool)
-            newline = np.empty(m, dtype=bool)
-        isd = work[:m]
-        np.subtract(c, 48, out=isd)          # uint8 wraps: one comparison for '0'..'9'
-        isd = isd.view(bool)
-        np.less(work[:m], 10, out=isd)
-        e = edge[:m + 1]
-        e[0], e[-1] = isd[0], isd[-1]
-        np.not_equal(isd[1:], isd[:-1], out=e[1:-1])
-        nz = np.flatnonzero(e)               # a run's start and end alternate; bool: numpy's fast path
-        rs, re_ = nz[0::2], nz[1::2]
-        nl = np.flatnonzero(np.equal(c, 10, out=newline[:m]))
-        line_starts = np.concatenate([[0], nl + 1])
-        if len(nl) and nl[-1] + 1 == len(c):
-            line_starts = line_starts[:-1]
-        first = np.searchsorted(rs, line_starts)
-        lengths = np.concatenate([[0], np.cumsum(re_ - rs)])
-        shapes.append(shape_ids.of(piece, line_starts, lengths[first]))
-        firsts.append(first + runs_before)
-        runs_before += len(rs)
-        rss.append((rs + pos).astype(small))     # int32 where the text allows: half the memory
-        res.append((re_ + pos).astype(small))
-        nls.append(nl + pos)
-        pos = end
+    One piece of the text at a time (whole lines), so every pass stays in the CPU cache;
+    the pieces on every core the process may use (numpy and Arrow let go of the GIL)."""
+    n = len(data)
+    bounds = _pieces(data)
+    if len(bounds) > 2 and _workers() > 1:
+        with ThreadPoolExecutor(_workers()) as pool:
+            pieces = list(pool.map(lambda b: _scan_piece(data, *b), bounds))
+    else:
+        pieces = [_scan_piece(data, *b) for b in bounds]
+    ids: dict[bytes, int] = {}
+    firsts, shape_ids, runs_before = [], [], 0
+    for p in pieces:                        # in text order: shape ids the same on every read
+        known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
+        shape_ids.append(known[p.shape])
+        firsts.append(p.first + runs_before)
+        runs_before += len(p.run_s)
     empty = np.empty(0, np.int64)
-    nl = np.concatenate(nls) if nls else empty
+    nl = np.concatenate([p.newlines for p in pieces]) if pieces else empty
     starts = np.concatenate([[0], nl + 1]).astype(np.int64)
     ends = np.append(nl, n).astype(np.int64)
     if len(starts) and starts[-1] == ends[-1]:
         starts, ends = starts[:-1], ends[:-1]
     k = len(starts)
     first_run = np.concatenate(firsts)[:k] if firsts else empty
-    shape = np.concatenate(shapes)[:k] if shapes else empty
-    run_s = np.concatenate(rss) if rss else empty
-    run_e = np.concatenate(res) if res else empty
+    shape = np.concatenate(shape_ids)[:k] if shape_ids else empty
+    run_s = np.concatenate([p.run_s for p in pieces]) if pieces else empty
+    run_e = np.concatenate([p.run_e for p in pieces]) if pieces else empty
+    del pieces
     return starts, ends, run_s, run_e, first_run, shape
 
 
@@ -145,27 +165,32 @@ class _Cutter:
         self._rows: np.ndarray | None = None
         self._base = np.empty(0, np.int64)
 
-    def spans(self, rep: bytes, rep_runs: list[tuple[int, int]], span: tuple[int, int],
-              rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def runs(self, rep_runs: list[tuple[int, int]], span: tuple[int, int]) -> tuple[int, int, int, int] | None:
+        """The span as (first run, offset from its start, last run, offset from its end)."""
         bs, be = span
         inside = [i for i, (s, e) in enumerate(rep_runs) if s >= bs and e <= be]
         if not inside:
             return None
         a, b = inside[0], inside[-1]
-        base = self.first_run[rows] if self._rows is not rows else self._base
-        self._rows, self._base = rows, base       # the same rows for every span of a group
-        return (self.run_s[base + a] + (bs - rep_runs[a][0]),
-                self.run_e[base + b] + (be - rep_runs[b][1]))
+        return a, bs - rep_runs[a][0], b, be - rep_runs[b][1]
 
-    def numbers(self, starts: np.ndarray, ends: np.ndarray, commas: bool
-                ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The tokens as floats, and which of them were numbers (None: all)."""
-        m = len(starts)
+    def spans(self, where: list[tuple[int, int, int, int]], rows: np.ndarray) -> np.ndarray:
+        """Start and end of each span in every row: (rows, 2 x spans), the runs gathered at once."""
+        base = self.first_run[rows][:, None]
+        a, da, b, db = (np.array(x, dtype=np.int64) for x in zip(*where))
+        pos = np.empty((len(rows), 2 * len(where)), dtype=self.run_s.dtype)
+        pos[:, 0::2] = self.run_s[base + a] + da
+        pos[:, 1::2] = self.run_e[base + b] + db
+        return pos
+
+    def numbers_at(self, pos: np.ndarray, commas: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The tokens at [pos[0], pos[1]), [pos[2], pos[3]), ... as floats, and which of them
+        were numbers (None: all)."""
+        m = len(pos) // 2
         if m == 0:
             return np.empty(0), None
-        wide = len(self.data) >= (1 << 31) - 1
-        pos = np.empty(2 * m, dtype=np.int64 if wide else np.int32)
-        pos[0::2], pos[1::2] = starts, ends
+        wide = pos.dtype == np.int64
+        pos = np.ascontiguousarray(pos, dtype=np.int64 if wide else np.int32)
         # Tokens and the gaps between them as one string array over the raw bytes: no copy;
         # the gaps are null (bits 0b01010101...), so the cast skips them and nothing is taken.
         mask = pa.py_buffer(b"\x55" * ((2 * m + 6) // 8))
@@ -174,14 +199,31 @@ class _Cutter:
         if commas:
             arr = pc.replace_substring(arr, ",", "")
         try:
-            floats = pc.cast(arr, pa.float64())
-            # the values buffer as it is: the null gaps are dropped by the stride, not filled
-            return np.frombuffer(floats.buffers()[1], np.float64, 2 * m - 1)[0::2], None
+            return _cast(arr), None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             # a line of this shape with no number there: that value was not logged (not a NaN)
             out = [to_number(t) for t in arr.to_pylist()[0::2]]
             valid = np.array([v is not None for v in out])
             return np.array([np.nan if v is None else v for v in out], dtype=np.float64), valid
+
+
+_CAST_SLICE = 1 << 21
+
+
+def _cast_slice(arr: pa.Array) -> np.ndarray:
+    floats = pc.cast(arr, pa.float64())
+    # the values buffer as it is: the null gaps are dropped by the stride, not filled
+    off = floats.offset
+    return np.frombuffer(floats.buffers()[1], np.float64, off + len(floats))[off::2]
+
+
+def _cast(arr: pa.Array) -> np.ndarray:
+    """Every other slot of `arr` (tokens between null gaps) as floats, in slices on every core."""
+    if len(arr) <= 2 * _CAST_SLICE or _workers() < 2:
+        return _cast_slice(arr)
+    slices = [arr.slice(i, 2 * _CAST_SLICE) for i in range(0, len(arr), 2 * _CAST_SLICE)]   # even starts
+    with ThreadPoolExecutor(_workers()) as pool:
+        return np.concatenate(list(pool.map(_cast_slice, slices)))
 
 
 def read_groups(data: bytes) -> tuple[list[Group], int]:
@@ -237,23 +279,24 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
     cuts = []
     for where, name, span in wanted:
         bs, be = _byte_span(text, span)
-        cut = cutter.spans(rep, rep_runs, (bs, be), rows)
-        if cut is not None:
-            cuts.append((bs, be, where, name, cut, "," in text[span[0]:span[1]]))
+        at = cutter.runs(rep_runs, (bs, be))
+        if at is not None:
+            cuts.append((bs, be, where, name, at, "," in text[span[0]:span[1]]))
     cuts.sort(key=lambda c: c[0])
+    if not cuts:
+        return group
     apart = all(a[1] <= b[0] for a, b in zip(cuts, cuts[1:]))
-    if apart and len(cuts) > 1:
-        # every token of every line in one array, in file order: one take and one cast
-        starts = np.stack([c[4][0] for c in cuts], axis=1).ravel()
-        ends = np.stack([c[4][1] for c in cuts], axis=1).ravel()
-        flat, valid = cutter.numbers(starts, ends, any(c[5] for c in cuts))
+    if apart:
+        # every token of every line in one array, in file order: one gather and one cast
+        pos = cutter.spans([c[4] for c in cuts], rows)
+        flat, valid = cutter.numbers_at(pos.ravel(), any(c[5] for c in cuts))
         values = flat.reshape(len(rows), len(cuts))
         valid = valid.reshape(len(rows), len(cuts)) if valid is not None else None
         for j, (_, _, where, name, _, _) in enumerate(cuts):
             _place(group, where, name, values[:, j], None if valid is None else valid[:, j])
     else:
-        for _, _, where, name, (st, en), commas in cuts:
-            _place(group, where, name, *cutter.numbers(st, en, commas))
+        for _, _, where, name, at, commas in cuts:
+            _place(group, where, name, *cutter.numbers_at(cutter.spans([at], rows).ravel(), commas))
     return group
 
 
