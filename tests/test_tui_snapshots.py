@@ -41,6 +41,16 @@ async def settled(pilot):
     await pilot.pause()
 
 
+async def still_cursor(pilot):
+    """The focused section's cursor drawn, whatever the time: no blink, and no line kept from
+    a moment the blink had hidden it (a TextArea caches its lines by the blink's phase)."""
+    for area in pilot.app.screen.query("TextArea"):
+        area.cursor_blink = False
+        area.notify_style_update()
+        area.refresh()
+    await pilot.pause()
+
+
 def test_dashboard_120x40(snap_compare, tmp_path):
     async def zoomed(pilot):
         await loaded(pilot)
@@ -65,9 +75,7 @@ def test_editor(snap_compare, tmp_path):
     async def edit(pilot):
         await loaded(pilot)
         await pilot.press("e")
-        for area in pilot.app.screen.query("TextArea"):
-            area.cursor_blink = False   # the focused section's cursor drawn, whatever the time
-        await pilot.pause()
+        await still_cursor(pilot)
         pilot.app.screen.settle()       # the debounced lint, now
         await settled(pilot)
     assert snap_compare(app(tmp_path), terminal_size=(120, 40), run_before=edit)
@@ -78,9 +86,7 @@ def test_editor_80x24(snap_compare, tmp_path):
     async def edit(pilot):
         await loaded(pilot)
         await pilot.press("e")
-        for area in pilot.app.screen.query("TextArea"):
-            area.cursor_blink = False
-        await pilot.pause()
+        await still_cursor(pilot)
         pilot.app.screen.settle()
         await settled(pilot)
     assert snap_compare(app(tmp_path), terminal_size=(80, 24), run_before=edit)

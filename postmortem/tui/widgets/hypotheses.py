@@ -30,7 +30,7 @@ class HypothesesTable(FittedTable):
     def __init__(self, hypotheses: list[HypothesisEntry], **kw):
         # the observation takes the rest of the width; under the table it shows whole
         super().__init__(Col("#", 2), Col("pattern", 22, wrap=True), Col("panel", 12, wrap=True),
-                         Col("observation", text=True), Col("dismissed", 16, optional=True), **kw)
+                         Col("observation", text=True, least=36), Col("dismissed", 16, optional=True), **kw)
         self.hypotheses = list(hypotheses)
 
     def on_mount(self) -> None:
