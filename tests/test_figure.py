@@ -93,15 +93,20 @@ def test_a_replays_arms_are_drawn_over_the_loss(tmp_path):
     inc = analyze(log).incidents[0]
     result = Replayer(log, inc, "cpu").replay(("faithful", "swap-batch"))
     fig = figure.draw(log, inc.step, result, inc.kind)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # a panel of its own under the run's, on the replay's steps
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "grad norm (pre-clip)", "LR", "loss, replayed"]
+    replayed = fig.axes[-1]
+    labels = [t.get_text() for t in replayed.get_legend().get_texts()]
+    # drawn highest first at the incident: the arm that takes the spike away on top
     assert labels == ["logged", "replay: faithful", "replay: swap-batch"], labels
-    swapped = next(line for line in fig.axes[0].get_lines() if line.get_label() == "replay: swap-batch")
+    swapped = next(line for line in replayed.get_lines() if line.get_label() == "replay: swap-batch")
     steps = list(swapped.get_xdata())
     assert inc.step in steps and min(steps) in (result.checkpoint, result.checkpoint + 1), steps
     # the swapped batch takes the spike away: the arm stays far below the logged peak
     assert max(swapped.get_ydata()) < inc.symptoms.peak_loss / 2
-    # the figure widens to the replay's first step
+    # the run's panels widen to the replay's first step; the replay's panel spans its steps
     assert fig.axes[0].get_xlim()[0] <= min(steps)
+    assert replayed.get_xlim() == (min(steps) - 0.5, max(steps) + 0.5)
     path = figure.write(tmp_path / "with-arms.png", log, inc.step, result, inc.kind)
     assert figure.size_of(path.read_bytes())[0] == 800
 

@@ -121,9 +121,17 @@ def draw_picture(pic: Picture):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8, 1.9 * len(pic.panels) + 0.6), dpi=100, layout="constrained")
+    rows = len(pic.panels) + (1 if pic.arms else 0)
+    height = 1.9 * rows + 0.6 + (0.4 if pic.arms else 0)
+    fig = Figure(figsize=(8, height), dpi=100)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(pic.panels), 1, sharex=True, squeeze=False)[:, 0]
+    # fixed margins in inches: a constrained layout took 60% of the drawing's time
+    outer = fig.add_gridspec(2 if pic.arms else 1, 1, left=1.0 / 8, right=1 - 0.2 / 8, top=1 - 0.35 / height,
+                             bottom=0.5 / height, hspace=0.45 / (height / rows),
+                             height_ratios=[len(pic.panels), 1] if pic.arms else None)
+    grid = outer[0].subgridspec(len(pic.panels), 1, hspace=0.12)
+    axes = [fig.add_subplot(grid[0])]
+    axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in range(1, len(pic.panels))]
     for ax, p in zip(axes, pic.panels):
         ax.plot(p.x, p.y, color="0.25", lw=1.0, drawstyle="steps-post" if p.column == "loss_scale" else "default",
                 label="logged" if p.column == "loss" else None)
@@ -131,23 +139,51 @@ def draw_picture(pic: Picture):
         if len(p.bad):
             ax.scatter(p.bad, np.ones(len(p.bad)), transform=ax.get_xaxis_transform(), marker="x",
                        color="tab:red", s=25, clip_on=False, label="NaN / inf" if p.column == "loss" else None)
-        if p.column == "loss":
-            for steps, losses, name in pic.arms:
-                ys = np.array(losses)
-                ax.plot(steps, np.where(np.isfinite(ys), ys, np.nan), lw=1.2, marker=".", ms=3,
-                        label=f"replay: {name}", alpha=0.9)
         if p.log_scale:
             ax.set_yscale("log", base=2 if p.column == "loss_scale" else 10)
         ax.axvline(pic.step, color="tab:red", ls="--", lw=1)
         ax.set_ylabel(p.title)
         ax.grid(True, alpha=0.3)
+        if ax is not axes[len(pic.panels) - 1]:
+            ax.tick_params(labelbottom=False)
     axes[0].set_title(pic.title, loc="left", fontsize=10)
     axes[0].annotate(f"step {pic.step}", (pic.step, 0), xycoords=axes[0].get_xaxis_transform(), xytext=(3, 3),
                      textcoords="offset points", color="tab:red", fontsize=8)
     if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(loc="upper left", fontsize=7, ncols=2)
-    axes[-1].set_xlabel("step")
+        axes[0].legend(loc="upper left", fontsize=7)
+    axes[len(pic.panels) - 1].set_xlabel("step")
+    if pic.arms:
+        axes.append(_replay_panel(fig.add_subplot(outer[1]), pic))
     return fig
+
+
+def _replay_panel(ax, pic: Picture):
+    """The replay's arms over the logged loss, on the replay's own steps: each arm's loss
+    where the run's own was logged, so the arm that takes the incident away stands out."""
+    first = min(min(steps) for steps, _, _ in pic.arms)
+    last = max(max(steps) for steps, _, _ in pic.arms)
+    loss = next((p for p in pic.panels if p.column == "loss"), None)
+    if loss is not None:
+        keep = (loss.x >= first) & (loss.x <= last)
+        ax.plot(loss.x[keep], loss.y[keep], color="0.6", lw=4, alpha=0.6, label="logged", zorder=1)
+    # drawn highest first at the incident: the arm that takes the spike away is on top, and
+    # the faithful one (it retraces the log) dashed
+    def at_incident(arm) -> float:
+        steps, losses, _ = arm
+        v = losses[steps.index(pic.step)] if pic.step in steps else -np.inf
+        return v if np.isfinite(v) else np.inf
+    order = sorted(pic.arms, key=lambda a: -at_incident(a))
+    for steps, losses, name in order:
+        ys = np.array(losses)
+        ax.plot(steps, np.where(np.isfinite(ys), ys, np.nan), lw=1.3, marker=".", ms=3, zorder=2,
+                ls="--" if name == "faithful" else "-", label=f"replay: {name}")
+    ax.axvline(pic.step, color="tab:red", ls="--", lw=1)
+    ax.set_xlim(first - 0.5, last + 0.5)
+    ax.set_ylabel("loss, replayed")
+    ax.set_xlabel("step (the replay's)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=7, ncols=2)
+    return ax
 
 
 def png_of(pic: Picture) -> bytes:
