@@ -280,3 +280,14 @@ def test_the_callback_refuses_a_factory_that_is_not_module_colon_function():
     from postmortem.integrations.lightning import PostmortemCallback
     with pytest.raises(ValueError, match="expected 'module:function'"):
         PostmortemCallback(factory="train.build")
+
+
+def test_a_second_save_of_a_step_is_that_step_and_the_later_one_wins(tmp_path):
+    """ModelCheckpoint names a second save of a step (a resumed run's) epoch=4-step=250-v1.ckpt."""
+    from postmortem.replay.loading import checkpoints
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name in ("epoch=3-step=200.ckpt", "epoch=4-step=250.ckpt", "epoch=4-step=250-v1.ckpt", "last.ckpt"):
+        (folder / name).write_bytes(b"")
+    found = {step: path.name for step, path in checkpoints(None, tmp_path).items()}
+    assert found == {200: "epoch=3-step=200.ckpt", 250: "epoch=4-step=250-v1.ckpt"}

@@ -355,7 +355,7 @@ def _build(spec, run_dir):
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
     cached = sys.modules.get(name)
-    if cached is not None and folder and not str(getattr(cached, "__file__", "")).startswith(folder):
+    if cached is not None and folder and Path(str(getattr(cached, "__file__", ""))).parent != Path(folder):
         del sys.modules[name]         # another `train` module imported before: the run's own is wanted
     where = f" from {folder}" if folder else ""
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from postmortem.errors import ReplayError
 
 _STEP = re.compile(r"(\d+)")
+_VERSION = re.compile(r"-v(\d+)$")
 
 
 def entry_point(manifest, run_dir: Path):
@@ -68,11 +69,19 @@ def checkpoints(manifest, run_dir: Path) -> dict[int, Path]:
     # files (step_000250.pt) or folders a framework saves (checkpoint-250/, a Replayable.load reads them)
     found = sorted(folder.glob("*.pt")) + sorted(folder.glob("*.pth")) + sorted(folder.glob("*.ckpt")) \
         + sorted(p for p in folder.glob("*") if p.is_dir())
-    for f in found:
-        nums = _STEP.findall(f.stem if f.is_file() else f.name)
+    # Lightning's ModelCheckpoint names a second save of the same step epoch=4-step=250-v1.ckpt:
+    # the step is still 250, and the later save (a resumed run's) wins
+    named = [(_VERSION.sub("", f.stem if f.is_file() else f.name), _version(f), f) for f in found]
+    for name, _, f in sorted(named, key=lambda t: t[1]):
+        nums = _STEP.findall(name)
         if nums:
             out[int(nums[-1])] = f
     return out
+
+
+def _version(f: Path) -> int:
+    m = _VERSION.search(f.stem if f.is_file() else f.name)
+    return int(m.group(1)) if m else 0
 
 
 def before(ckpts: dict[int, Path], step: int, run_dir: Path) -> int:
