@@ -26,10 +26,10 @@ def cmd_replay(args) -> int:
         raise ReplayError(f"{unknown[0]}: unknown arm; known: {', '.join(ARMS)}")
     if "faithful" not in arms:
         arms = ("faithful", *arms)
-    log = read_run(args.run, format=args.format)
-    inc = pick_incident(analyze(log).incidents, args.step, args.run)
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
+    log = read_run(args.run, format=args.format)
+    inc = pick_incident(analyze(log).incidents, args.step, args.run)
     check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
