@@ -118,7 +118,8 @@ def test_a_core_module_imports_neither_textual_nor_torch(module):
     assert r.stdout.strip() == "", f"{module} brings {r.stdout.strip()} with it"
 
 
-@pytest.mark.parametrize("module", ["postmortem.replay.worker", "postmortem.replay.loading"])
+@pytest.mark.parametrize("module", ["postmortem.replay.worker", "postmortem.replay.loading",
+                                    "postmortem.replay.distributed"])
 def test_the_replays_front_door_imports_no_torch(module):
     """The app lists what is missing to replay and starts the child without torch."""
     code = f"import sys, {module}; print('torch' in sys.modules)"
