@@ -184,5 +184,27 @@ def test_a_draft_carries_its_signature_and_a_plain_learner():
     doc = draft(read_run(RUN), "John Doe")             # a login name the TUI may guess
     assert check_name(doc.learner) == doc.learner
     assert doc.signature is not None and doc.signature.pattern == doc.pattern
-    assert doc.signature.peak_ratio and doc.signature.recovery
+    assert doc.signature.rise and doc.signature.recovery
     assert parse(render(doc)).signature == doc.signature
+    # the rise is the dashboard's (the analysis' own), under the same name in the front matter
+    from postmortem.diagnose.analyze import analyze
+    inc = next(i for i in analyze(read_run(RUN)).incidents if i.step == doc.spike_step)
+    assert doc.signature.rise == inc.rise and f"rise: {inc.rise}" in render(doc)
+    # a document written before the rename still reads: peak_ratio is the rise
+    older = render(doc).replace(f"rise: {inc.rise}", "peak_ratio: 4.12")
+    assert parse(older).signature.rise == 4.12
+
+
+def test_similar_names_and_writes_the_rise_as_the_dashboard_does():
+    """The dashboard's `rise x3.96` is `rise: ... (x3.96 vs x3.96)` in similar, not another ratio."""
+    from postmortem.diagnose.analyze import analyze
+    from postmortem.diagnose.models import worst
+    from postmortem.diagnose.signature import of_run
+    from postmortem.kb.similar import find_similar
+    from postmortem.numbers import rise
+    log = read_run(RUN)
+    incidents = analyze(log).incidents
+    shown = rise(incidents[worst(incidents)].rise)          # as the dashboard's incidents table writes it
+    match = next(m for m in find_similar(ROOT, of_run(log)) if m.path == EXAMPLE)
+    assert f"rise: match ({shown} vs {shown})" in match.why, match.why
+    assert not any("peak_ratio" in w for w in match.why)
