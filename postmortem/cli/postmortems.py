@@ -56,7 +56,8 @@ def cmd_new(args) -> int:
     from postmortem.files import atomic_write
     pm = _with_figure(pm, out, log, done if args.replay else None)
     atomic_write(out, render(pm))
-    print(f"wrote {out}: {pm.incident} at step {pm.spike_step}, "
+    shown = f" and its figure {out.with_name(pm.figure)}" if pm.figure else ""
+    print(f"wrote {out}{shown}: {pm.incident} at step {pm.spike_step}, "
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)
     if args.json:
