@@ -229,3 +229,21 @@ def test_an_older_document_with_every_digit_still_passes_against_its_run(tmp_pat
     assert doc.symptoms.peak_loss == 5.157378196716309
     shutil.copy(EXAMPLE.with_suffix(".png"), tmp_path)
     assert check_text(text, doc, read_run(ROOT / "sample_runs" / "long-tail-token"), where=tmp_path) == []
+
+
+@pytest.mark.slow
+def test_commit_draws_the_figure_of_a_document_that_has_none(tmp_path):
+    """An older document (no figure) committed with its run: the figure is drawn from the run
+    and committed beside it, and the committed document shows it."""
+    run = ROOT / "sample_runs" / "long-tail-token"
+    kb = tmp_path / "kb"
+    git.Repo.init(kb, initial_branch="main")
+    doc = tmp_path / "older.md"
+    doc.write_text(re.sub(r"\n!\[[^\]]+\]\([^)]+\)\n", "", EXAMPLE.read_text()))
+    assert parse(doc.read_text()).figure is None
+    r = pm("commit", doc, "--learner", "ada", "--run", run, "--repo", kb, "--init")
+    assert r.returncode == 0, r.stderr
+    head = git.Repo(kb).head.commit
+    png = f"learners/ada/postmortems/{EXAMPLE.stem}.png"
+    assert png in head.stats.files and figure.is_png((head.tree / png).data_stream.read())
+    assert IMAGE.findall((kb / "learners/ada/postmortems" / EXAMPLE.name).read_text()) == [EXAMPLE.stem + ".png"]
