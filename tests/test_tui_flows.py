@@ -307,20 +307,29 @@ async def test_a_restored_draft_can_be_set_aside_to_start_over(tmp_path):
         await opened(app, pilot)
         await pilot.press("e")
         app.screen.query_one("#lesson").text = "a lesson I want back"
+        await app.workers.wait_for_complete()       # the figure, drawn beside the draft
         await pilot.pause()
         app.screen.settle()                         # the debounced save and lint, now
         path = app.screen.path
+        drawn = path.with_suffix(".png").stat().st_mtime_ns
+        assert read(path).figure == path.with_suffix(".png").name
     app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
         await pilot.press("e")
         editor = app.screen
         assert editor.restored and editor.query_one("#lesson").text == "a lesson I want back"
+        await app.workers.wait_for_complete()
+        # the restored draft keeps its figure (it may hold a replay's arms): not drawn again
+        assert path.with_suffix(".png").stat().st_mtime_ns == drawn and editor.pm.figure
         await pilot.press("f8", "n")                          # no: nothing changes
         assert editor.query_one("#lesson").text == "a lesson I want back" and path.exists()
         await pilot.press("f8", "y")
         assert app.screen is editor and editor.query_one("#lesson").text == ""
         assert editor.query_one("#root_cause").text == "" and not editor.restored
+        await app.workers.wait_for_complete()       # started over: the figure drawn again, shown
+        await pilot.pause()
+        assert editor.pm.figure == path.with_suffix(".png").name
         backup = path.with_name(path.name + ".bak")
         assert read(backup).lesson == "a lesson I want back"  # set aside, not deleted
         assert "a lesson I want back" in path.with_suffix(".typed.json.bak").read_text()

@@ -114,7 +114,9 @@ class EditorScreen(Screen):
         kept = self.session.replay_of(self.pm.spike_step)
         if kept:
             self.apply_replay(kept)      # a replay run from the dashboard before opening
-        else:
+        elif not (self.pm.figure and (self.path.parent / self.pm.figure).is_file()):
+            # a restored draft keeps the figure it had: it may carry the arms of a replay
+            # this session no longer holds
             self.draw_figure()
         self.relint()
         # the cursor where the writing starts: the first section still empty
@@ -300,6 +302,8 @@ class EditorScreen(Screen):
             kept = self.session.replay_of(self.pm.spike_step)
             if kept:
                 self.apply_replay(kept)      # the replay's evidence is the run's too
+            else:
+                self.draw_figure()
             self.relint()
             self.notify(f"started over from the run; the old draft is in {self.path.name}.bak")
         self.app.push_screen(ConfirmScreen(f"Start over from the run? Your draft is kept as "
