@@ -96,13 +96,13 @@ def launch(run, step: int, arms: tuple[str, ...], device: str, nproc: int, forma
                 _stop(proc)
                 raise
             list(rank0.new())
-            failures = _failures(channel)
+            failures, stopped = _failures(channel), _stopped(channel)
             out.seek(0)
             torchrun_said = out.read().decode(errors="replace")
     done = [m for m in rank0.seen if isinstance(m, Finished)]
     if proc.returncode == 0 and done:
         return done[-1].result
-    if any(isinstance(m, Stopped) for m in rank0.seen):
+    if stopped:
         raise Cancelled("replay")
     raise ReplayError(_failure(failures, proc.returncode, torchrun_said))
 
@@ -136,6 +136,12 @@ def _failures(channel: Path) -> list[tuple[int, int, str]]:
             if isinstance(m, Failed):
                 out.append((f.stat().st_mtime_ns, int(f.stem.split("-")[1]), m.message))
     return out
+
+
+def _stopped(channel: Path) -> bool:
+    """Whether a rank was asked to stop (a Ctrl-C that torchrun passed on)."""
+    return any(isinstance(MESSAGE.validate_json(line), Stopped)
+               for f in channel.glob("rank-*.jsonl") for line in f.read_bytes().splitlines())
 
 
 def _failure(failures, code: int, torchrun_said: str) -> str:
@@ -211,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             out(Finished(result=result))
         return 0
-    except Cancelled as err:
-        out(Stopped(arm=str(err)))
+    except (Cancelled, KeyboardInterrupt) as err:     # torchrun passes a Ctrl-C on to its ranks
+        out(Stopped(arm=str(err) or "replay"))
         return 130
     except UserError as err:
         out(Failed(message=str(err)))
