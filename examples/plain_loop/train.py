@@ -185,9 +185,9 @@ def train(args) -> None:
     rec = None
     if rank == 0:
         ckpts.mkdir(parents=True, exist_ok=True)
-        for name in ("train.py", "replay.py"):
-            shutil.copy(HERE / name, out / name)
-        shutil.copy(tinydata.__file__, out / "tinydata.py")
+        for source in (HERE / "train.py", HERE / "replay.py", Path(tinydata.__file__)):
+            if source.resolve() != (out / source.name).resolve():      # not when run from a run's copy
+                shutil.copy(source, out / source.name)
         rec = Recorder(out, manifest(args, world), layer_every=50)
     crash = CAUSE_STEP if args.inject == "optimizer-reset" else None
     step = 0
