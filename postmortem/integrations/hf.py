@@ -47,6 +47,7 @@ class PostmortemCallback(TrainerCallback):
         json.dumps(self.factory_kwargs)      # the replay reads them back from manifest.json
         self.layer_every, self.run_id = layer_every, run_id
         self.rec: Recorder | None = None
+        self._watch_nan_filter = True
         self._hooks: list = []
         self._row: tuple[int, dict] | None = None     # held until the step's eval loss is known
         self._new_step()

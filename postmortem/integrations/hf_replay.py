@@ -221,9 +221,11 @@ class TrainerReplay(Replayable):
         random.setstate(state["python"])
         np.random.set_state(state["numpy"])
         torch.random.set_rng_state(state["cpu"])
-        if torch.cuda.is_available() and "cuda" in state:
-            torch.cuda.random.set_rng_state_all(state["cuda"]) if isinstance(state["cuda"], list) \
-                else torch.cuda.random.set_rng_state(state["cuda"])
+        if torch.cuda.is_available() and "cuda" in state:      # all devices' states, or this one's
+            if isinstance(state["cuda"], (list, tuple)):
+                torch.cuda.random.set_rng_state_all(state["cuda"])
+            else:
+                torch.cuda.random.set_rng_state(state["cuda"])
 
     # -- batches -------------------------------------------------------------------------------
 
