@@ -97,5 +97,6 @@ def describe(screen, focused) -> str:
         lines.append(f"[b]{escape(name)}[/b]: {escape(text)}")
     if any(k.startswith("chart:") for k in keys):
         lines.append(f"[b]on a chart[/b] (tab focuses one): {escape(CHART_KEYS)}")
-    lines += ["", "Every key of this screen, and what it does: the palette (ctrl+p). escape or f1 closes."]
+    lines += ["", "Every key of this screen, and what it does: the palette (ctrl+p); t switches light and "
+              "dark. escape or f1 closes this help."]
     return "\n".join(lines)
