@@ -157,6 +157,24 @@ def test_gradient_accumulation_and_bf16_replay_bit_for_bit(tmp_path):
     assert loss != logged[50]["loss"] and abs(loss - logged[50]["loss"]) < 0.05
 
 
+@pytest.mark.slow
+def test_a_module_of_the_same_name_from_elsewhere_is_not_taken_for_the_factory(runs, monkeypatch, tmp_path):
+    """Another example's train.py already imported in this process (and first on sys.path):
+    the factory still comes from the folder the run was trained from."""
+    import types
+
+    from postmortem.integrations.hf import make_replay
+    from postmortem.run.model import RunManifest
+    run = runs("long-tail-token")
+    (tmp_path / "train.py").write_text("def build(**hparams):\n    return None\n")
+    other = types.ModuleType("train")
+    other.__file__ = str(tmp_path / "train.py")
+    monkeypatch.setitem(sys.modules, "train", other)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    replay = make_replay(RunManifest.model_validate_json((run / "manifest.json").read_text()), run)
+    assert Path(sys.modules["train"].__file__) == EXAMPLE and replay.trainer is not None
+
+
 # -- bad input: one line each -----------------------------------------------------------------------
 
 def copy_run(runs, tmp_path) -> Path:
