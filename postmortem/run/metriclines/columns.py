@@ -114,6 +114,19 @@ def _workers() -> int:
         return max(1, min(8, os.cpu_count() or 1))
 
 
+def _reserve(bound: int, pieces: int) -> tuple[np.ndarray, np.ndarray] | None:
+    if pieces < 2:
+        return None
+    dtype = np.int32 if bound < (1 << 30) else np.int64
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    if 2 * bound * np.dtype(dtype).itemsize > memory // 2:
+        return None
+    return np.empty(bound, dtype=dtype), np.empty(bound, dtype=dtype)
+
+
 def scan(data) -> tuple[np.ndarray, ...]:
     """Line starts and ends, digit-run starts and ends, each line's first run, and each
     line's shape id (equal for lines equal once their digits are taken out).
@@ -122,18 +135,30 @@ def scan(data) -> tuple[np.ndarray, ...]:
     the pieces on every core the process may use (numpy and Arrow let go of the GIL)."""
     n = len(data)
     bounds = _pieces(data)
-    if len(bounds) > 2 and _workers() > 1:
-        with ThreadPoolExecutor(_workers()) as pool:
-            pieces = list(pool.map(lambda b: _scan_piece(data, *b), bounds))
-    else:
-        pieces = [_scan_piece(data, *b) for b in bounds]
+    pool = ThreadPoolExecutor(_workers()) if len(bounds) > 2 and _workers() > 1 else None
+    scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if pool
+               else (_scan_piece(data, *b) for b in bounds))
+    # The runs go into one array as the pieces come, each piece's own arrays freed once
+    # copied (the next piece's reuse their memory): one array's worth of new memory, not two.
+    # Reserved at its bound (a piece of k bytes has at most (k+1)/2 runs); what is never
+    # written is never mapped. A text too big for that: the pieces' arrays joined at the end.
+    bound = n // 2 + len(bounds) + 1
+    joined = _reserve(bound, pieces=len(bounds))
     ids: dict[bytes, int] = {}
-    firsts, shape_ids, runs_before = [], [], 0
-    for p in pieces:                        # in text order: shape ids the same on every read
+    pieces, firsts, shape_ids, runs_before = [], [], [], 0
+    for p in scanned:                       # in text order: shape ids the same on every read
         known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
         shape_ids.append(known[p.shape])
         firsts.append(p.first + runs_before)
-        runs_before += len(p.run_s)
+        k = len(p.run_s)
+        if joined is not None:
+            joined[0][runs_before:runs_before + k] = p.run_s
+            joined[1][runs_before:runs_before + k] = p.run_e
+            p.run_s = p.run_e = None
+        runs_before += k
+        pieces.append(p)
+    if pool:
+        pool.shutdown()
     empty = np.empty(0, np.int64)
     nl = np.concatenate([p.newlines for p in pieces]) if pieces else empty
     starts = np.concatenate([[0], nl + 1]).astype(np.int64)
@@ -143,8 +168,11 @@ def scan(data) -> tuple[np.ndarray, ...]:
     k = len(starts)
     first_run = np.concatenate(firsts)[:k] if firsts else empty
     shape = np.concatenate(shape_ids)[:k] if shape_ids else empty
-    run_s = np.concatenate([p.run_s for p in pieces]) if pieces else empty
-    run_e = np.concatenate([p.run_e for p in pieces]) if pieces else empty
+    if joined is not None:
+        run_s, run_e = joined[0][:runs_before], joined[1][:runs_before]
+    else:
+        run_s = np.concatenate([p.run_s for p in pieces]) if pieces else empty
+        run_e = np.concatenate([p.run_e for p in pieces]) if pieces else empty
     del pieces
     return starts, ends, run_s, run_e, first_run, shape
 
