@@ -236,10 +236,17 @@ def test_olmo_header_lines():
     assert log.frame["train/Perplexity"].tolist() == [11633, 3799]
 
 
-def test_column_wise_equals_line_by_line(tmp_path):
-    """Every line of one shape read by cutting the digits: the same as parsing each line."""
+@pytest.mark.parametrize("piece, cast_slice", [(None, None), (300, 64)])
+def test_column_wise_equals_line_by_line(tmp_path, monkeypatch, piece, cast_slice):
+    """Every line of one shape read by cutting the digits: the same as parsing each line; also
+    when the text is scanned in many pieces on the thread pool and the casts are sliced."""
+    from postmortem.run.metriclines import columns
     from postmortem.run.metriclines.columns import read_groups
     from postmortem.run.metriclines.pairs import parse, to_const
+    if piece:
+        monkeypatch.setattr(columns, "_CHUNK", piece)
+        monkeypatch.setattr(columns, "_CAST_SLICE", cast_slice)
+        monkeypatch.setattr(columns, "_workers", lambda: 3)
     rng = np.random.default_rng(0)
     lines = [f"[rank{r}]: iteration {i:>6}/ 100000 | lm loss: {x:.6E} | grad norm: {g:.3f} | "
              f"loss scale: {2.0 ** k:.1f} |"
