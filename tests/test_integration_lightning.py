@@ -297,3 +297,13 @@ def test_a_second_save_of_a_step_is_that_step_and_the_later_one_wins(tmp_path):
         (folder / name).write_bytes(b"")
     found = {step: path.name for step, path in checkpoints(None, tmp_path).items()}
     assert found == {200: "epoch=3-step=200.ckpt", 250: "epoch=4-step=250-v1.ckpt"}
+
+
+def test_a_batch_of_another_shape_is_logged_without_a_hash_and_training_goes_on():
+    import torch
+
+    from postmortem.integrations.lightning import _hash
+    from postmortem.record import batch_hash
+    x = torch.arange(12).view(3, 4)
+    assert _hash((x, x + 1)) == _hash({"input_ids": x}) == batch_hash(x)
+    assert _hash({"pixels": x.float()}) is None and _hash(["a caption"]) is None

@@ -12,6 +12,9 @@ dataloader and steps it as Lightning does (autocast, loss scaler, accumulation, 
 The module gives the loss per token: `per_token_loss(batch)` or `per_token_loss(batch, step)`,
 the unreduced loss whose mean `training_step` returns. What this cannot replay is said in one
 line: manual optimization, several optimizers, a scheduler on a monitored metric, 16-true.
+
+Lightning's own CSVLogger writes lightning_logs/ into the same folder: `postmortem analyze RUN
+--format jsonl` reads the callback's log (or give the Trainer logger=False, as the example does).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class PostmortemCallback(pl.Callback):
         if self.rec is None:
             return
         if self.row.get("step") != trainer.global_step:       # the first micro-batch of a step
-            self.row = {"step": trainer.global_step, "loss": 0.0, "batch_hash": batch_hash(_field(batch, 0, "input_ids"))}
+            self.row = {"step": trainer.global_step, "loss": 0.0, "batch_hash": _hash(batch)}
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         # Lightning calls this after unscaling and before clipping: the norm is the pre-clip one.
@@ -104,6 +107,15 @@ class PostmortemCallback(pl.Callback):
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         self.on_train_end(trainer, pl_module)        # a crash keeps every line logged so far
+
+
+def _hash(batch) -> str | None:
+    """The hash of the batch's inputs (batch[0] or batch["input_ids"], as the replay reads
+    them); None for a batch of another shape: recording never stops the training."""
+    try:
+        return batch_hash(_field(batch, 0, "input_ids"))
+    except (ReplayError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
