@@ -161,7 +161,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--precision", choices=["32-true", "bf16-mixed", "16-mixed"],
                    help="default: 16-mixed for fp16-overflow, else 32-true")
-    p.add_argument("--accumulate", type=int, default=1, help="micro-batches a step")
+    p.add_argument("--accumulate", type=int, default=1,
+                   help="micro-batches a step (the injected causes are placed for 1)")
     args = p.parse_args(argv)
     args.precision = args.precision or ("16-mixed" if args.inject == "fp16-overflow" else "32-true")
     if args.precision == "16-mixed" and (why := tinydata.fp16_on_cpu()):
@@ -187,6 +188,7 @@ def main(argv=None) -> int:
     resumed = trainer(args.out, args.steps, args, DropOptimizerState())
     resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=3-step=200.ckpt")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
