@@ -122,3 +122,14 @@ def test_a_step_with_no_checkpoint_before_it(tmp_path):
         ckpt.rename(ckpt.with_name("step_000900.pt"))
     err = one_line_error(replay(run))
     assert "no checkpoint at or before step" in err and "have: 900" in err
+
+
+def test_the_panel_sends_a_run_trained_on_several_processes_to_the_command_line(tmp_path):
+    from postmortem.replay.worker import what_is_missing
+    from postmortem.run import read_run
+    run = run_with(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["config"]["world_size"] = 2
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert what_is_missing(read_run(run)) == (f"the run was trained on 2 processes: replay it from the command "
+                                              f"line with `postmortem replay {run} --nproc 2`")

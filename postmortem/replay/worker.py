@@ -33,6 +33,10 @@ def what_is_missing(log) -> str | None:
         return f"no manifest.json beside the run, so no replay entry point nor checkpoints: {hint}"
     if manifest.replay is None:
         return f"manifest.json names no replay entry point: {hint}"
+    world = getattr(manifest.config, "world_size", None)
+    if world is not None and int(world) > 1:     # the panel replays on one process
+        return (f"the run was trained on {int(world)} processes: replay it from the command line with "
+                f"`postmortem replay {run_dir} --nproc {int(world)}`")
     from postmortem.replay.loading import checkpoints
     folder = run_dir / (manifest.replay.checkpoints or "checkpoints/")
     if not checkpoints(manifest, run_dir):
