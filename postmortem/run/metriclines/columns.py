@@ -9,6 +9,7 @@ Arrow in one call per column. A 1M-line log has a handful of shapes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -65,10 +66,10 @@ def _shapes(piece: bytes, line_starts: np.ndarray, digits_before: np.ndarray) ->
 
 @dataclass
 class _Piece:
-    newlines: np.ndarray          # in the piece
-    run_s: np.ndarray             # digit runs, in the text
-    run_e: np.ndarray
-    first: np.ndarray             # each line's first run, in the piece
+    newlines: np.ndarray          # positions in the text
+    run_s: np.ndarray | None      # digit runs, positions in the text
+    run_e: np.ndarray | None
+    first: np.ndarray             # each line's first run, counted in the piece
     shapes: list[bytes]
     shape: np.ndarray             # each line's, into `shapes`
 
@@ -91,8 +92,12 @@ def _scan_piece(data, pos: int, end: int) -> _Piece:
     first = np.searchsorted(rs, line_starts)
     lengths = np.concatenate([[0], np.cumsum(re_ - rs)])
     shapes, shape = _shapes(piece, line_starts, lengths[first])
-    small = np.int32 if len(data) < (1 << 31) - 1 else np.int64     # int32: half the memory
+    small = _position_type(len(data))
     return _Piece(nl + pos, (rs + pos).astype(small), (re_ + pos).astype(small), first, shapes, shape)
+
+
+def _position_type(n: int) -> type:
+    return np.int32 if n < (1 << 31) - 1 else np.int64      # int32 where it fits: half the memory
 
 
 def _pieces(data) -> list[tuple[int, int]]:
@@ -114,10 +119,12 @@ def _workers() -> int:
         return max(1, min(8, os.cpu_count() or 1))
 
 
-def _reserve(bound: int, pieces: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _reserve(n: int, pieces: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Room for every digit run of a text of n bytes in `pieces` pieces (a piece of k bytes
+    has at most (k+1)/2 runs), or None where that is more than half the machine's memory."""
     if pieces < 2:
         return None
-    dtype = np.int32 if bound < (1 << 30) else np.int64
+    bound, dtype = n // 2 + pieces + 1, _position_type(n)
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -135,30 +142,28 @@ def scan(data) -> tuple[np.ndarray, ...]:
     the pieces on every core the process may use (numpy and Arrow let go of the GIL)."""
     n = len(data)
     bounds = _pieces(data)
-    pool = ThreadPoolExecutor(_workers()) if len(bounds) > 2 and _workers() > 1 else None
-    scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if pool
-               else (_scan_piece(data, *b) for b in bounds))
     # The runs go into one array as the pieces come, each piece's own arrays freed once
-    # copied (the next piece's reuse their memory): one array's worth of new memory, not two.
-    # Reserved at its bound (a piece of k bytes has at most (k+1)/2 runs); what is never
-    # written is never mapped. A text too big for that: the pieces' arrays joined at the end.
-    bound = n // 2 + len(bounds) + 1
-    joined = _reserve(bound, pieces=len(bounds))
+    # copied (the next pieces reuse their memory): one array's worth of new memory, not two.
+    # It is reserved at its bound; what is never written is never mapped. A text too big
+    # for that: the pieces' arrays joined at the end.
+    joined = _reserve(n, len(bounds))
     ids: dict[bytes, int] = {}
     pieces, firsts, shape_ids, runs_before = [], [], [], 0
-    for p in scanned:                       # in text order: shape ids the same on every read
-        known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
-        shape_ids.append(known[p.shape])
-        firsts.append(p.first + runs_before)
-        k = len(p.run_s)
-        if joined is not None:
-            joined[0][runs_before:runs_before + k] = p.run_s
-            joined[1][runs_before:runs_before + k] = p.run_e
-            p.run_s = p.run_e = None
-        runs_before += k
-        pieces.append(p)
-    if pool:
-        pool.shutdown()
+    parallel = len(bounds) > 2 and _workers() > 1
+    with ThreadPoolExecutor(_workers()) if parallel else contextlib.nullcontext() as pool:
+        scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if parallel
+                   else (_scan_piece(data, *b) for b in bounds))
+        for p in scanned:                   # in text order: shape ids the same on every read
+            known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
+            shape_ids.append(known[p.shape])
+            firsts.append(p.first + runs_before)
+            k = len(p.run_s)
+            if joined is not None:
+                joined[0][runs_before:runs_before + k] = p.run_s
+                joined[1][runs_before:runs_before + k] = p.run_e
+                p.run_s = p.run_e = None
+            runs_before += k
+            pieces.append(p)
     empty = np.empty(0, np.int64)
     nl = np.concatenate([p.newlines for p in pieces]) if pieces else empty
     starts = np.concatenate([[0], nl + 1]).astype(np.int64)
