@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +38,12 @@ def encoding_of_head(head: bytes) -> str | None:
 
 
 def _map(path: Path):
-    """The file's bytes: mapped when it is a plain file (no copy), else read."""
+    """The file's bytes: mapped when it is a plain file at rest (no copy), else read. A file
+    written in the last minute is read: a trainer that starts again and truncates it while
+    it is mapped would end this process (SIGBUS); appending is harmless either way."""
     try:
-        size = path.stat().st_size
-        if size and path.is_file():
+        st = path.stat()
+        if st.st_size and path.is_file() and time.time() - st.st_mtime > 60:
             fd = os.open(path, os.O_RDONLY)
             try:
                 return mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
