@@ -113,10 +113,17 @@ def _pieces(data) -> list[tuple[int, int]]:
 
 
 def _workers() -> int:
+    """Threads for the scan: the cores this process may use that other processes leave idle
+    (on a busy machine more threads only add their own overhead)."""
     try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:                  # not Linux
-        return max(1, min(8, os.cpu_count() or 1))
+        cores = os.cpu_count() or 1
+    try:
+        idle = cores - os.getloadavg()[0] + 1     # + 1: this process's own share
+    except OSError:
+        idle = cores
+    return max(1, min(8, cores, int(idle)))
 
 
 def _reserve(n: int, pieces: int) -> tuple[np.ndarray, np.ndarray] | None:
