@@ -320,6 +320,13 @@ def test_namespaced_total_loss_is_the_loss(tmp_path, total, parts):
     assert log.source.extras["loss_from"] == f"{total} (a total loss)"
 
 
+def test_a_metric_about_the_loss_under_its_namespace_is_no_loss(tmp_path):
+    p = tmp_path / "metrics.csv"
+    p.write_text("step,loss/grad_norm,losses/scale,train/loss/total\n1,0.5,1024,2.5\n2,0.4,2048,2.2\n")
+    log = read_run(p)
+    assert log.frame.loss.tolist() == [2.5, 2.2] and log.frame["loss/grad_norm"].tolist() == [0.5, 0.4]
+
+
 def test_namespaced_eval_total_is_the_val_loss(tmp_path):
     p = tmp_path / "metrics.jsonl"
     p.write_text('{"step": 1, "loss/train/total": 3.0, "loss/val/total": 3.5}\n'

@@ -26,6 +26,7 @@ from postmortem.run.model import RunLog, RunReadError
 
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _STREAMS = _EVAL | {"train", "training"}
+_OTHER_METRIC = re.compile(r"grad|norm|acc|lr|rate|time|step|epoch|scale|count|ppl|perplex|tok|sample|mem|num")
 _NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
 _TOTAL = re.compile(r"^(?:train_?)?(?:total|mean|avg|average|overall|sum)_?loss(?:_step)?$"
                     r"|^loss_?(?:total|mean|avg|sum)$|^objective$")
@@ -40,8 +41,8 @@ def _parts(name: str) -> list[str]:
 def _namespace_loss(parts: list[str]) -> int | None:
     """Where the loss word sits in a namespaced name whose leaf is not a loss (`loss/train/total`,
     `train/loss/total`, `losses/total`): the index of that part, else None."""
-    if len(parts) < 2 or "loss" in parts[-1]:
-        return None
+    if len(parts) < 2 or "loss" in parts[-1] or _OTHER_METRIC.search(parts[-1]):
+        return None                    # `loss/grad_norm`, `losses/scale`: about the loss, not one
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] in ("loss", "losses") or parts[i].endswith("_loss"):
             return i
