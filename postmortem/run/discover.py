@@ -196,6 +196,18 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
         if not cands:
             raise RunReadError(path, f"no {fmt} log found")
     else:
+        record = _recorders_log(cands, path)
+        if record is not None:
+            # what the run wrote for postmortem (a Recorder or an integration's callback)
+            # wins over the framework's own copies of the same run (checkpoint-N/trainer_state.json,
+            # lightning_logs/): those are read on request (--format)
+            cands = [record] + [c for c in cands if c is not record and not c.companion]
+            record.notes.append("read metrics.jsonl, the run's postmortem record (manifest.json beside it)")
+            skipped = [c for c in cands if c is not record]
+            if skipped:
+                record.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
+                                    + " (--format reads one of them instead)")
+            return record
         cands = [c for c in cands if not c.companion]
     if not cands:
         raise RunReadError(path, "no training log found (looked for metrics tables, "
@@ -218,6 +230,16 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
         chosen.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
                             + f"; read {chosen.label(path)}")
     return chosen
+
+
+def _recorders_log(cands: list[Candidate], path: Path) -> Candidate | None:
+    """The metrics.jsonl with a manifest.json beside it at the top of `path`, if any."""
+    for c in cands:
+        f = c.files[0]
+        if c.format == "jsonl" and f.name == "metrics.jsonl" and path.is_dir() \
+                and f.parent.resolve() == path.resolve() and (path / "manifest.json").is_file():
+            return c
+    return None
 
 
 def _pastes(pool: list[Candidate]) -> list[Candidate] | None:
