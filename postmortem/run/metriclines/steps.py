@@ -3,10 +3,10 @@
 Preference: `global_step`, `step`, `iteration N/M`, `iter`, `num_updates`, a tqdm
 counter, a leading integer; then `Epoch [e][i/N]` as (e - first epoch)*N+i, so the
 first epoch's batches are the first steps whether the family counts epochs from 0 or
-from 1; then the epoch. A line without a counter of the file's finest kind (an `[step=N]` header's indented
-lines, an eval line, an epoch summary) belongs to the last step before it; one
-before any counter to the first step after it. A file with no counter at all is
-read by the ordinal of its train lines, with a warning.
+from 1; then the epoch. A line without a counter of the file's finest kind (an
+`[step=N]` header's indented lines, an eval line, an epoch summary) belongs to the
+last step before it; one before any counter to the first step after it. A file with
+no counter at all is read by the ordinal of its train lines, with a warning.
 """
 
 from __future__ import annotations
