@@ -43,14 +43,14 @@ def _map(path: Path):
     it is mapped would end this process (SIGBUS); appending is harmless either way."""
     try:
         st = path.stat()
-        if st.st_size and path.is_file() and time.time() - st.st_mtime > 60:
+        if st.st_size and path.is_file() and time.time() - st.st_mtime > 60 and hasattr(mmap, "MAP_SHARED"):
             fd = os.open(path, os.O_RDONLY)
             try:
                 return mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
             finally:
                 os.close(fd)
     except (OSError, ValueError):
-        pass
+        pass                                     # not mappable here: read it
     return path.read_bytes()
 
 

@@ -121,7 +121,7 @@ def _workers() -> int:
         cores = os.cpu_count() or 1
     try:
         idle = cores - os.getloadavg()[0] + 1     # + 1: this process's own share
-    except OSError:
+    except (OSError, AttributeError):            # no load average (Windows)
         idle = cores
     return max(1, min(8, cores, int(idle)))
 
