@@ -79,6 +79,8 @@ def test_the_injected_cause_is_found_replayed_bit_for_bit_and_ranked_first(runs,
     result = json.loads(r.stdout)
     assert result["faithful"] and result["faithful_max_diff"] == 0.0, result["faithful_max_diff"]   # bit for bit
     assert result["hypotheses"][0]["pattern"] == cause, [(h["pattern"], h["score"]) for h in result["hypotheses"]]
+    if cause == "fp16-overflow":      # the probe names the first overflowing module as the module does
+        assert any("forward pass: model.blocks.0.mlp.proj output" in e["observation"] for e in result["evidence"])
 
 
 @pytest.mark.slow

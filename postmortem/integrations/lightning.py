@@ -306,6 +306,13 @@ class LightningReplay(Replayable):
         if scheduler is not None and self.scheduler_interval == "epoch" and step is not None and self.epoch_end(step):
             scheduler.step()
 
+    def modules(self):
+        """The module's own names (model.blocks.0.mlp), not the protocol's model.-prefixed ones:
+        the LightningModule is the model."""
+        for name, module in self.model.named_modules():
+            yield name or type(self.model).__name__, module
+        yield from self.extra_modules
+
     def autocast(self):
         if self.dtype == "fp32":
             return super().autocast()
