@@ -309,3 +309,37 @@ def test_a_batch_of_another_shape_is_logged_without_a_hash_and_training_goes_on(
     x = torch.arange(12).view(3, 4)
     assert _hash((x, x + 1)) == _hash({"input_ids": x}) == batch_hash(x)
     assert _hash({"pixels": x.float()}) is None and _hash(["a caption"]) is None
+
+
+@pytest.mark.slow
+def test_an_epoch_scheduler_steps_at_the_epochs_end_in_the_replay(tmp_path, monkeypatch):
+    """configure_optimizers() returning ([opt], [StepLR]) steps the LR once an epoch (Lightning's
+    default interval): the replay across the epoch's end at step 50 is the logged one."""
+    import lightning.pytorch as pl
+
+    from postmortem.integrations.lightning import PostmortemCallback, make_replay
+    from postmortem.replay.loading import checkpoints
+    (tmp_path / "epoch_lit.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(EXAMPLE.parent)!r})\nimport torch\nimport train\n\n"
+        "class EpochLR(train.LitGPT):\n"
+        "    def configure_optimizers(self):\n"
+        "        opt = torch.optim.AdamW(self.parameters(), lr=self.hparams.lr_max)\n"
+        "        return [opt], [torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)]\n\n"
+        "def build(**hparams):\n    return EpochLR(**hparams), train.TinyData()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import epoch_lit
+    run = tmp_path / "run"
+    module, data = epoch_lit.build(steps=70)
+    keep = pl.callbacks.ModelCheckpoint(dirpath=run / "checkpoints", every_n_train_steps=40, save_top_k=-1)
+    pl.Trainer(max_steps=70, default_root_dir=run, callbacks=[PostmortemCallback("epoch_lit:build"), keep],
+               accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+               num_sanity_val_steps=0).fit(module, data)
+    logged = {r["step"]: r for r in rows(run)}
+    assert logged[50]["lr"] == logged[49]["lr"] / 2 == logged[0]["lr"] / 2
+    m = manifest(run)
+    assert m.replay.factory_dir == str(tmp_path) and m.config.scheduler_interval == "epoch"
+    rep = make_replay(m, run)
+    rep.load(checkpoints(m, run)[40])
+    for step in range(40, 70):
+        row = rep.train_step(step)
+        assert (row["loss"], row["lr"]) == (logged[step]["loss"], logged[step]["lr"]), step
