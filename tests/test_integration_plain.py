@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import one_line_error, postmortem
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "plain_loop" / "train.py"
 sys.path.insert(0, str(ROOT / "examples"))
@@ -28,18 +30,6 @@ def train(out: Path, cause: str, *extra: str) -> Path:
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return out
-
-
-def postmortem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr[-2000:])
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

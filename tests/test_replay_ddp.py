@@ -11,24 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import one_line_error, postmortem
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "plain_loop" / "train.py"
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 two_cores = pytest.mark.skipif(CORES < 2, reason="--nproc 2 on CPU needs 2 cores")
 pytestmark = pytest.mark.slow          # each test starts the command line, most of them torchrun
-
-
-def postmortem(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr[-2000:])
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    return lines[0]
 
 
 @pytest.mark.parametrize("value, said", [

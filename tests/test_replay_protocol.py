@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import one_line_error
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"
 
@@ -39,13 +41,6 @@ def run_with(tmp_path, body: str = "", module: str | None = None) -> Path:
 def replay(run: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "postmortem", "replay", str(run), "--arms", "faithful", *extra],
                           capture_output=True, text=True, timeout=600)
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    return lines[0]
 
 
 def test_a_factory_that_cannot_be_imported(tmp_path):
