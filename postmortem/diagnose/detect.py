@@ -80,14 +80,25 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
         return []
     events = []
     for seg, hist, own in _segment_views(log, history):
-        h = hist[np.isfinite(hist.loss.to_numpy(dtype=float, na_value=np.nan))]
-        steps, loss = h.step.to_numpy(), h.loss.to_numpy(dtype=float)
-        own = (h.segment == seg).to_numpy()
+        loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
+        keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
+        steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
         if not own.any():
             continue
         window = widen(steps, th.spike_window, th.spike_min_points)
-        mean, std, n = window_stats(steps, loss, window)
         noise = step_noise(loss, _block(steps, window))
+        lo = shifted(steps, -window)
+        n = (np.arange(len(steps)) - lo).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            # Pasted snippets and very sparse logs: too few points for a std.
+            typical = _window_median(steps, loss, window)
+            # (not the first steps of a long run: there the window is only filling up)
+            pasted = len(loss) < 3 * th.spike_min_points or steps - steps[0] > window
+            sparse = own & pasted & (n >= 1) & (n < th.spike_min_points) \
+                & (loss > typical + np.abs(typical) * th.sparse_rise)
+        at = np.union1d(_could_stand_out(loss, lo, noise, min(th.spike_sigma, th.spike_sigma_big_rise)),
+                        np.flatnonzero(sparse))
+        mean, std, _ = window_stats(steps, loss, window, at=at)
         scale = np.fmax(std, noise)
         with np.errstate(invalid="ignore", divide="ignore"):
             z = (loss - mean) / scale
@@ -98,12 +109,6 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
             if len(loss) and loss.min() > 0:
                 dense |= own & (n >= th.spike_min_points) & (z >= th.spike_sigma_big_rise) \
                     & (loss > mean * (1 + th.spike_big_rise))
-            # Pasted snippets and very sparse logs: too few points for a std.
-            typical = _window_median(steps, loss, window)
-            # (not the first steps of a long run: there the window is only filling up)
-            pasted = len(loss) < 3 * th.spike_min_points or steps - steps[0] > window
-            sparse = own & pasted & (n >= 1) & (n < th.spike_min_points) \
-                & (loss > typical + np.abs(typical) * th.sparse_rise)
         for group in _group(steps, dense | sparse, th.merge_gap):
             first = group[0]
             # The peak: the highest loss from the first flag until it comes back down.
@@ -122,6 +127,31 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
                                  "sparse": few, "points": int(n[first])},
                                 severity=float(sev)))
     return events
+
+
+def _could_stand_out(values: np.ndarray, lo: np.ndarray, noise: np.ndarray, sigma: float) -> np.ndarray:
+    """The points that may stand `sigma` noises out of their window [lo, i): a window's mean
+    is at least its lowest value, and at least the lowest of the (at most two) blocks of the
+    longest window's length that hold it. Only these points need the window's mean and std;
+    on a long calm run they are a handful. Where the noise is unknown, every point may."""
+    size = len(values)
+    idx = np.arange(size)
+    if size < 3 or not np.isfinite(noise).all():
+        return idx
+    width = max(int((idx - lo).max()), 1)
+    blocks = -(-size // width)
+    padded = np.full(blocks * width, np.inf)
+    padded[:size] = values
+    lowest = padded.reshape(blocks, width).min(axis=1)
+    floor = np.minimum(lowest[lo // width], lowest[np.maximum(idx - 1, 0) // width])
+    return np.flatnonzero((values - floor >= sigma * noise) & (lo < idx))
+
+
+def _segment_ids(segments: np.ndarray) -> np.ndarray:
+    """np.unique of the frame's segment column, which is sorted: its change points."""
+    if len(segments) and bool((segments[1:] >= segments[:-1]).all()):
+        return segments[np.r_[True, segments[1:] != segments[:-1]]]
+    return np.unique(segments)
 
 
 def _block(steps: np.ndarray, window: int) -> int:
@@ -174,9 +204,8 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     for seg, hist, _ in _segment_views(log, history):
         gn_all = hist.grad_norm.to_numpy(dtype=float, na_value=np.nan)
         with np.errstate(invalid="ignore"):
-            h = hist[np.isfinite(gn_all) & (gn_all > 0)]
-        steps, gn = h.step.to_numpy(), h.grad_norm.to_numpy(dtype=float)
-        own = (h.segment == seg).to_numpy()
+            keep = np.isfinite(gn_all) & (gn_all > 0)
+        steps, gn, own = hist.step.to_numpy()[keep], gn_all[keep], (hist.segment.to_numpy() == seg)[keep]
         if not own.any():
             continue
         lg = np.log10(gn)
@@ -240,7 +269,7 @@ def scaler_events(log: RunLog, th: Thresholds) -> tuple[list[Event], list[int]]:
     first_step = int(f.step.iloc[0])
     cascades, probes = [], []
     seg_all = f.segment.to_numpy()
-    for seg in np.unique(seg_all):
+    for seg in _segment_ids(seg_all):
         rows = f[seg_all == seg]
         st = rows.step.to_numpy()
         sk = skips[seg_all == seg]
@@ -385,7 +414,7 @@ def resumes(log: RunLog, th: Thresholds) -> list[dict]:
     seg_all = f.segment.to_numpy()
     if epoch:
         ep = f[epoch].to_numpy(dtype=float, na_value=np.nan)
-        for seg in np.unique(seg_all):
+        for seg in _segment_ids(seg_all):
             idx = np.flatnonzero((seg_all == seg) & np.isfinite(ep))
             # rounding (HF writes 2 decimals) never takes a counter back by half an epoch
             back = idx[1:][np.diff(ep[idx]) < -0.5]
@@ -397,7 +426,7 @@ def resumes(log: RunLog, th: Thresholds) -> list[dict]:
             if c in f:
                 train |= f[c].notna().to_numpy()
         wt_all = f.wall_time.to_numpy(dtype=float, na_value=np.nan)
-        for seg in np.unique(seg_all):
+        for seg in _segment_ids(seg_all):
             idx = np.flatnonzero((seg_all == seg) & np.isfinite(wt_all))
             if len(idx) < 10:
                 continue

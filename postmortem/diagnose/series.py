@@ -37,9 +37,10 @@ def shifted(steps: np.ndarray, offset: int, side: str = "left") -> np.ndarray:
     return np.searchsorted(steps, steps + offset, side=side)
 
 
-def window_stats(steps: np.ndarray, values: np.ndarray, window: int
+def window_stats(steps: np.ndarray, values: np.ndarray, window: int, at: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean, std and count of the finite values in [step - window, step) for every point."""
+    """Mean, std and count of the finite values in [step - window, step) for every point;
+    with `at` (indices), the mean and std of those points only (NaN elsewhere)."""
     finite = np.isfinite(values)
     s, v = steps[finite], values[finite]
     # an offset near the values keeps the running sums well conditioned: the median of at
@@ -53,11 +54,19 @@ def window_stats(steps: np.ndarray, values: np.ndarray, window: int
         hi = np.searchsorted(s, steps, side="left")
         lo = np.searchsorted(s, steps - window, side="left")
     n = (hi - lo).astype(np.float64)
+    if at is not None:
+        hi, lo, count = hi[at], lo[at], n[at]
+    else:
+        count = n
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (c1[hi] - c1[lo]) / n
-        var = (c2[hi] - c2[lo]) / n - mean ** 2
-        std = np.sqrt(np.maximum(var * n / np.maximum(n - 1, 1), 0))
-    return mean + offset, std, n
+        mean = (c1[hi] - c1[lo]) / count
+        var = (c2[hi] - c2[lo]) / count - mean ** 2
+        std = np.sqrt(np.maximum(var * count / np.maximum(count - 1, 1), 0))
+    if at is None:
+        return mean + offset, std, n
+    full_mean, full_std = np.full(len(steps), np.nan), np.full(len(steps), np.nan)
+    full_mean[at], full_std[at] = mean + offset, std
+    return full_mean, full_std, n
 
 
 def ema(values: np.ndarray, span: int = 50) -> float | None:
