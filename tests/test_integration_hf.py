@@ -18,9 +18,9 @@ EXAMPLE = ROOT / "examples" / "hf_trainer" / "train.py"
 STEPS = 400
 WHERE = {"long-tail-token": (250, 250), "lr-discontinuity": (250, 256),   # the LR jumps at 250
          "optimizer-reset": (200, 206)}          # the crash at 250 resumes from checkpoint-200
-# TODO(reader): `postmortem analyze OUT` on the output directory itself says "holds 2 different
-# runs" (metrics.jsonl beside checkpoint-N/trainer_state.json); --format jsonl picks ours.
-READ = ("--format", "jsonl")
+# The output directory as it is: the record (metrics.jsonl + manifest.json) wins over the
+# Trainer's checkpoint-N/trainer_state.json (tests/test_discover_record.py).
+READ = ()
 
 
 def train(out: Path, cause: str, steps: int = STEPS, extra=()) -> subprocess.CompletedProcess:
@@ -79,7 +79,7 @@ def replay_result(run: Path) -> dict:
     from postmortem.document.draft import pick_incident
     from postmortem.replay.engine import Replayer
     from postmortem.run import read_run
-    log = read_run(run, format="jsonl")
+    log = read_run(run)
     inc = pick_incident(diagnose(log).incidents, None, str(run))     # the one `replay` picks
     return json.loads(Replayer(log, inc, "cpu").replay().model_dump_json())
 
@@ -203,7 +203,7 @@ def replay_error(run: Path) -> str:
     from postmortem.errors import ReplayError
     from postmortem.replay.engine import Replayer
     from postmortem.run import read_run
-    log = read_run(run, format="jsonl")
+    log = read_run(run)
     with pytest.raises(ReplayError) as err:
         Replayer(log, diagnose(log).incidents[0], "cpu").replay(("faithful",))
     message = str(err.value)
