@@ -157,8 +157,8 @@ def test_a_hostile_run_id_in_a_manifest_makes_a_safe_file_name(tmp_path):
     r = subprocess.run([sys.executable, "-m", "postmortem", "new", run, "--learner", "ada"], cwd=work,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    written = list(work.iterdir())
-    assert len(written) == 1 and written[0].suffix == ".md"
+    written = sorted(work.iterdir())         # the draft and its figure, under one safe name
+    assert [p.suffix for p in written] == [".md", ".png"] and written[0].stem == written[1].stem
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "work"]
     doc = parse(written[0].read_text())
     assert check_name(doc.run_id) == doc.run_id and written[0].name == doc.filename
