@@ -68,6 +68,10 @@ def add_format(p: argparse.ArgumentParser) -> None:
                    help=f"read as this format instead of detecting it: {FORMATS_HELP}")
 
 
+def add_repo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+
+
 def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true",
                    help=f"print {what} as one JSON document on stdout (messages go to stderr)")

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import add_against, add_columns, add_format, add_json, command, read_options
+from postmortem.cli.options import add_against, add_columns, add_format, add_json, add_repo, command, read_options
 from postmortem.errors import DocumentError, IncidentError, KBError
 
 
@@ -269,7 +269,7 @@ def register(sub) -> None:
     p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
     p.add_argument("--learner", required=True, metavar="NAME", help="whose learners/NAME/ it goes to")
     p.add_argument("--run", metavar="RUN", help="check the Symptoms against this run first")
-    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    add_repo(p)
     p.add_argument("--amend", action="store_true", help="replace the post-mortem of the same run and date")
     p.add_argument("--init", action="store_true", help="make a git repository here if there is none")
     add_json(p, "what was committed (or the problems)")
@@ -284,7 +284,7 @@ def register(sub) -> None:
     p.add_argument("--learner", metavar="NAME", help="the lessons of learners whose name starts with NAME")
     p.add_argument("--search", metavar="TEXT", help="lessons with every word of TEXT in their pattern, "
                                                       "learner, run or lesson (any case)")
-    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    add_repo(p)
     add_json(p, '{"count": ..., "patterns": [...]}')
     p.set_defaults(func=cmd_lessons)
     p = command(sub, "similar", "past post-mortems closest to a run or a post-mortem",
@@ -294,7 +294,7 @@ def register(sub) -> None:
                 ("postmortem similar runs/r17               # a run: its largest incident",
                  "postmortem similar 2026-11-23-r17.md --top 3"))
     p.add_argument("target", metavar="RUN|FILE", help="a run, or a post-mortem (.md)")
-    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    add_repo(p)
     p.add_argument("--top", type=int, default=5, metavar="N", help="how many (default: 5)")
     add_json(p, "the matches, a JSON list")
     p.set_defaults(func=cmd_similar)

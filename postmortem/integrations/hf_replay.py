@@ -7,7 +7,6 @@ gradient accumulation), clip and optimizer step."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from transformers import Trainer, TrainerState
 from postmortem.errors import ReplayError
 from postmortem.integrations.hf_weights import load_weights
 from postmortem.replay import Replayable
-from postmortem.replay.loading import load_state
+from postmortem.replay.loading import call_user, import_user, load_state
 
 _FREQ: dict[str, dict[int, int] | None] = {}     # token counts of a run's training set, once a process
 _MAX_ROWS_COUNTED = 200_000
@@ -38,14 +37,8 @@ def make_replay(manifest, run_dir, device=None) -> "TrainerReplay":
     if why:
         raise ReplayError(f"{run_dir}: cannot replay this run: {why}")
     factory = _import_factory(name, run_dir, getattr(spec, "factory_dir", None))
-    try:
-        trainer = factory(str(run_dir), **(getattr(spec, "factory_kwargs", None) or {}))
-    except ReplayError:
-        raise
-    except BaseException as err:       # the user's code: one line naming it, never a traceback
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        raise ReplayError(f"{run_dir}: the trainer factory {name} failed: {_one_line(err)}") from None
+    trainer = call_user(factory, name, run_dir, "trainer factory", str(run_dir),
+                        **(getattr(spec, "factory_kwargs", None) or {}))
     if not isinstance(trainer, Trainer):
         raise ReplayError(f"{run_dir}: the trainer factory {name} returned {type(trainer).__name__}, "
                           "not a transformers.Trainer")
@@ -59,7 +52,7 @@ def _import_factory(name: str, run_dir: Path, where: str | None):
     """Import the factory's module from the folder the run was trained from, first on
     sys.path as `python train.py` had it; a module of the same name imported from elsewhere
     (another example's train.py, in one process) is put aside, not reused."""
-    module, _, func = name.partition(":")
+    module = name.partition(":")[0]
     folders = [str(Path(f).resolve()) for f in (where, run_dir) if f]
     for folder in reversed(folders):
         if folder in sys.path:
@@ -70,19 +63,7 @@ def _import_factory(name: str, run_dir: Path, where: str | None):
     if held and not any(Path(held).resolve().is_relative_to(f) for f in folders):
         for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
             del sys.modules[key]
-    try:
-        return getattr(importlib.import_module(module), func)
-    except (ImportError, AttributeError) as err:
-        raise ReplayError(f"{run_dir}: cannot import the trainer factory {name}: {err}") from None
-    except BaseException as err:         # the module failed while importing: a NameError, a sys.exit
-        raise ReplayError(f"{run_dir}: importing the trainer factory {name} failed: {_one_line(err)}") from None
-
-
-def _one_line(err: BaseException) -> str:
-    if isinstance(err, SystemExit):
-        return f"it called sys.exit({err.code!r})"
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0][:200]}" if text else type(err).__name__
+    return import_user(name, run_dir, "trainer factory")
 
 
 def _not_replayable(config) -> str | None:

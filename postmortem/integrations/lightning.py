@@ -32,7 +32,7 @@ import torch
 
 from postmortem.errors import ReplayError
 from postmortem.record import Recorder, batch_hash, this_machine
-from postmortem.replay.loading import _one_line
+from postmortem.replay.loading import call_user, import_user
 from postmortem.replay.protocol import Replayable, _field, load_model
 
 DTYPE = {"16-mixed": "fp16", "bf16-mixed": "bf16", "32-true": "fp32", "32": "fp32",
@@ -369,30 +369,19 @@ def _build(spec, run_dir):
     if not factory or ":" not in factory:
         raise ReplayError(f"{run_dir}: manifest.json's replay names no factory ('module:function' that returns "
                           "the LightningModule and its data)")
-    name, _, func = factory.partition(":")
+    name = factory.partition(":")[0]
     folder = getattr(spec, "factory_dir", None)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
     cached = sys.modules.get(name)
     if cached is not None and folder and Path(str(getattr(cached, "__file__", ""))).parent != Path(folder):
         del sys.modules[name]         # another `train` module imported before: the run's own is wanted
-    where = f" from {folder}" if folder else ""
-    try:
-        fn = getattr(importlib.import_module(name), func)
-    except (ImportError, AttributeError) as err:
-        raise ReplayError(f"{run_dir}: cannot import the factory {factory}{where}: {err}") from None
-    except Exception as err:          # the module itself failed on import
-        raise ReplayError(f"{run_dir}: importing the factory {factory}{where} failed: {_one_line(err)}") from None
+    fn = import_user(factory, run_dir, "factory", f" from {folder}" if folder else "")
     hparams = dict(getattr(spec, "hparams", None) or {})
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         hparams = {k: v for k, v in hparams.items() if k in params}
-    try:
-        made = fn(**hparams)
-    except ReplayError:
-        raise
-    except Exception as err:          # SystemExit and the rest: loading.make says it in one line
-        raise ReplayError(f"{run_dir}: the factory {factory} failed: {_one_line(err)}") from None
+    made = call_user(fn, factory, run_dir, "factory", **hparams)
     module, data = (made if isinstance(made, tuple) else (made, None))[:2]
     if not isinstance(module, pl.LightningModule):
         raise ReplayError(f"{run_dir}: the factory {factory} returned {type(module).__name__}, not a LightningModule "

@@ -157,15 +157,18 @@ class Replayer:
     def _check_batches(self, r, evidence) -> None:
         """The batches the factory gives must be those the run logged (by hash): a changed
         seed, shuffle or dataset replays another run. Refused unless allowed, then said."""
+        given = {}
         for s in range(self.ckpt, self.end + 1):
             want = self.logged_hashes.get(s)
-            if isinstance(want, str) and want and batch_hash(r.inputs_of(r.batch_at(s))) != want:
-                self.drift.append(s)
+            if isinstance(want, str) and want:
+                given[s] = batch_hash(r.inputs_of(r.batch_at(s)))
+                if given[s] != want:
+                    self.drift.append(s)
         if not self.drift:
             return
         s = self.drift[0]
         what = (f"the batch the replay factory gives for step {s} is not the one the run logged "
-                f"(hash {batch_hash(r.inputs_of(r.batch_at(s)))} vs {self.logged_hashes[s]}"
+                f"(hash {given[s]} vs {self.logged_hashes[s]}"
                 f"{f'; {len(self.drift)} steps differ' if len(self.drift) > 1 else ''})")
         if not self.allow_data_drift:
             raise ReplayError(f"{self.run_dir}: {what}: the data order changed (seed, shuffle or dataset); "

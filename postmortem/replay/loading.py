@@ -23,17 +23,9 @@ def entry_point(manifest, run_dir: Path):
         raise ReplayError(f"{run_dir}: no replay entry point: manifest.json needs "
                           '"replay": {"entrypoint": "pkg.module:make_replay"} '
                           "(postmortem.record.Recorder writes the manifest)")
-    module_name, _, func = spec.entrypoint.partition(":")
     if str(run_dir) not in sys.path:
         sys.path.append(str(run_dir))           # a make_replay kept beside the run
-    try:
-        fn = getattr(importlib.import_module(module_name), func)
-    except (ImportError, AttributeError) as err:
-        raise ReplayError(f"{run_dir}: cannot import the replay entry point {spec.entrypoint}: {err}") from None
-    except BaseException as err:         # the module itself failed: a NameError, a sys.exit
-        raise ReplayError(f"{run_dir}: importing the replay entry point {spec.entrypoint} failed: "
-                          f"{_one_line(err)}") from None
-    return fn
+    return import_user(spec.entrypoint, run_dir, "replay entry point")
 
 
 def make(fn, manifest, run_dir: Path, device):
@@ -42,18 +34,36 @@ def make(fn, manifest, run_dir: Path, device):
     params = inspect.signature(fn).parameters
     kwargs = {k: v for k, v in (("run_dir", run_dir), ("device", device)) if k in params}
     name = f"{fn.__module__}:{fn.__qualname__}"
-    try:
-        made = fn(manifest, **kwargs)
-    except ReplayError:
-        raise
-    except BaseException as err:         # KeyboardInterrupt included: one line, never a traceback
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        raise ReplayError(f"{run_dir}: the replay factory {name} failed: {_one_line(err)}") from None
+    made = call_user(fn, name, run_dir, "replay factory", manifest, **kwargs)
     if not isinstance(made, Replayable):
         raise ReplayError(f"{run_dir}: the replay factory {name} returned {type(made).__name__}, "
                           "not a postmortem.replay.Replayable")
     return made
+
+
+# -- the run's own code: imported and called with its failures in one line ---------------------
+
+def import_user(name: str, run_dir, what: str, where: str = ""):
+    """`module:function` from the run's own code (`what` names it in errors: "replay entry
+    point", "trainer factory"); a module that is missing or fails on import is one line."""
+    module_name, _, func = name.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), func)
+    except (ImportError, AttributeError) as err:
+        raise ReplayError(f"{run_dir}: cannot import the {what} {name}{where}: {err}") from None
+    except (Exception, SystemExit) as err:      # the module itself failed: a NameError, a sys.exit
+        raise ReplayError(f"{run_dir}: importing the {what} {name}{where} failed: {_one_line(err)}") from None
+
+
+def call_user(fn, name: str, run_dir, what: str, /, *args, **kwargs):
+    """`fn(*args, **kwargs)`, the run's own code: what it raises, or a sys.exit in it, is one
+    line naming it (a Ctrl-C stays a Ctrl-C)."""
+    try:
+        return fn(*args, **kwargs)
+    except ReplayError:
+        raise
+    except (Exception, SystemExit) as err:
+        raise ReplayError(f"{run_dir}: the {what} {name} failed: {_one_line(err)}") from None
 
 
 def _one_line(err: BaseException) -> str:
