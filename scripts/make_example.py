@@ -20,9 +20,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from postmortem.diagnose.models import Evidence  # noqa: E402
 from postmortem.document.draft import draft  # noqa: E402
 from postmortem.document.markdown import render  # noqa: E402
-from postmortem.document.model import EvidenceRow, Expectation, Verification  # noqa: E402
+from postmortem.document.model import Expectation, Verification  # noqa: E402
 from postmortem.minigpt.replay import make_replay  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
 
@@ -60,23 +61,23 @@ def main() -> None:
     pm.pattern = "long-tail-token"
     pm.symptoms.unusual_tokens = " ".join(pieces)
     pm.evidence = [
-        EvidenceRow(panel="batch", observation=(
+        Evidence(panel="batch", observation=(
             f"replayed from step 200 (max drift {drift:g}), the batch of step 250 swapped for step "
             f"249's gives loss {swapped[250]:.2f} instead of {logged[250]:.2f} and no spike through "
             f"260 (max {max(swapped[s] for s in range(250, 261)):.2f}): same weights, LR and dtype"),
             favors=["long-tail-token"], rules_out=["lr-discontinuity", "optimizer-reset", "fp16-overflow"]),
-        EvidenceRow(panel="batch", observation=(
+        Evidence(panel="batch", observation=(
             f"on the step-150 checkpoint the batch of step 250 scores {per_token.mean().item():.2f} "
             f"against {neighbour:.2f} for its neighbour: the data, not the state"),
             favors=["long-tail-token"], rules_out=["optimizer-reset", "bad-init"]),
-        EvidenceRow(panel="per-token-loss", observation=(
+        Evidence(panel="per-token-loss", observation=(
             f"{rare_share:.0%} of the tokens behind the top 10% of per-token losses appear at most "
             f"twice in training ({', '.join(pieces)}); the batch hash is unique"),
             favors=["long-tail-token"], rules_out=["bad-data"]),
-        EvidenceRow(panel="lr", observation="logged LR at step 250 is 1.00x the configured cosine; "
-                    "largest step-to-step change x1.01", rules_out=["lr-discontinuity"]),
-        EvidenceRow(panel="loss-scale", observation="an fp32 run: no loss scaler, nothing to overflow",
-                    rules_out=["fp16-overflow"]),
+        Evidence(panel="lr", observation="logged LR at step 250 is 1.00x the configured cosine; "
+                 "largest step-to-step change x1.01", rules_out=["lr-discontinuity"]),
+        Evidence(panel="loss-scale", observation="an fp32 run: no loss scaler, nothing to overflow",
+                 rules_out=["fp16-overflow"]),
     ]
     pm.root_cause = ("Half of the batch at step 250 was a shard of junk made of long-tail BPE pieces "
                      "that the model had almost never seen.")

@@ -10,7 +10,8 @@ from postmortem.document import sections
 from postmortem.document.draft import apply_replay, draft
 from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
 from postmortem.document.markdown import read, render
-from postmortem.replay.models import ArmResult, Evidence, ReplayResult
+from postmortem.diagnose.models import Evidence
+from postmortem.replay.models import ArmResult, ReplayResult
 from postmortem.run import read_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,5 @@
-"""The shape of `postmortem analyze --json` (DESIGN.md), as pydantic models.
+"""The shape of `postmortem analyze --json` (DESIGN.md), as pydantic models, and the
+Evidence row that the replay finds and the post-mortem's section 3 holds (here, below both).
 
 Beyond DESIGN.md: checks carry their threshold and the leaf a failure leads to;
 incidents carry the metric they were seen on, a confidence and the other tree-B
@@ -34,6 +35,21 @@ class Check(BaseModel):
 class Observation(BaseModel):
     panel: str
     observation: str
+
+
+class Evidence(BaseModel):
+    """One row of discriminating evidence: the panel, what it shows, the patterns it favors
+    and those it rules out. The replay's rows, its JSON messages and the post-mortem's
+    section 3 are these rows."""
+
+    panel: str
+    observation: str
+    favors: list[str] = []
+    rules_out: list[str] = []
+
+    def __init__(self, panel: str, observation: str, **rest):
+        # the replay engine writes rows as Evidence(panel, observation, favors=...)
+        super().__init__(panel=panel, observation=observation, **rest)
 
 
 class Hypothesis(BaseModel):

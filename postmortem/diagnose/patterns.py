@@ -19,7 +19,10 @@ DISCRIMINATE = {p.id: p.discriminate for p in CATALOG}
 
 
 @dataclass
-class Evidence:
+class Weighing:
+    """The observations for and against one hypothesis, each with its weight, as its rules add
+    them; `rank` scores the hypothesis from them."""
+
     th: object = None
     support: list[tuple[float, Observation]] = field(default_factory=list)
     against: list[tuple[float, Observation]] = field(default_factory=list)
@@ -151,7 +154,7 @@ def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], str]:
     feats = measure(ctx, ev)
     scored = []
     for order, pattern in enumerate(CATALOG):
-        e = Evidence(ctx.th)
+        e = Weighing(ctx.th)
         pattern.rules(ctx, ev, feats, e)
         plus = sum(w for w, _ in e.support)
         minus = sum(w for w, _ in e.against)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date as Date
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.models import SPIKE_PATTERNS, Incident, worst
+from postmortem.diagnose.models import SPIKE_PATTERNS, Evidence, Incident, worst
 from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import panel_has_data
-from postmortem.document.model import EvidenceRow, HypothesisEntry, PostMortem
+from postmortem.document.model import HypothesisEntry, PostMortem
 from postmortem.errors import IncidentError
 from postmortem.files import safe_name
 from postmortem.run import RunLog
@@ -73,10 +73,10 @@ def headline(log: RunLog, h) -> HypothesisEntry | None:
     return None
 
 
-def evidence_rows(rows) -> list[EvidenceRow]:
-    """The replay's rows that discriminate (favor or rule out something), as section 3 rows."""
-    return [EvidenceRow(panel=r.panel, observation=r.observation, favors=list(r.favors),
-                        rules_out=list(r.rules_out)) for r in rows if r.favors or r.rules_out]
+def evidence_rows(rows: list[Evidence]) -> list[Evidence]:
+    """The replay's rows that discriminate (favor or rule out something), for section 3:
+    copies, so that editing the document leaves the replay's result as it was."""
+    return [r.model_copy(deep=True) for r in rows if r.favors or r.rules_out]
 
 
 def apply_replay(pm: PostMortem, replay) -> PostMortem:

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, field_validator, model_validator
 
-from postmortem.diagnose.models import Symptoms
+from postmortem.diagnose.models import Evidence, Symptoms
 from postmortem.diagnose.signature import Signature
 from postmortem.files import check_name, safe_name
 
@@ -39,13 +39,6 @@ class HypothesisEntry(BaseModel):
     panel: str
     observation: str
     dismissed: str | None = None        # the reason, when the author dismissed it
-
-
-class EvidenceRow(BaseModel):
-    panel: str
-    observation: str
-    favors: list[str] = []
-    rules_out: list[str] = []
 
 
 _EXPECT = re.compile(
@@ -127,7 +120,7 @@ class PostMortem(BaseModel):
     incident: Literal["nan", "spike", "divergence", "bad-start"] = "spike"
     symptoms: Symptoms
     hypotheses: list[HypothesisEntry] = []
-    evidence: list[EvidenceRow] = []
+    evidence: list[Evidence] = []
     root_cause: str = ""
     remediation: list[str] = []
     verification: Verification = Verification()

@@ -5,7 +5,8 @@ document's, so they are tested here without a screen."""
 
 from __future__ import annotations
 
-from postmortem.document.model import SECTIONS, EvidenceRow, HypothesisEntry, PostMortem, Verification, split_patterns
+from postmortem.diagnose.models import Evidence
+from postmortem.document.model import SECTIONS, HypothesisEntry, PostMortem, Verification, split_patterns
 
 # the free-text sections, by the name of their input
 AREAS = ("evidence", "root_cause", "remediation", "verification", "lesson")
@@ -30,7 +31,7 @@ def texts(pm: PostMortem) -> dict[str, str]:
             "verification": "\n".join(pm.verification.lines()), "lesson": pm.lesson}
 
 
-def evidence_of(text: str) -> list[EvidenceRow]:
+def evidence_of(text: str) -> list[Evidence]:
     """`panel | observation | favors, ... | rules out, ...` a line; a line without a panel
     and an observation is left out (the author is still typing it)."""
     rows = []
@@ -38,8 +39,8 @@ def evidence_of(text: str) -> list[EvidenceRow]:
         parts = [p.strip() for p in line.split("|")]
         if len(parts) >= 2 and parts[0]:
             parts += [""] * (4 - len(parts))
-            rows.append(EvidenceRow(panel=parts[0], observation=parts[1],
-                                    favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
+            rows.append(Evidence(panel=parts[0], observation=parts[1],
+                                 favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
     return rows
 
 

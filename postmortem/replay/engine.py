@@ -12,17 +12,17 @@ from typing import Callable
 import numpy as np
 
 from postmortem.diagnose.context import scheduled_lr
-from postmortem.diagnose.models import Hypothesis, Incident, Observation
+from postmortem.diagnose.models import Evidence, Hypothesis, Incident, Observation
 from postmortem.errors import ReplayError
 from postmortem.numbers import counts as in_words
 from postmortem.record import batch_hash, this_machine
 from postmortem.replay import loading, probes
 from postmortem.replay.arms import BY_NAME, NAMES as ARMS  # noqa: F401 (ARMS: the engine's arm names)
-from postmortem.replay.models import ArmResult, Cancelled, Evidence, ReplayResult
+from postmortem.replay.models import ArmResult, Cancelled, ReplayResult
 from postmortem.run import RunLog
 
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
-Arrived = Callable[["Evidence"], None]                 # one evidence row, as soon as it is known
+Arrived = Callable[[Evidence], None]                 # one evidence row, as soon as it is known
 
 
 class Replayer:

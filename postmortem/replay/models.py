@@ -1,5 +1,6 @@
 """What a replay hands over, typed from the engine to the child's JSON lines, the TUI and the
-document: one Evidence row, each arm's losses, the ReplayResult, and the child's messages."""
+document: each arm's losses, the ReplayResult with its Evidence rows (diagnose/models.py, so
+that the document holds the same rows), and the child's messages."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from postmortem.diagnose.models import Hypothesis
+from postmortem.diagnose.models import Evidence, Hypothesis
 
 # a diverged arm's loss is inf or NaN: written as JSON's Infinity/NaN and read back as such
 _FLOATS = ConfigDict(ser_json_inf_nan="constants")
@@ -15,21 +16,6 @@ _FLOATS = ConfigDict(ser_json_inf_nan="constants")
 
 class Cancelled(Exception):
     """The replay was asked to stop; the message names the arm it stopped in."""
-
-
-class Evidence(BaseModel):
-    """One row of discriminating evidence: the panel, what it shows, the patterns it favors
-    and those it rules out."""
-
-    model_config = _FLOATS
-    panel: str
-    observation: str
-    favors: list[str] = []
-    rules_out: list[str] = []
-
-    def __init__(self, panel: str, observation: str, **rest):
-        # the engine writes rows as Evidence(panel, observation, favors=...)
-        super().__init__(panel=panel, observation=observation, **rest)
 
 
 class ArmResult(BaseModel):
