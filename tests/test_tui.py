@@ -170,7 +170,8 @@ def test_the_dashboard_imports_no_torch():
 
 @pytest.mark.asyncio
 async def test_lessons_browser_filters_opens_and_finds_similar_incidents():
-    from postmortem.tui.screens.lessons import DocumentScreen, LessonsScreen
+    from postmortem.tui.screens.document import DocumentScreen
+    from postmortem.tui.screens.lessons import LessonsScreen
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=ROOT)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
