@@ -2,13 +2,16 @@
 what one thread did in turn (importing pandas is a third of the wait), and the dashboard is
 drawn from plain arrays and rows before the app has imported pandas or pydantic itself.
 
-The child writes two pickles on its stdout: ("view", FirstView) as soon as it has it, then
-("run", RunLog, Analysis) for the editor, the replay and the segments; or ("error", line).
-Only the standard library is imported here: the CLI starts the child before Textual.
+The child writes pickles on its stdout: ("view", FirstView) as soon as it has one (the view
+kept from the last opening of the same run, see viewcache.py, before pandas is imported),
+("view", FirstView) again when the fresh one differs from it, then ("run", RunLog, Analysis)
+for the editor, the replay and the segments; or ("error", line). Only the standard library
+is imported here: the CLI starts the child before Textual.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -27,20 +30,33 @@ class Loader:
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
 
+    def ready(self) -> bool:
+        """Whether the child has written its first message (it can be read without waiting)."""
+        import select
+        try:
+            return bool(select.select([self.proc.stdout], [], [], 0)[0])
+        except (ValueError, OSError):             # closed
+            return False
+
     def first(self) -> tuple:
         """("view", FirstView) or ("error", one line)."""
         return self._next()
 
     def run(self) -> tuple:
-        """("run", RunLog, Analysis) (imports pandas and pydantic, to unpickle them) or
+        """("run", RunLog, Analysis, FirstView or None) (imports pandas and pydantic, to
+        unpickle them), the view when a fresher one than the first came before the run; or
         ("error", why there is none)."""
-        message = self._next()
+        message, fresher = self._next(), None
+        if message[0] == "view":                 # the first view was a kept one, and stale
+            fresher, message = message[1], self._next()
         try:
             self.proc.wait(timeout=10)          # it has said all it had to: let it end on its own
         except subprocess.TimeoutExpired:
             pass
         self.close()
-        return message if message[0] in ("run", "error") else ("error", "the loader process sent no run")
+        if message[0] == "run":
+            return (*message, fresher)
+        return message if message[0] == "error" else ("error", "the loader process sent no run")
 
     def _next(self) -> tuple:
         try:
@@ -81,19 +97,45 @@ def read_and_analyze(run: str, format: str | None = None, against: list[str] = (
 
 
 def main() -> None:
-    from postmortem.errors import UserError
+    from postmortem.tui import viewcache
     run, format, against, columns = pickle.load(sys.stdin.buffer)    # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles
+    kept = viewcache.lookup(run, format, against, columns)
+    if kept is not None:                  # painted from it while the run is read again,
+        _send(out, ("view", kept))
+        _yield_cpu()                      # behind the app's first frame
+    from postmortem.errors import UserError
     try:
         log, result, view = read_and_analyze(run, format, against, columns)
     except UserError as err:
-        pickle.dump(("error", str(err)), out)
+        _send(out, ("error", str(err)))
         return
-    pickle.dump(("view", view), out, protocol=5)
-    out.flush()                           # the dashboard is drawn from this one
-    pickle.dump(("run", log, result), out, protocol=5)
+    if kept is None or not same(kept, view):
+        _send(out, ("view", view))
+        # kept for next time before the run is sent: an app closed at once kills this process
+        viewcache.keep(run, format, against, columns, view, viewcache.sources(run, log.source.files)
+                       + [path for other in against for path in viewcache.sources(other, [])])
+    _send(out, ("run", log, result))
+
+
+def _yield_cpu() -> None:
+    """Read the run at a lower priority: once the app has a view to paint, the paint comes first."""
+    try:
+        os.nice(5)
+    except (AttributeError, OSError):     # no nice (Windows), or not allowed
+        pass
+
+
+def _send(out, message: tuple) -> None:
+    pickle.dump(message, out, protocol=5)
     out.flush()
+
+
+def same(a, b) -> bool:
+    """Whether two first views paint the same dashboard (read_s aside: a timing)."""
+    import dataclasses
+    return pickle.dumps(dataclasses.replace(a, read_s=0.0)) == pickle.dumps(dataclasses.replace(b, read_s=0.0))
 
 
 if __name__ == "__main__":

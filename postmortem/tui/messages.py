@@ -19,11 +19,12 @@ class RunRead(Posted):
 
 
 class RunHandedOver(Posted):
-    """The whole run and its analysis, after the first paint."""
+    """The whole run and its analysis, after the first paint; and the fresh first view when
+    the one painted was kept from an earlier opening and the run or the code has changed."""
 
-    def __init__(self, log, analysis) -> None:
+    def __init__(self, log, analysis, view=None) -> None:
         super().__init__()
-        self.log, self.analysis = log, analysis
+        self.log, self.analysis, self.view = log, analysis, view
 
 
 class RunFailed(Posted):

@@ -57,11 +57,14 @@ class DashboardScreen(Screen):
         self.cursor: int | None = None
         self.zoomed = False
         self.segment = 0                       # the panels draw the run up to this segment's end
+        self.failed: str | None = None         # the loader's one line, when it failed at once
 
     def compose(self) -> ComposeResult:
+        view = self.session.view or self.ready_view()
         yield Header(show_clock=False)
         with Horizontal(id="body"):
-            yield Vertical(id="panels")
+            # a view already here (kept from the last opening) is drawn in the first layout
+            yield Vertical(*(self.panels_of(view) if view else ()), id="panels")
             with Vertical(id="side"):
                 # the kind and rise tell the incidents apart first; score and metric when room is
                 incidents = FittedTable(Col("step", 8), Col("kind", 10), Col("rise", 7),
@@ -78,10 +81,24 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        if self.session.view is not None:            # handed a session already read
-            self.show(self.session.view)
+        if self.session.view is not None:            # handed a session already read, or ready
+            self.show(self.session.view, composed=True)
+        elif self.failed is not None:
+            self.post_message(RunFailed(self.failed))
         else:
             self.load()
+
+    def ready_view(self) -> FirstView | None:
+        """The loader's first view when it has already sent it (a view kept from the last
+        opening of the run comes at once), else None: it is waited for off the UI thread."""
+        if self.loader is None or not self.loader.ready():
+            return None
+        kind, *rest = self.loader.first()
+        if kind != "view":
+            self.failed = rest[0]
+            return None
+        self.session.view = rest[0]
+        return rest[0]
 
     # -- the run: first view, then the whole of it ----------------------------------------
 
@@ -102,19 +119,23 @@ class DashboardScreen(Screen):
         self.session.error = message.message
         self.app.push_screen(ErrorScreen(message.message))
 
-    def show(self, view: FirstView) -> None:
+    def panels_of(self, view: FirstView) -> list[MetricPanel]:
+        """The run's panels, then as many per-layer grad norms as the height has room for."""
+        panels = [MetricPanel(panel, column, steps, values, log_scale=log_scale,
+                              ghost=view.ghost if panel == "loss" else None, id=f"panel-{panel}")
+                  for panel, column, steps, values, log_scale in view.panels]
+        room = max(0, (self.app.size.height - 10) // 9 - len(panels))   # ~9 rows a panel
+        return panels + [MetricPanel("grad-norm", name, steps, values, log_scale=True)
+                         for name, steps, values in view.layers[:room]]
+
+    def show(self, view: FirstView, composed: bool = False) -> None:
         self.view = view
         self.segment = view.segment
-        panels = self.query_one("#panels")
-        for panel, column, steps, values, log_scale in view.panels:
-            panels.mount(MetricPanel(panel, column, steps, values, log_scale=log_scale,
-                                     ghost=view.ghost if panel == "loss" else None, id=f"panel-{panel}"))
-        room = max(0, (self.size.height - 10) // 9 - len(panels.children))   # ~9 rows a panel
-        for name, steps, values in view.layers[:room]:
-            panels.mount(MetricPanel("grad-norm", name, steps, values, log_scale=True))
+        if not composed:
+            self.query_one("#panels").mount(*self.panels_of(view))
         table = self.query_one("#incidents", FittedTable)
-        if not view.incidents:         # said where the eye looks for them, not only on the status line
-            table.border_title = "incidents: none"
+        # none said where the eye looks for them, not only on the status line
+        table.border_title = "incidents" if view.incidents else "incidents: none"
         table.set_rows([(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
                          f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric)
                         for inc in view.incidents])
@@ -133,8 +154,12 @@ class DashboardScreen(Screen):
         kind, *rest = self.loader.run()
         self.post_message(RunHandedOver(*rest) if kind == "run" else RunFailed(rest[0], painted=True))
 
-    def on_run_handed_over(self, message: RunHandedOver) -> None:
+    async def on_run_handed_over(self, message: RunHandedOver) -> None:
         self.have_run(message.log, message.analysis)
+        if message.view is not None:          # what was painted was kept from before, and is stale
+            self.session.view = message.view
+            await self.query_one("#panels").remove_children()
+            self.show(message.view)
 
     def have_run(self, log, analysis) -> None:
         """The whole run and its analysis (after the first paint): the editor, the replay

@@ -1,0 +1,128 @@
+"""The first view of each run opened before, kept so that opening it again paints at once.
+
+The loader process sends a kept view before it has imported pandas, then reads and analyzes
+the run as ever and sends the fresh view too when it differs: the cache only makes the first
+frame early, it never decides what the dashboard ends up showing. A view is kept with the
+size and modification time of every file it came from (and of the folders holding them, so
+a file added to the run is seen) and with a fingerprint of postmortem's own code; any of
+them changed, it is not used. Only the standard library is imported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+
+import postmortem
+
+KEPT = 64                      # views kept; the least recently opened go first
+LARGEST = 8 << 20              # bytes: a bigger view (a long run's full series) is not kept
+_PACKAGE = Path(postmortem.__file__).parent
+
+
+def folder() -> Path:
+    """$XDG_CACHE_HOME/postmortem/views, else ~/.cache/postmortem/views."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "postmortem" / "views"
+
+
+def _entry(run: str, format: str | None, against: list[str], columns: dict) -> Path:
+    what = json.dumps([os.path.abspath(run), format, [os.path.abspath(a) for a in against],
+                       sorted(columns.items())])
+    return folder() / (hashlib.sha256(what.encode()).hexdigest()[:32] + ".pickle")
+
+
+def code_fingerprint() -> str:
+    """postmortem's version and the size and time of each of its modules: a view made by
+    other code (an upgrade, an edit in a checkout) is made again."""
+    stats = [postmortem.__version__]
+    for root, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".tcss", ".md")):
+                st = os.stat(os.path.join(root, name))
+                stats.append(f"{os.path.relpath(os.path.join(root, name), _PACKAGE)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(stats).encode()).hexdigest()
+
+
+def _stamps(paths) -> list[tuple[str, int, int]]:
+    out = []
+    for path in sorted(set(paths)):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append((path, -1, -1))             # gone: differs from any stamp of a file
+            continue
+        out.append((path, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def sources(run: str, files: list[str]) -> list[str]:
+    """What a run's view depends on: the files read, the folders between them and the run
+    (a tfevents file added deep in the tree), and the run folder's own files (a manifest)."""
+    paths = {os.path.abspath(run)}
+    top = Path(run).resolve()
+    for name in files:
+        path = Path(name).resolve()
+        paths.add(str(path))
+        for parent in path.parents:
+            if parent == top or top not in parent.parents:
+                break
+            paths.add(str(parent))
+    if top.is_dir():
+        paths.update(str(p) for p in top.iterdir() if p.is_file())
+    return sorted(paths)
+
+
+def lookup(run: str, format: str | None, against: list[str], columns: dict):
+    """The view kept for these options when nothing it came from has changed, else None;
+    a damaged or foreign entry is None too."""
+    path = _entry(run, format, against, columns)
+    try:
+        with open(path, "rb") as f:
+            kept = pickle.load(f)
+        if kept["code"] != code_fingerprint() or kept["stamps"] != _stamps(s for s, *_ in kept["stamps"]):
+            return None
+        os.utime(path)                             # recently opened: kept longer
+        return kept["view"]
+    except Exception:                              # absent, truncated, another version's
+        return None
+
+
+def keep(run: str, format: str | None, against: list[str], columns: dict, view,
+         files: list[str]) -> None:
+    """Keep `view` (made from `files`) for the next opening; never raises: a cache that
+    cannot be written (a read-only home) only costs the next opening its head start."""
+    try:
+        stamps = _stamps(files)
+        data = pickle.dumps({"code": code_fingerprint(), "stamps": stamps, "view": view}, protocol=5)
+        if len(data) > LARGEST:
+            return
+        where = folder()
+        where.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, _entry(run, format, against, columns))
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        _prune(where)
+    except Exception:
+        pass
+
+
+def _prune(where: Path) -> None:
+    """The KEPT most recently opened views stay; a half-written one (a loader killed as it
+    wrote) goes after an hour."""
+    entries = sorted(where.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEPT:]:
+        old.unlink(missing_ok=True)
+    for tmp in where.glob("*.tmp"):
+        if time.time() - tmp.stat().st_mtime > 3600:
+            tmp.unlink(missing_ok=True)
