@@ -118,8 +118,8 @@ def test_the_replay_draws_the_batch_the_run_trained_on(runs):
     """The Trainer's seeded dataloader, rebuilt by the factory, gives every step the batch
     whose hash the callback logged; far steps are reached by skipping at the sampler."""
     from postmortem.integrations.hf import make_replay
-    from postmortem.record import batch_hash
     from postmortem.run.model import RunManifest
+    from postmortem.run.record import batch_hash
     run = runs("long-tail-token")
     logged = {r["step"]: r["batch_hash"] for r in rows(run)}
     r = make_replay(RunManifest.model_validate_json((run / "manifest.json").read_text()), run)
@@ -134,8 +134,8 @@ def test_gradient_accumulation_and_bf16_replay_bit_for_bit(tmp_path):
     num_items_in_batch normalisation) replayed from checkpoint-50 gives the logged loss, grad
     norm and LR exactly; the fp32 arm takes accelerate's autocast off."""
     from postmortem.integrations.hf import make_replay
-    from postmortem.record import batch_hash
     from postmortem.run.model import RunManifest
+    from postmortem.run.record import batch_hash
     run = tmp_path / "ga"
     r = train(run, "none", steps=60, extra=("--accumulate", "2", "--bf16"))
     assert r.returncode == 0, r.stderr[-3000:]

@@ -128,7 +128,7 @@ def test_the_replay_draws_the_batch_the_run_trained_on(runs):
     """The factory's seeded dataloader, walked epoch by epoch, gives each step the batch whose
     hash the callback logged; the junk of step 250 is rare tokens only."""
     from postmortem.integrations.lightning import make_replay
-    from postmortem.record import batch_hash
+    from postmortem.run.record import batch_hash
     run = runs("long-tail-token")
     logged = {r["step"]: r["batch_hash"] for r in rows(run)}
     r = make_replay(manifest(run), run)
@@ -305,7 +305,7 @@ def test_a_batch_of_another_shape_is_logged_without_a_hash_and_training_goes_on(
     import torch
 
     from postmortem.integrations.lightning import _hash
-    from postmortem.record import batch_hash
+    from postmortem.run.record import batch_hash
     x = torch.arange(12).view(3, 4)
     assert _hash((x, x + 1)) == _hash({"input_ids": x}) == batch_hash(x)
     assert _hash({"pixels": x.float()}) is None and _hash(["a caption"]) is None

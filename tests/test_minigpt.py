@@ -188,7 +188,7 @@ def test_sample_make_is_deterministic(tmp_path, made_here):
 
 
 def test_recorder_in_a_users_own_loop(tmp_path):
-    from postmortem.record import Recorder, batch_hash
+    from postmortem.run.record import Recorder, batch_hash
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     gen = torch.Generator().manual_seed(0)

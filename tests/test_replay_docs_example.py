@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from postmortem.minigpt.model import GPT, GPTConfig
-from postmortem.record import Recorder, batch_hash
+from postmortem.run.record import Recorder, batch_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

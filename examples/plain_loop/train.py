@@ -5,7 +5,7 @@
     postmortem replay runs/plain             # the steps around it again: faithful, then arms
 
 Copy it and keep three things:
-1. `postmortem.record.Recorder` logs each step (loss, pre-clip grad norm, lr, loss scale,
+1. `postmortem.run.record.Recorder` logs each step (loss, pre-clip grad norm, lr, loss scale,
    skipped, batch hash) and per-layer norms every 50 steps, into OUT/metrics.jsonl, and
    writes OUT/manifest.json (dtype, vocab size, the config the checks read).
 2. checkpoints/step_N.pt every 50 steps, the state after N steps, as
@@ -48,7 +48,7 @@ if not (HERE / "tinydata.py").exists():          # in examples/; a run's copy ha
 import tinydata  # noqa: E402
 
 from postmortem.minigpt.model import GPT, GPTConfig  # noqa: E402
-from postmortem.record import Recorder, batch_hash, this_machine  # noqa: E402
+from postmortem.run.record import Recorder, batch_hash, this_machine  # noqa: E402
 
 CAUSE_STEP = 250          # where --inject puts the cause
 RESUME_FROM = 200         # optimizer-reset: the checkpoint the crashed run resumes from

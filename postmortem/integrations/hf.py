@@ -28,7 +28,7 @@ import torch
 from transformers import TrainerCallback
 
 from postmortem import __version__
-from postmortem.record import Recorder, batch_hash, this_machine
+from postmortem.run.record import Recorder, batch_hash, this_machine
 
 ENTRYPOINT = "postmortem.integrations.hf:make_replay"
 SCHEDULES = {"cosine": "cosine", "cosine_with_min_lr": "cosine", "linear": "linear",

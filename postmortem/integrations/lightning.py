@@ -31,9 +31,9 @@ import lightning.pytorch as pl
 import torch
 
 from postmortem.errors import ReplayError
-from postmortem.record import Recorder, batch_hash, this_machine
 from postmortem.replay.loading import call_user, import_user
 from postmortem.replay.protocol import Replayable, _field, load_model
+from postmortem.run.record import Recorder, batch_hash, this_machine
 
 DTYPE = {"16-mixed": "fp16", "bf16-mixed": "bf16", "32-true": "fp32", "32": "fp32",
          "16-true": "fp16", "bf16-true": "bf16"}

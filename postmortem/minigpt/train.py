@@ -12,7 +12,7 @@ from postmortem import __version__
 from postmortem.minigpt.config import TrainConfig
 from postmortem.minigpt.data import Data
 from postmortem.minigpt.model import GPT, GPTConfig, NaiveTokenLoss, TokenLoss
-from postmortem.record import Recorder, batch_hash, this_machine
+from postmortem.run.record import Recorder, batch_hash, this_machine
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -15,11 +15,11 @@ from postmortem.diagnose.context import scheduled_lr
 from postmortem.diagnose.models import Evidence, Hypothesis, Incident, Observation
 from postmortem.errors import ReplayError
 from postmortem.numbers import counts as in_words
-from postmortem.record import batch_hash, this_machine
 from postmortem.replay import loading, probes
 from postmortem.replay.arms import BY_NAME, NAMES as ARMS  # noqa: F401 (ARMS: the engine's arm names)
 from postmortem.replay.models import ArmResult, Cancelled, ReplayResult
 from postmortem.run import RunLog
+from postmortem.run.record import batch_hash, this_machine
 
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
 Arrived = Callable[[Evidence], None]                 # one evidence row, as soon as it is known

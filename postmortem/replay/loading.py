@@ -22,7 +22,7 @@ def entry_point(manifest, run_dir: Path):
     if spec is None:
         raise ReplayError(f"{run_dir}: no replay entry point: manifest.json needs "
                           '"replay": {"entrypoint": "pkg.module:make_replay"} '
-                          "(postmortem.record.Recorder writes the manifest)")
+                          "(postmortem.run.record.Recorder writes the manifest)")
     if str(run_dir) not in sys.path:
         sys.path.append(str(run_dir))           # a make_replay kept beside the run
     return import_user(spec.entrypoint, run_dir, "replay entry point")

@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from postmortem.record import batch_hash
+from postmortem.run.record import batch_hash
 
 
 def _counts(t) -> dict | None:

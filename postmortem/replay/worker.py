@@ -22,7 +22,7 @@ from postmortem.replay.models import (MESSAGE, Cancelled, EvidenceArrived, Faile
 def what_is_missing(log) -> str | None:
     """Why this run cannot be replayed, and how to fix it; None when it can. Reads the
     manifest and lists the checkpoint folder only: no torch, no user code imported."""
-    hint = ("record the run with postmortem.record.Recorder: it writes manifest.json with "
+    hint = ("record the run with postmortem.run.record.Recorder: it writes manifest.json with "
             '"replay": {"entrypoint": "pkg.module:make_replay", "checkpoints": "checkpoints/"} '
             "and the per-step batch hashes")
     manifest = log.manifest
