@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from postmortem.cli import main
-from postmortem.cli.main import build_parser
+from postmortem.cli.parser import build_parser
 from test_cli import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_a_command_line_argparse_refuses_is_one_line_naming_the_command_and_its_
 
 
 def test_parsing_a_command_does_not_import_the_readers():
-    code = ("import sys; from postmortem.cli.main import build_parser; "
+    code = ("import sys; from postmortem.cli.parser import build_parser; "
             "build_parser().parse_args(['lessons', '--json']); "
             "print('postmortem.run.discover' in sys.modules, 'pandas' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

@@ -154,7 +154,7 @@ def test_without_matplotlib_new_writes_the_document_and_says_why_in_one_line(tmp
     out = tmp_path / "d.md"
     # matplotlib made unimportable in the child (as where the `figure` extra is not installed)
     code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from postmortem.cli.main import main\n"
+            "from postmortem.cli import main\n"
             f"sys.exit(main(['new', {str(ROOT / 'sample_runs' / 'numerics')!r}, '--learner', 'ana', '-o', {str(out)!r}]))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -58,7 +58,7 @@ def test_the_readme_opens_with_set_up_and_tests_then_what_to_run_next():
 
 def test_every_command_on_the_first_screen_parses():
     """Each `postmortem ...` line of the first screen is a real command with real options."""
-    from postmortem.cli.main import build_parser
+    from postmortem.cli.parser import build_parser
 
     parser = build_parser()
     commands = {name for a in parser._actions if hasattr(a, "choices") and isinstance(a.choices, dict)

@@ -132,7 +132,7 @@ def test_matplotlib_only_when_a_figure_is_drawn(tmp_path):
     analyzed as the loader does) never load matplotlib; `new` does, to draw the figure."""
     run = ROOT / "sample_runs" / "long-tail-token"
     code = ("import contextlib, io, sys\n"
-            "from postmortem.cli.main import main\n"
+            "from postmortem.cli import main\n"
             "import postmortem.tui.app, postmortem.tui.screens.editor, postmortem.tui.screens.lessons\n"
             "import postmortem.tui.screens.commit, postmortem.tui.screens.dashboard\n"
             "from postmortem.document import figure, markdown, lint, draft\n"

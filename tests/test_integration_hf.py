@@ -275,7 +275,7 @@ def test_analyzing_a_run_the_callback_recorded_imports_neither_transformers_nor_
                                                     for s in range(60)))
     (tmp_path / "manifest.json").write_text(json.dumps({"replay": {
         "entrypoint": "postmortem.integrations.hf:make_replay", "checkpoints": ".", "factory": "train:build_trainer"}}))
-    code = ("import contextlib, io, sys\nfrom postmortem.cli.main import main\n"
+    code = ("import contextlib, io, sys\nfrom postmortem.cli import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()): main(['analyze', {str(tmp_path)!r}])\n"
             "import postmortem.integrations\n"
             "print(sorted(m for m in ('torch', 'transformers', 'accelerate') if m in sys.modules))")

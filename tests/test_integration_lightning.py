@@ -276,7 +276,7 @@ def test_analyzing_a_run_the_callback_recorded_imports_neither_lightning_nor_tor
                                                     for s in range(60)))
     (tmp_path / "manifest.json").write_text(json.dumps({"replay": {
         "entrypoint": "postmortem.integrations.lightning:make_replay", "factory": "train:build"}}))
-    code = ("import contextlib, io, sys\nfrom postmortem.cli.main import main\n"
+    code = ("import contextlib, io, sys\nfrom postmortem.cli import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()): main(['analyze', {str(tmp_path)!r}])\n"
             "print(sorted(m for m in ('torch', 'lightning') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -1,5 +1,5 @@
 """The `postmortem` command line (the console script is `postmortem.cli:main`)."""
 
-from postmortem.cli.main import main
+from postmortem.cli.parser import main
 
 __all__ = ["main"]

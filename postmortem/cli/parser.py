@@ -1,5 +1,5 @@
-"""The `postmortem` command line: the parser of every command, and the dispatch. Each
-command imports only what it needs when it runs."""
+"""The `postmortem` command line: the parser of every command, and `main`, the dispatch (the
+console script `postmortem.cli:main`). Each command imports only what it needs when it runs."""
 
 from __future__ import annotations
 
