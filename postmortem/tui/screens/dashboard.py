@@ -60,11 +60,17 @@ class DashboardScreen(Screen):
         self.failed: str | None = None         # the loader's one line, when it failed at once
 
     def compose(self) -> ComposeResult:
+        # a view already here (kept from the last opening) is drawn in the first frame
         view = self.session.view or self.ready_view()
+        panels = self.panels_of(view) if view else []
+        status = "reading..."
+        if view is not None:
+            self.view, self.segment, self.session.current = view, view.segment, view.largest
+            self.cursor = self.incident.step if self.incident else None
+            status = self.status_text(panels)
         yield Header(show_clock=False)
         with Horizontal(id="body"):
-            # a view already here (kept from the last opening) is drawn in the first layout
-            yield Vertical(*(self.panels_of(view) if view else ()), id="panels")
+            yield Vertical(*panels, id="panels")
             with Vertical(id="side"):
                 # the kind and rise tell the incidents apart first; score and metric when room is
                 incidents = FittedTable(Col("step", 8), Col("kind", 10), Col("rise", 7),
@@ -77,7 +83,7 @@ class DashboardScreen(Screen):
                 checks.border_title = "checks (tree A, tree B)"
                 yield checks
                 yield Static("", id="row-detail")      # the highlighted row whole, wrapped
-        yield Static("reading...", id="status")
+        yield Static(status, id="status")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -155,11 +161,14 @@ class DashboardScreen(Screen):
         self.post_message(RunHandedOver(*rest) if kind == "run" else RunFailed(rest[0], painted=True))
 
     async def on_run_handed_over(self, message: RunHandedOver) -> None:
-        self.have_run(message.log, message.analysis)
         if message.view is not None:          # what was painted was kept from before, and is stale
             self.session.view = message.view
             await self.query_one("#panels").remove_children()
+            # the run is here before the fresh view is shown (it fetches nothing then), and
+            # both before the keys that waited for the run act
+            self.session.log, self.session.analysis = message.log, message.analysis
             self.show(message.view)
+        self.have_run(message.log, message.analysis)
 
     def have_run(self, log, analysis) -> None:
         """The whole run and its analysis (after the first paint): the editor, the replay
@@ -239,22 +248,23 @@ class DashboardScreen(Screen):
         return inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
 
     def update_status(self) -> None:
-        status = self.query_one("#status", Static)
+        if self.view is not None:
+            # layout=False: one line of fixed height; a relayout would repaint every panel again
+            self.query_one("#status", Static).update(self.status_text(self.query(MetricPanel)), layout=False)
+
+    def status_text(self, panels) -> str:
+        """The incident marked, the cursor and each panel's value there."""
         view = self.view
-        if view is None:
-            return
         if not view.incidents:
-            status.update(f"{view.run_id}: no incident (no NaN, no spike, no divergence)")
-            return
+            return f"{view.run_id}: no incident (no NaN, no spike, no divergence)"
         inc, current = self.incident, self.session.current
-        values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in self.query(MetricPanel)
+        values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in panels
                            if self.cursor is not None)
-        # layout=False: one line of fixed height; a relayout would repaint every panel again
         which = ", the largest" if len(view.incidents) > 1 and current == view.largest else ""
         if view.resumed:
             which += f", segment {self.segment}"
-        status.update(f"{inc.kind} at step {inc.step} ({current + 1}/{len(view.incidents)}{which})"
-                      f"  cursor {self.cursor}  {values}", layout=False)
+        return (f"{inc.kind} at step {inc.step} ({current + 1}/{len(view.incidents)}{which})"
+                f"  cursor {self.cursor}  {values}")
 
     # -- actions ----------------------------------------------------------------------------
 
