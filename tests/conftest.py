@@ -65,7 +65,7 @@ def recorded_here(run: Path) -> bool:
     """Whether the run was recorded on CPU by this torch build with this CPU's kernels."""
     import json
 
-    from postmortem.record import this_machine
+    from postmortem.run.record import this_machine
     versions = json.loads((run / "manifest.json").read_text())["versions"]
     here = this_machine()
     return versions.get("device", "cpu") == "cpu" and \
