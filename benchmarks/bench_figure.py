@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 RUNS = [ROOT / "sample_runs" / "long-tail-token", ROOT.parent / "shared" / "real_runs" / "modded-nanogpt-muon"]
-NO_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; from postmortem.cli.main import main; sys.exit(main())"
+NO_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; from postmortem.cli import main; sys.exit(main())"
 
 
 def in_process(run: Path, pairs: int) -> dict:
