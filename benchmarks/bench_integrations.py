@@ -26,7 +26,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from postmortem.record import this_machine  # noqa: E402
+from postmortem.run.record import this_machine  # noqa: E402
 
 
 def probe(r) -> bool:

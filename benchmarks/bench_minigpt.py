@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from postmortem.minigpt.config import TrainConfig  # noqa: E402
 from postmortem.minigpt.train import Trainer  # noqa: E402
-from postmortem.record import Recorder, this_machine  # noqa: E402
+from postmortem.run.record import Recorder, this_machine  # noqa: E402
 
 
 def run(trainer: Trainer, first: int, steps: int, rec: Recorder | None) -> float:
