@@ -10,7 +10,7 @@ import numpy as np
 
 from postmortem.diagnose import detect
 from postmortem.diagnose.nan import nan_rows, overflow_rows
-from postmortem.diagnose.series import effective_history
+from postmortem.diagnose.series import effective_history, segment_rows
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -32,12 +32,33 @@ class Context:
         return self.log.manifest.config if self.log.manifest else None
 
     def has(self, name: str) -> bool:
-        return name in self.frame and self.frame[name].notna().any()
+        """A column with at least one value (asked by many checks: cached)."""
+        cache = self.__dict__.setdefault("_has", {})
+        if name not in cache:
+            cache[name] = bool(name in self.frame and self.frame[name].notna().any())
+        return cache[name]
 
     def series(self, name: str, segment: int | None = None):
-        f = self.frame if segment is None else self.frame[self.frame.segment == segment]
-        rows = f[f[name].notna()]
-        return rows.step.to_numpy(), rows[name].to_numpy()
+        """(steps, values) of the rows where `name` has a value, in one segment or all."""
+        col = self.frame[name]
+        if not isinstance(col.dtype, np.dtype) or col.dtype.kind not in "fiub":
+            # an object or extension column: filtered as pandas filters it
+            f = self.frame if segment is None else self.frame[self.frame.segment == segment]
+            rows = f[f[name].notna()]
+            return rows.step.to_numpy(), rows[name].to_numpy()
+        rows = slice(None) if segment is None else self.rows(segment)
+        values, steps = col.to_numpy()[rows], self.frame.step.to_numpy()[rows]
+        keep = ~np.isnan(values) if values.dtype.kind == "f" else None
+        if keep is None or keep.all():     # read-only views, as pandas' to_numpy gives them
+            return steps, values
+        return steps[keep], values[keep]
+
+    def rows(self, segment: int) -> slice | np.ndarray:
+        """The rows of one segment (see series.segment_rows), cached."""
+        cache = self.__dict__.setdefault("_rows", {})
+        if segment not in cache:
+            cache[segment] = segment_rows(self.frame.segment.to_numpy(), segment)
+        return cache[segment]
 
     def history(self, segment: int):
         """The effective history of a segment (see series.effective_history), cached."""
@@ -57,7 +78,7 @@ class Context:
 
     @cached_property
     def scaler(self):
-        return detect.scaler_events(self.log, self.th)
+        return detect.scaler_events(self.log, self.th, self.overflows)
 
     @property
     def cascades(self):

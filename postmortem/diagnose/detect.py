@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from postmortem.diagnose.series import effective_history, interval, shifted, step_noise, widen, window_stats
+from postmortem.diagnose.series import (effective_history, even_gap, interval, segment_rows, shifted, spacing,
+                                        step_noise, widen, window_stats)
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -41,16 +42,13 @@ def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]
     return np.split(idx, breaks)
 
 
-def _window_median(steps: np.ndarray, values: np.ndarray, window: int) -> np.ndarray:
-    """Median of the finite values in [step - window, step); only sparse points need it."""
-    out = np.full(len(steps), np.nan)
-    lo = shifted(steps, -window)
-    sparse = np.flatnonzero(np.arange(len(steps)) - lo < 10)
-    for i in sparse:
+def _window_median(values: np.ndarray, lo: np.ndarray, at: np.ndarray) -> dict[int, float]:
+    """Median of the finite values in [lo, i) for each index i of `at` (sparse points only)."""
+    out = {}
+    for i in at:
         v = values[lo[i]:i]
         v = v[np.isfinite(v)]
-        if len(v):
-            out[i] = np.median(v)
+        out[int(i)] = np.median(v) if len(v) else np.nan
     return out
 
 
@@ -79,72 +77,84 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     if "loss" not in log.frame:
         return []
     events = []
-    for seg, hist, own in _segment_views(log, history):
+    for seg, hist, _ in _segment_views(log, history):
         loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
         keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
-        steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
+        steps, own = hist.step.to_numpy(), hist.segment.to_numpy() == seg
+        if not keep.all():
+            steps, loss, own = steps[keep], loss[keep], own[keep]
         if not own.any():
             continue
-        window = widen(steps, th.spike_window, th.spike_min_points)
-        noise = step_noise(loss, _block(steps, window))
-        lo = shifted(steps, -window)
-        n = (np.arange(len(steps)) - lo).astype(np.float64)
+        even, gap = spacing(steps)
+        window = widen(steps, th.spike_window, th.spike_min_points, gap)
+        noise = step_noise(loss, _block(steps, window, gap))
+        lo = shifted(steps, -window, even=even)
+        n = np.arange(len(steps)) - lo                  # points in each window
+        # Pasted snippets and very sparse logs: too few points for a std; judged against
+        # the median of the window (of fewer than 10 points) instead
+        thin = np.flatnonzero((n >= 1) & (n < min(th.spike_min_points, 10)))
+        typical = _window_median(loss, lo, thin)
+        # (not the first steps of a long run: there the window is only filling up)
+        pasted = len(loss) < 3 * th.spike_min_points or steps[thin] - steps[0] > window
         with np.errstate(invalid="ignore"):
-            # Pasted snippets and very sparse logs: too few points for a std.
-            typical = _window_median(steps, loss, window)
-            # (not the first steps of a long run: there the window is only filling up)
-            pasted = len(loss) < 3 * th.spike_min_points or steps - steps[0] > window
-            sparse = own & pasted & (n >= 1) & (n < th.spike_min_points) \
-                & (loss > typical + np.abs(typical) * th.sparse_rise)
-        at = np.union1d(_could_stand_out(loss, lo, noise, min(th.spike_sigma, th.spike_sigma_big_rise)),
-                        np.flatnonzero(sparse))
-        mean, std, _ = window_stats(steps, loss, window, at=at)
-        scale = np.fmax(std, noise)
+            t = np.array([typical[int(i)] for i in thin])
+            sparse = thin[own[thin] & pasted & (loss[thin] > t + np.abs(t) * th.sparse_rise)] if len(thin) else thin
+        # Only the points that may stand out are judged against their window's mean and std
+        at = _could_stand_out(loss, n, noise, min(th.spike_sigma, th.spike_sigma_big_rise))
+        if len(sparse):
+            at = np.union1d(at, sparse)
+        mean, std, _ = window_stats(steps, loss, window, at=at, lo=lo)
+        x = loss[at]
+        scale = np.fmax(std, noise[at])
         with np.errstate(invalid="ignore", divide="ignore"):
-            z = (loss - mean) / scale
-            dense = own & (n >= th.spike_min_points) & (z >= th.spike_sigma) \
-                & (loss > mean + np.abs(mean) * th.spike_min_rise)
+            z = (x - mean) / scale
+            full = own[at] & (n[at] >= th.spike_min_points)
+            dense = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
             # or a rise large in itself (a third of the level) a little less far out of the
             # noise; only for a positive loss, where a relative rise means something
             if len(loss) and loss.min() > 0:
-                dense |= own & (n >= th.spike_min_points) & (z >= th.spike_sigma_big_rise) \
-                    & (loss > mean * (1 + th.spike_big_rise))
-        for group in _group(steps, dense | sparse, th.merge_gap):
+                dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
+        flagged = np.zeros(len(loss), dtype=bool)
+        flagged[at[dense]] = flagged[sparse] = True
+        for group in _group(steps, flagged, th.merge_gap):
             first = group[0]
+            k = int(np.searchsorted(at, first))      # its place among the judged points
             # The peak: the highest loss from the first flag until it comes back down.
             end = np.searchsorted(steps, steps[group[-1]] + th.merge_gap, side="right")
             span = np.arange(first, max(end, first + 1))
             peak = span[np.argmax(loss[span])]
-            few = bool(sparse[first])
-            base = typical[first] if few else mean[first]
-            sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma if few and base \
-                else (loss[peak] - mean[first]) / scale[first] if scale[first] > 0 else th.spike_sigma
+            few = bool(np.isin(first, sparse))
+            base = typical[int(first)] if few else mean[k]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma if few and base \
+                    else (loss[peak] - mean[k]) / scale[k] if scale[k] > 0 else th.spike_sigma
             events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]),
                                 float(loss[peak]), float(base),
-                                float(std[first]) if np.isfinite(std[first]) else float("nan"),
-                                {"z": float(z[first]) if np.isfinite(z[first]) else None,
+                                float(std[k]) if np.isfinite(std[k]) else float("nan"),
+                                {"z": float(z[k]) if np.isfinite(z[k]) else None,
                                  "noise": float(noise[first]) if np.isfinite(noise[first]) else None,
                                  "sparse": few, "points": int(n[first])},
                                 severity=float(sev)))
     return events
 
 
-def _could_stand_out(values: np.ndarray, lo: np.ndarray, noise: np.ndarray, sigma: float) -> np.ndarray:
-    """The points that may stand `sigma` noises out of their window [lo, i): a window's mean
-    is at least its lowest value, and at least the lowest of the (at most two) blocks of the
-    longest window's length that hold it. Only these points need the window's mean and std;
-    on a long calm run they are a handful. Where the noise is unknown, every point may."""
+def _could_stand_out(values: np.ndarray, n: np.ndarray, noise: np.ndarray, sigma: float) -> np.ndarray:
+    """The points that may stand `sigma` noises out of their window of the `n` points
+    before them: a window's mean is at least its lowest value, and its points lie in the
+    point's block of the longest window's length or the block before. Only these points
+    need the window's mean and std; on a long calm run they are a few percent. Where the
+    noise is unknown, every point may."""
     size = len(values)
-    idx = np.arange(size)
     if size < 3 or not np.isfinite(noise).all():
-        return idx
-    width = max(int((idx - lo).max()), 1)
-    blocks = -(-size // width)
-    padded = np.full(blocks * width, np.inf)
-    padded[:size] = values
-    lowest = padded.reshape(blocks, width).min(axis=1)
-    floor = np.minimum(lowest[lo // width], lowest[np.maximum(idx - 1, 0) // width])
-    return np.flatnonzero((values - floor >= sigma * noise) & (lo < idx))
+        return np.arange(size)
+    width = max(int(n.max()), 1)
+    full = size // width
+    lowest = values[:full * width].reshape(full, width).min(axis=1)
+    if size % width:
+        lowest = np.r_[lowest, values[full * width:].min()]
+    floor = np.repeat(np.minimum(lowest, np.r_[lowest[0], lowest[:-1]]), width)[:size]
+    maybe = np.flatnonzero(values - floor >= sigma * noise)
+    return maybe[n[maybe] > 0]
 
 
 def _segment_ids(segments: np.ndarray) -> np.ndarray:
@@ -154,11 +164,12 @@ def _segment_ids(segments: np.ndarray) -> np.ndarray:
     return np.unique(segments)
 
 
-def _block(steps: np.ndarray, window: int) -> int:
-    """Points per noise block: about one spike window's worth, at least 16."""
+def _block(steps: np.ndarray, window: int, gap: float | None = None) -> int:
+    """Points per noise block: about one spike window's worth, at least 16. `gap`: the
+    steps' interval when the caller has it."""
     if len(steps) < 2:
         return 16
-    gap = max(interval(steps), 1e-9)
+    gap = max(interval(steps) if gap is None else gap, 1e-9)
     return int(min(max(16, window / gap), 1024))
 
 
@@ -189,6 +200,24 @@ def _trailing_min(values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def _far_above_min(values: np.ndarray, k: int, ratio: float) -> np.ndarray:
+    """Positive values more than `ratio` x the minimum of the `k` before them, or nearly
+    (2% short: a superset of the points whose log10 is log10(ratio) above the minimum's,
+    whatever log10's last bit), or beside a minimum too small to divide by."""
+    low = _trailing_min(values, k)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (values > low * (0.98 * ratio)) | (low < np.finfo(float).tiny)
+
+
+def _spans(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The sorted indices in the union of [starts[j], ends[j]] (inclusive)."""
+    size = int(ends.max()) + 2 if len(ends) else 1
+    edge = np.zeros(size, dtype=np.int64)
+    np.add.at(edge, starts, 1)
+    np.add.at(edge, ends + 1, -1)
+    return np.flatnonzero(np.cumsum(edge[:-1]) > 0)
+
+
 def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     """On log10(grad norm): heavy tails are normal, a jump of decades is not.
 
@@ -205,23 +234,26 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
         gn_all = hist.grad_norm.to_numpy(dtype=float, na_value=np.nan)
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(gn_all) & (gn_all > 0)
-        steps, gn, own = hist.step.to_numpy()[keep], gn_all[keep], (hist.segment.to_numpy() == seg)[keep]
+        steps, gn, own = hist.step.to_numpy(), gn_all, hist.segment.to_numpy() == seg
+        if not keep.all():
+            steps, gn, own = steps[keep], gn[keep], own[keep]
         if not own.any():
             continue
-        lg = np.log10(gn)
-        window = widen(steps, th.spike_window, th.spike_min_points)
-        lo = shifted(steps, -window)
+        even, gap = spacing(steps)
+        window = widen(steps, th.spike_window, th.spike_min_points, gap)
+        lo = shifted(steps, -window, even=even)
         # The median is at least the minimum: only points that far above the trailing
-        # minimum can be candidates, and only their windows need the medians.
+        # minimum can be candidates, and only their windows need the medians, and only
+        # those windows (and the 10 points before each) the log of the grad norm.
+        maybe = np.flatnonzero(own & _far_above_min(gn, 10, th.grad_spike_min_ratio))
+        need, logged = _spans(lo[maybe], maybe), _spans(np.maximum(lo[maybe] - 10, 0), maybe)
+        lg = np.full(len(gn), np.nan)
+        lg[logged] = np.log10(gn[logged])
+        base = _trailing_median(lg, 10, need)
+        resid = np.full(len(gn), np.nan)
+        resid[need] = lg[need] - base[need]
         with np.errstate(invalid="ignore"):
-            maybe = np.flatnonzero(own & (lg - _trailing_min(lg, 10) > np.log10(th.grad_spike_min_ratio)))
-        need = np.zeros(len(lg) + 1, dtype=np.int64)
-        np.add.at(need, lo[maybe], 1)
-        np.add.at(need, maybe + 1, -1)
-        base = _trailing_median(lg, 10, np.flatnonzero(np.cumsum(need[:-1]) > 0))
-        resid = lg - base
-        with np.errstate(invalid="ignore"):
-            candidates = np.flatnonzero(own & (resid > np.log10(th.grad_spike_min_ratio)))
+            candidates = need[own[need] & (resid[need] > np.log10(th.grad_spike_min_ratio))]
         flagged = np.zeros(len(steps), dtype=bool)
         spread = np.full(len(steps), np.nan)
         sparse = np.zeros(len(steps), dtype=bool)
@@ -234,24 +266,25 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
                 continue
             spread[i] = max(1.4826 * np.median(np.abs(r - np.median(r))), 1e-3)
             flagged[i] = resid[i] > th.grad_spike_sigma * spread[i]
-        med = 10 ** base
         for group in _group(steps, flagged, th.merge_gap):
             peak = group[np.argmax(gn[group])]
             first = group[0]
+            med = 10 ** base[first:first + 1]      # the baseline median itself, as an array power
             few = bool(sparse[first])
             # severity on the loss's scale: the residual in spreads, rescaled so that the
             # detection threshold of both is `spike_sigma`
             sev = (resid[peak] / np.log10(th.sparse_grad_ratio) if few
                    else (lg[peak] - base[first]) / (th.grad_spike_sigma * spread[first])) * th.spike_sigma
             events.append(Event("spike", "grad_norm", int(steps[first]), seg, int(steps[peak]),
-                                float(gn[peak]), float(med[first]), float(spread[first]),
-                                {"ratio": float(gn[peak] / med[first]), "sparse": few,
+                                float(gn[peak]), float(med[0]), float(spread[first]),
+                                {"ratio": float(gn[peak] / med[0]), "sparse": few,
                                  "points": int(i - lo[i]) if (i := first) is not None else 0},
                                 severity=float(sev)))
     return events
 
 
-def scaler_events(log: RunLog, th: Thresholds) -> tuple[list[Event], list[int]]:
+def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = None
+                  ) -> tuple[list[Event], list[int]]:
     """The loss scaler's overflows, as (cascades, steps of routine probes).
 
     A dynamic scaler (GradScaler, Megatron, DeepSpeed, fairseq) doubles its scale after N
@@ -259,26 +292,29 @@ def scaler_events(log: RunLog, th: Thresholds) -> tuple[list[Event], list[int]]:
     training. That probe is routine. A cascade is a dense run of overflows, at least
     `cascade_halvings` halvings (or skips) with at most `cascade_gap` steps between one and
     the next (also halvings between two logged rows), dated at its first skip. The
-    scaler's calibration at the start of training is neither."""
+    scaler's calibration at the start of training is neither. `overflows`: the rows
+    nan.overflow_rows finds, when the caller has them."""
     from postmortem.diagnose.nan import overflow_rows, skip_counts
     f = log.frame
-    skips = skip_counts(log) + overflow_rows(log)
+    skips = skip_counts(log) + (overflow_rows(log) if overflows is None else overflows)
     has_scale = "loss_scale" in f and f.loss_scale.notna().any()
     if not has_scale and not skips.any():
         return [], []
     first_step = int(f.step.iloc[0])
     cascades, probes = [], []
-    seg_all = f.segment.to_numpy()
+    seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
+    sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if has_scale else None
     for seg in _segment_ids(seg_all):
-        rows = f[seg_all == seg]
-        st = rows.step.to_numpy()
-        sk = skips[seg_all == seg]
+        rows = segment_rows(seg_all, seg)
+        st, sk = st_all[rows], skips[rows]
         marks = []                                        # (step, halvings, skips, from, to)
         if has_scale:
-            sc = rows.loss_scale.to_numpy(dtype=float, na_value=np.nan)
-            keep = np.flatnonzero(np.isfinite(sc) & (sc > 0))
-            for k in np.flatnonzero(sc[keep][1:] < sc[keep][:-1]) + 1:
-                i, j = keep[k - 1], keep[k]
+            sc = sc_all[rows]
+            ok = np.isfinite(sc) & (sc > 0)
+            keep = None if ok.all() else np.flatnonzero(ok)     # (no index array when all are)
+            scale = sc if keep is None else sc[keep]
+            for k in np.flatnonzero(scale[1:] < scale[:-1]) + 1:
+                i, j = (k - 1, k) if keep is None else (keep[k - 1], keep[k])
                 marks.append((int(st[j]), float(np.log2(sc[i] / sc[j])), 0.0, sc[i], sc[j]))
         for i in np.flatnonzero(sk > 0):
             marks.append((int(st[i]), 0.0, float(sk[i]), np.nan, np.nan))
@@ -337,66 +373,85 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
     if "loss" not in log.frame:
         return []
     events = []
-    for seg, rows in log.frame[log.frame.loss.notna()].groupby("segment"):
-        steps, loss = rows.step.to_numpy(), rows.loss.to_numpy(dtype=float)
+    f = log.frame
+    loss_all, steps_all = f.loss.to_numpy(dtype=float, na_value=np.nan), f.step.to_numpy()
+    seg_all = f.segment.to_numpy()
+    for seg in _segment_ids(seg_all):
+        rows = segment_rows(seg_all, seg)
+        steps, loss = steps_all[rows], loss_all[rows]
         finite = np.isfinite(loss)
-        steps, loss = steps[finite], loss[finite]
-        window = widen(steps, th.divergence_window, th.divergence_min_points)
-        smooth_w = widen(steps, th.divergence_smooth, th.divergence_min_points // 4)
+        if not finite.all():
+            steps, loss = steps[finite], loss[finite]
+        even, gap = spacing(steps)
+        window = widen(steps, th.divergence_window, th.divergence_min_points, gap)
+        smooth_w = widen(steps, th.divergence_smooth, th.divergence_min_points // 4, gap)
         if len(steps) < th.divergence_min_points or steps[-1] - steps[0] < window:
             continue
-        smooth = pd.Series(loss, index=pd.to_timedelta(steps, unit="s")).rolling(
-            f"{smooth_w}s", min_periods=1).mean().to_numpy()
-        noise = step_noise(loss, _block(steps, window))
-        per = np.maximum(1.0, smooth_w / max(interval(steps), 1e-9))
+        smooth = _rolling_mean(steps, loss, smooth_w, even)
+        noise = step_noise(loss, _block(steps, window, gap))
+        per = np.maximum(1.0, smooth_w / max(gap, 1e-9))
         noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
+        need = th.divergence_sigma * noise_s
         # Both rules below need the smoothed loss this far above its lowest so far (a rise
         # from a window back is never larger): most runs never are, and stop here.
         floor = np.minimum.accumulate(smooth)
         with np.errstate(invalid="ignore"):
-            could = smooth - floor >= th.divergence_sigma * noise_s
-            if floor[-1] > 0:
-                could &= smooth - floor >= th.divergence_min_rise * floor
+            above = smooth - floor >= need
+            could = above & (smooth - floor >= th.divergence_min_rise * floor) if floor[-1] > 0 else above
         if not could.any():
             continue
-        rising = np.concatenate([[0], np.cumsum(np.diff(smooth) > 0)])
-        lo = shifted(steps, -window)
-        span_ok = steps - steps[lo] >= window * 0.9
-        n = np.arange(len(steps)) - lo
+        rising = np.zeros(len(smooth), dtype=np.int64)    # smoothed steps that went up so far
+        np.cumsum(smooth[1:] > smooth[:-1], out=rising[1:])
+        # Only points this far above the lowest so far can meet either rule (with a NaN in
+        # the smoothed loss, the lowest is NaN from there on: then every point is judged).
+        i = np.flatnonzero(above) if floor[-1] == floor[-1] else np.arange(len(steps))
+        lo = np.searchsorted(steps, steps[i] - window, side="left")
+        marks = np.flatnonzero(smooth <= floor)           # where the smoothed loss is its lowest
+        last = np.searchsorted(marks, i, side="right") - 1    # the last one so far (else row 0)
+        low_at = np.where(last >= 0, marks[np.maximum(last, 0)], 0) if len(marks) else np.zeros_like(i)
         with np.errstate(invalid="ignore", divide="ignore"):
-            share = (rising - rising[lo]) / np.maximum(n, 1)
-            up = smooth - smooth[lo]
-            rise = up / np.abs(smooth[lo])
-        hit = span_ok & (share >= th.divergence_rising_share) & (rise >= th.divergence_min_rise) \
-            & (up >= th.divergence_sigma * noise_s)
-        # A climb slower than the window: from the lowest smoothed loss so far, at least a
-        # window long, mostly rising, by the same margins.
-        pos = np.arange(len(steps))
-        low_at = np.maximum.accumulate(np.where(smooth <= floor, pos, 0))
-        n_low = np.maximum(pos - low_at, 1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            up_low = smooth - smooth[low_at]
-            slow = (steps - steps[low_at] >= window) \
-                & ((rising - rising[low_at]) / n_low >= th.divergence_rising_share) \
-                & (up_low / np.abs(smooth[low_at]) >= th.divergence_min_rise) \
-                & (up_low >= th.divergence_sigma * noise_s)
+            up = smooth[i] - smooth[lo]
+            hit = (steps[i] - steps[lo] >= window * 0.9) \
+                & ((rising[i] - rising[lo]) / np.maximum(i - lo, 1) >= th.divergence_rising_share) \
+                & (up / np.abs(smooth[lo]) >= th.divergence_min_rise) & (up >= need[i])
+            # A climb slower than the window: from the lowest smoothed loss so far, at least
+            # a window long, mostly rising, by the same margins.
+            up_low = smooth[i] - smooth[low_at]
+            slow = (steps[i] - steps[low_at] >= window) \
+                & ((rising[i] - rising[low_at]) / np.maximum(i - low_at, 1) >= th.divergence_rising_share) \
+                & (up_low / np.abs(smooth[low_at]) >= th.divergence_min_rise) & (up_low >= need[i])
         # sustained: still true half a window later (or at the log's end); a spike lifts a
         # rolling mean for one smoothing span only
-        cond = hit | slow
-        later = np.minimum(shifted(steps, window // 2), len(steps) - 1)
-        cond &= cond[later]
-        if cond.any():
-            end = int(np.argmax(cond))
-            start = lo[end] if hit[end] else low_at[end]
-            if not hit[end]:
-                up[end], rise[end], share[end] = up_low[end], up_low[end] / abs(smooth[start]), \
-                    (rising[end] - rising[start]) / n_low[end]
+        cond = np.zeros(len(steps), dtype=bool)
+        cond[i] = hit | slow
+        later = np.minimum(np.searchsorted(steps, steps[i] + window // 2, side="left"), len(steps) - 1)
+        ok = cond[i] & cond[later]
+        if ok.any():
+            k = int(np.argmax(ok))                      # the first point confirmed
+            end = int(i[k])
+            start = int(lo[k]) if hit[k] else int(low_at[k])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rise = (up[k] if hit[k] else up_low[k]) / np.abs(smooth[start])
+            share = (rising[end] - rising[start]) / max(end - start, 1)
             events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[-1]),
                                 float(loss[start:].max()), float(smooth[start]), notes={
-                                    "rise": float(rise[end]), "rising_share": float(share[end]),
+                                    "rise": float(rise), "rising_share": float(share),
                                     "confirmed_at": int(steps[end])},
-                                severity=float(up[end] / noise[end]) if noise[end] > 0 else th.spike_sigma))
+                                severity=float((up[k] if hit[k] else up_low[k]) / noise[end])
+                                if noise[end] > 0 else th.spike_sigma))
     return events
+
+
+def _rolling_mean(steps: np.ndarray, values: np.ndarray, window: int, even: int | None = None) -> np.ndarray:
+    """pandas' rolling mean over the points in (step - window, step]. On a log that steps
+    evenly by d, those are the last ceil(window / d) points: pandas' count window gives the
+    same sums in the same order, without the time index (half the time on a million).
+    `even`: the steps' even_gap when the caller has it."""
+    d = even_gap(steps) if even is None else even
+    if d and window > 0:
+        return pd.Series(values).rolling(-(-window // d), min_periods=1).mean().to_numpy()
+    return pd.Series(values, index=pd.to_timedelta(steps, unit="s")).rolling(
+        f"{window}s", min_periods=1).mean().to_numpy()
 
 
 EPOCHS = ("epoch", "epochs", "train/epoch")

@@ -24,49 +24,77 @@ def effective_history(log: RunLog, segment: int) -> pd.DataFrame:
     return pd.concat(parts[::-1]) if parts else frame.iloc[:0]
 
 
-def shifted(steps: np.ndarray, offset: int, side: str = "left") -> np.ndarray:
+def segment_rows(segments: np.ndarray, segment: int) -> slice | np.ndarray:
+    """The rows of one segment: a slice of the frame's sorted segment column (no mask over
+    a million rows), else a mask."""
+    n = len(segments)
+    if n and segments[0] <= segments[-1] and bool((segments[1:] >= segments[:-1]).all()):
+        return slice(int(np.searchsorted(segments, segment, "left")), int(np.searchsorted(segments, segment, "right")))
+    return segments == segment
+
+
+def shifted(steps: np.ndarray, offset: int, side: str = "left", even: int | None = None) -> np.ndarray:
     """`np.searchsorted(steps, steps + offset, side)`: for each point, the first index at or
     after (`left`) or past (`right`) its step + `offset`. Most logs step evenly; then it is
-    arithmetic, several times faster than the search on a million points."""
+    arithmetic, several times faster than the search on a million points. `even`: the
+    steps' even_gap when the caller has it."""
     n = len(steps)
-    if n > 2 and steps.dtype.kind in "iu":
-        d = int(steps[1] - steps[0])
-        if d > 0 and int(steps[-1] - steps[0]) == d * (n - 1) and bool((np.diff(steps) == d).all()):
-            q = offset // d if side == "right" else -(-offset // d)   # floor for right, ceil for left
-            return np.clip(np.arange(n, dtype=np.int64) + q + (side == "right"), 0, n)
+    d = even_gap(steps) if even is None else even
+    if d:
+        q = offset // d if side == "right" else -(-offset // d)   # floor for right, ceil for left
+        return np.clip(np.arange(n, dtype=np.int64) + q + (side == "right"), 0, n)
     return np.searchsorted(steps, steps + offset, side=side)
 
 
-def window_stats(steps: np.ndarray, values: np.ndarray, window: int, at: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def even_gap(steps: np.ndarray) -> int:
+    """The gap between consecutive steps of a log that steps evenly (integer steps, more
+    than two), else 0."""
+    return spacing(steps)[0]
+
+
+def spacing(steps: np.ndarray) -> tuple[int, float]:
+    """(even_gap, interval) of the steps from one pass over them: a detector asks both
+    several times of the same million steps."""
+    n = len(steps)
+    if n < 2:
+        return 0, float("nan")
+    gaps = np.diff(steps)
+    if not bool((gaps == gaps[0]).all()):
+        return 0, float(np.median(gaps))
+    d = int(gaps[0]) if n > 2 and steps.dtype.kind in "iu" and gaps[0] > 0 else 0
+    return d, float(gaps[0])
+
+
+def window_stats(steps: np.ndarray, values: np.ndarray, window: int, at: np.ndarray | None = None,
+                 lo: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, std and count of the finite values in [step - window, step) for every point;
-    with `at` (indices), the mean and std of those points only (NaN elsewhere)."""
+    with `at` (sorted indices), for those points only, one entry per index of `at`.
+    `lo`: `shifted(steps, -window)` when the caller has it (used where every value is finite)."""
     finite = np.isfinite(values)
-    s, v = steps[finite], values[finite]
+    every = bool(finite.all())
+    s, v = (steps, values) if every else (steps[finite], values[finite])
     # an offset near the values keeps the running sums well conditioned: the median of at
     # most ~4096 evenly spaced values is as good as the median of all of them for that
     offset = np.median(v[::max(1, len(v) // 4096)]) if len(v) else 0.0
-    c1 = np.concatenate([[0.0], np.cumsum(v - offset)])
-    c2 = np.concatenate([[0.0], np.cumsum((v - offset) ** 2)])
-    if finite.all():            # the usual case: every point has a value
-        hi, lo = np.arange(len(steps)), shifted(steps, -window)
+    x = v - offset
+    c1, c2 = np.empty(len(v) + 1), np.empty(len(v) + 1)
+    c1[0] = c2[0] = 0.0
+    np.cumsum(x, out=c1[1:])
+    np.cumsum(np.square(x, out=x), out=c2[1:])
+    if every:                   # the usual case: every point has a value
+        hi = np.arange(len(steps)) if at is None else at
+        lo = shifted(steps, -window) if lo is None else lo
+        lo = lo if at is None else lo[at]
     else:
-        hi = np.searchsorted(s, steps, side="left")
-        lo = np.searchsorted(s, steps - window, side="left")
-    n = (hi - lo).astype(np.float64)
-    if at is not None:
-        hi, lo, count = hi[at], lo[at], n[at]
-    else:
-        count = n
+        where = steps if at is None else steps[at]
+        hi = np.searchsorted(s, where, side="left")
+        lo = np.searchsorted(s, where - window, side="left")
+    count = (hi - lo).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = (c1[hi] - c1[lo]) / count
         var = (c2[hi] - c2[lo]) / count - mean ** 2
         std = np.sqrt(np.maximum(var * count / np.maximum(count - 1, 1), 0))
-    if at is None:
-        return mean + offset, std, n
-    full_mean, full_std = np.full(len(steps), np.nan), np.full(len(steps), np.nan)
-    full_mean[at], full_std[at] = mean + offset, std
-    return full_mean, full_std, n
+    return mean + offset, std, count
 
 
 def ema(values: np.ndarray, span: int = 50) -> float | None:
@@ -86,11 +114,12 @@ def interval(steps: np.ndarray) -> float:
     return float(np.median(gaps))
 
 
-def widen(steps: np.ndarray, window: int, points: int) -> int:
-    """A window in steps, widened so that a sparse log still has `points` points in it."""
+def widen(steps: np.ndarray, window: int, points: int, gap: float | None = None) -> int:
+    """A window in steps, widened so that a sparse log still has `points` points in it.
+    `gap`: the steps' interval when the caller has it."""
     if len(steps) < 2:
         return window
-    return int(max(window, points * interval(steps)))
+    return int(max(window, points * (interval(steps) if gap is None else gap)))
 
 
 def between(frame: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
@@ -108,14 +137,23 @@ def step_noise(values: np.ndarray, block: int = 64) -> np.ndarray:
     n = len(values)
     if n < 3:
         return np.full(n, np.nan)
-    d = np.abs(np.diff(values, prepend=values[0]))
+    d = np.empty(n)
+    np.abs(np.diff(values), out=d[1:])
     d[0] = d[1]
     full = n // block
-    per = np.median(d[:full * block].reshape(full, block), axis=1)   # no NaN in d: plain median
+    per = row_medians(d[:full * block].reshape(full, block))
     if n % block:
-        per = np.r_[per, np.median(d[full * block:])]
+        per = np.r_[per, row_medians(d[full * block:].reshape(1, -1))]
     per = per * (1.4826 / np.sqrt(2))
     if n % block and n > block:                 # a short last block borrows the one before
         per[-1] = max(per[-1], per[-2])
     both = np.maximum(per, np.r_[per[0], per[:-1]])
     return np.repeat(both, block)[:n]
+
+
+def row_medians(rows: np.ndarray) -> np.ndarray:
+    """`np.median(rows, axis=1)` of rows without NaN, to the last bit: a sort of many short
+    rows is several times faster than numpy's partition (which also looks for NaN)."""
+    s = np.sort(rows, axis=1)
+    h = rows.shape[1] // 2
+    return s[:, h] if rows.shape[1] % 2 else (s[:, h - 1] + s[:, h]) / 2
