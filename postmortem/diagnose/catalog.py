@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-PANELS = ("loss", "lr", "grad-norm", "loss-scale", "activations", "per-token-loss", "batch",
-          "optimizer-moments", "weight-norm")
+from postmortem.diagnose.panels import PANELS  # noqa: F401  (the panel ids; diagnose/panels.py is their home)
 
 
 @dataclass(frozen=True)

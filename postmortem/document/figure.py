@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.diagnose.panels import BY_ID
 from postmortem.errors import DocumentError
 from postmortem.files import atomic_write
 
 # (column, title, log scale) in the order drawn; a panel with no value in the window is left out
-PANELS = (("loss", "loss", False), ("grad_norm", "grad norm (pre-clip)", True), ("lr", "LR", False),
-          ("loss_scale", "loss scale", True))
+PANELS = tuple((BY_ID[p].columns[0], BY_ID[p].title, BY_ID[p].figure_log_scale)
+               for p in ("loss", "grad-norm", "lr", "loss-scale"))
 BEFORE, AFTER = 150, 100     # logged points shown before and after the incident
 NEEDS_EXTRA = "the figure needs matplotlib: pip install -e '.[figure]' (the `figure` extra)"
 

@@ -7,18 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postmortem.diagnose.models import PANELS, PATTERNS, Symptoms
+from postmortem.diagnose.panels import BY_ID
 from postmortem.document.markdown import NO_TOKENS, _table, front_matter, scanned, sections
 from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem, one_line
 from postmortem.numbers import NO_VALUE, number, same_as_shown
 
 NUMERIC = ("spike_step", "pre_spike_loss_ema50", "peak_loss", "peak_step", "grad_norm_pre_clip", "lr",
            "batch_index")
-# The columns behind each panel: a cited panel must have data in the run.
-PANEL_COLUMNS = {"loss": ("loss",), "lr": ("lr",), "grad-norm": ("grad_norm",),
-                 "loss-scale": ("loss_scale",), "batch": ("batch_index", "batch_hash"),
-                 "optimizer-moments": ("adam_m_norm/", "adam_v_norm/"),
-                 "weight-norm": ("weight_norm/",), "activations": ("activations/",),
-                 "per-token-loss": ("per_token_loss", "unusual_tokens")}
 _NOTHING = ("", "null", NO_VALUE, NO_TOKENS)      # a symptom the run has no value for (null: older documents)
 _SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
 
@@ -40,7 +35,7 @@ def _sentences(text: str) -> int:
 
 
 def panel_has_data(run_log, panel: str) -> bool:
-    cols = PANEL_COLUMNS.get(panel, ())
+    cols = BY_ID[panel].columns if panel in BY_ID else ()     # a cited panel must have data in the run
     for c in run_log.frame.columns:
         if any(c == p or (p.endswith("/") and c.startswith(p)) for p in cols):
             if run_log.frame[c].notna().any():

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from postmortem.diagnose.panels import CHARTS
+
 # dashboard panel -> the canonical column it draws, and whether on a log scale
-PANELS = (("loss", "loss", True), ("lr", "lr", False), ("grad-norm", "grad_norm", True),
-          ("loss-scale", "loss_scale", True))
+PANELS = tuple((chart.id, chart.columns[0], chart.log_scale) for chart in CHARTS)
 
 
 @dataclass
