@@ -53,6 +53,18 @@ class Context:
             return steps, values
         return steps[keep], values[keep]
 
+    def finite(self, name: str, segment: int | None = None):
+        """`series` without its non-finite values, cached (several checks ask): read-only."""
+        cache = self.__dict__.setdefault("_finite", {})
+        if (name, segment) not in cache:
+            steps, values = self.series(name, segment)
+            keep = np.isfinite(values)
+            if not keep.all():
+                steps, values = steps[keep], values[keep]
+                steps.flags.writeable = values.flags.writeable = False
+            cache[name, segment] = steps, values
+        return cache[name, segment]
+
     def rows(self, segment: int) -> slice | np.ndarray:
         """The rows of one segment (see series.segment_rows), cached."""
         cache = self.__dict__.setdefault("_rows", {})
@@ -133,9 +145,7 @@ class Context:
         if self.facts.warmup_steps:
             return int(self.facts.warmup_steps)
         if self.has("lr"):
-            steps, lr = self.series("lr", 0)
-            fin = np.isfinite(lr)
-            steps, lr = steps[fin], lr[fin]
+            steps, lr = self.finite("lr", 0)
             if len(lr) >= 3 and lr.max() > 0 and lr[0] < 0.5 * lr.max():
                 return int(steps[np.argmax(lr >= 0.95 * lr.max())])
         return first

@@ -388,17 +388,21 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         if len(steps) < th.divergence_min_points or steps[-1] - steps[0] < window:
             continue
         smooth = _rolling_mean(steps, loss, smooth_w, even)
+        # Both rules below need the smoothed loss this far above its lowest so far (a rise
+        # from a window back is never larger): most runs never are, and stop here. The
+        # relative margin first: where it rules every point out, the noise is not needed.
+        floor = np.minimum.accumulate(smooth)
+        with np.errstate(invalid="ignore"):
+            could = smooth - floor >= th.divergence_min_rise * floor if floor[-1] > 0 else None
+        if could is not None and not could.any():
+            continue
         noise = step_noise(loss, _block(steps, window, gap))
         per = np.maximum(1.0, smooth_w / max(gap, 1e-9))
         noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
         need = th.divergence_sigma * noise_s
-        # Both rules below need the smoothed loss this far above its lowest so far (a rise
-        # from a window back is never larger): most runs never are, and stop here.
-        floor = np.minimum.accumulate(smooth)
         with np.errstate(invalid="ignore"):
             above = smooth - floor >= need
-            could = above & (smooth - floor >= th.divergence_min_rise * floor) if floor[-1] > 0 else above
-        if not could.any():
+        if not (above.any() if could is None else (above & could).any()):
             continue
         rising = np.zeros(len(smooth), dtype=np.int64)    # smoothed steps that went up so far
         np.cumsum(smooth[1:] > smooth[:-1], out=rising[1:])

@@ -42,7 +42,11 @@ def shifted(steps: np.ndarray, offset: int, side: str = "left", even: int | None
     d = even_gap(steps) if even is None else even
     if d:
         q = offset // d if side == "right" else -(-offset // d)   # floor for right, ceil for left
-        return np.clip(np.arange(n, dtype=np.int64) + q + (side == "right"), 0, n)
+        k = q + (side == "right")
+        out = np.arange(k, n + k, dtype=np.int64)       # i + k, clipped to [0, n] by slices
+        out[:min(max(-k, 0), n)] = 0
+        out[max(n - k, 0):] = n
+        return out
     return np.searchsorted(steps, steps + offset, side=side)
 
 
@@ -76,11 +80,14 @@ def window_stats(steps: np.ndarray, values: np.ndarray, window: int, at: np.ndar
     # an offset near the values keeps the running sums well conditioned: the median of at
     # most ~4096 evenly spaced values is as good as the median of all of them for that
     offset = np.median(v[::max(1, len(v) // 4096)]) if len(v) else 0.0
-    x = v - offset
-    c1, c2 = np.empty(len(v) + 1), np.empty(len(v) + 1)
-    c1[0] = c2[0] = 0.0
-    np.cumsum(x, out=c1[1:])
-    np.cumsum(np.square(x, out=x), out=c2[1:])
+    # The running sums of v - offset and of its square in one pass: as the real and
+    # imaginary parts of one complex cumsum (each part is added on its own, in order, so
+    # the sums are the same to the last bit; the two chains of additions overlap)
+    sums = np.zeros(len(v) + 1, dtype=np.complex128)
+    np.subtract(v, offset, out=sums.real[1:])
+    np.square(sums.real[1:], out=sums.imag[1:])
+    np.cumsum(sums[1:], out=sums[1:])
+    c1, c2 = sums.real, sums.imag
     if every:                   # the usual case: every point has a value
         hi = np.arange(len(steps)) if at is None else at
         lo = shifted(steps, -window) if lo is None else lo

@@ -43,11 +43,10 @@ def from_trained(ctx: Context) -> str | None:
     if ctx.facts.from_trained:
         return "the run starts from a trained model (its config)"
     if ctx.ln_v is not None and ctx.has("loss"):
-        steps, loss = ctx.series("loss", 0)
-        fin = np.isfinite(loss)
-        if fin.any() and loss[fin][0] < ctx.ln_v * (1 - ctx.th.trained_start_below):
-            return (f"the run starts from a trained model (loss {_fmt(loss[fin][0])} at step "
-                    f"{steps[fin][0]}, far below ln V = {_fmt(ctx.ln_v)})")
+        steps, loss = ctx.finite("loss", 0)
+        if len(loss) and loss[0] < ctx.ln_v * (1 - ctx.th.trained_start_below):
+            return (f"the run starts from a trained model (loss {_fmt(loss[0])} at step "
+                    f"{steps[0]}, far below ln V = {_fmt(ctx.ln_v)})")
     return None
 
 
@@ -81,8 +80,7 @@ def a_first_grad_norm(ctx: Context) -> Outcome:
 def a_schedule_applies(ctx: Context) -> Outcome:
     if not ctx.has("lr"):
         return skip("no LR logged")
-    _, lr = ctx.series("lr")
-    lr = lr[np.isfinite(lr)]
+    _, lr = ctx.finite("lr")
     if len(lr) < 3:
         return skip("fewer than 3 LR values")
     c = ctx.facts
@@ -142,8 +140,7 @@ def a_decays(ctx: Context) -> Outcome:
 def a_grad_regime(ctx: Context) -> Outcome:
     if not ctx.has("grad_norm"):
         return skip("no grad norm logged")
-    _, gn = ctx.series("grad_norm")
-    gn = gn[np.isfinite(gn)]
+    _, gn = ctx.finite("grad_norm")
     dead = (gn < ctx.th.dead_grad_norm).mean()
     if dead > 0.5:
         return "fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead)"
@@ -174,9 +171,7 @@ def a_val_gap(ctx: Context) -> Outcome:
         return skip("no validation loss")
     f = ctx.frame
     vs, vl = ctx.series("val_loss")
-    ts, tl = ctx.series("loss")
-    fin = np.isfinite(tl)
-    ts, tl = ts[fin], tl[fin]
+    ts, tl = ctx.finite("loss")
     if not len(tl):
         return skip("no finite training loss")
     v, step = vl[-1], vs[-1]
