@@ -58,14 +58,15 @@ def _history(log: RunLog, seg: int):
 
 
 def _segment_views(log: RunLog, history=None):
-    """(segment id, effective history frame, mask of that segment's own rows).
+    """(segment id, effective history frame); a detector's own rows are those of the
+    history whose segment is the id.
 
     `history(seg)` is the Context's cached one when given, so detectors share it."""
     history = history or (lambda seg: _history(log, seg))
     segments = log.frame.segment.to_numpy()
     for seg in range(int(segments[-1]) + 1 if len(segments) else 0):
         hist = history(seg)
-        yield seg, hist, (hist.segment == seg).to_numpy()
+        yield seg, hist
 
 
 def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
@@ -77,7 +78,7 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     if "loss" not in log.frame:
         return []
     events = []
-    for seg, hist, _ in _segment_views(log, history):
+    for seg, hist in _segment_views(log, history):
         loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
         keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
         steps, own = hist.step.to_numpy(), hist.segment.to_numpy() == seg
@@ -153,7 +154,8 @@ def _could_stand_out(values: np.ndarray, n: np.ndarray, noise: np.ndarray, sigma
     if size % width:
         lowest = np.r_[lowest, values[full * width:].min()]
     floor = np.repeat(np.minimum(lowest, np.r_[lowest[0], lowest[:-1]]), width)[:size]
-    maybe = np.flatnonzero(values - floor >= sigma * noise)
+    above = np.subtract(values, floor, out=floor)       # (in place: one large array less)
+    maybe = np.flatnonzero(above >= np.multiply(noise, sigma))
     return maybe[n[maybe] > 0]
 
 
@@ -186,27 +188,21 @@ def _trailing_median(values: np.ndarray, k: int, where: np.ndarray | None = None
     return out
 
 
-def _trailing_min(values: np.ndarray, k: int) -> np.ndarray:
-    """The minimum of the `k` values before each point (NaN where one of them is NaN)."""
-    n = len(values)
-    out = np.full(n, np.nan)
-    if n > k:
-        low = values[:n - k].copy()          # k shifted copies: much faster than a strided min
-        for j in range(1, k):
-            np.minimum(low, values[j:n - k + j], out=low)
-        out[k:] = low
-    for i in range(1, min(k, len(values))):
-        out[i] = values[:i].min()
-    return out
-
-
 def _far_above_min(values: np.ndarray, k: int, ratio: float) -> np.ndarray:
-    """Positive values more than `ratio` x the minimum of the `k` before them, or nearly
-    (2% short: a superset of the points whose log10 is log10(ratio) above the minimum's,
-    whatever log10's last bit), or beside a minimum too small to divide by."""
-    low = _trailing_min(values, k)
+    """A superset of the positive values more than `ratio` x the minimum of the `k` before
+    them, cheap: against the lowest of the (at most two) blocks of `k` points that hold
+    those k, 2% short of `ratio` (whatever log10's last bit), and beside a minimum too
+    small to divide by. Not the first point (nothing before it)."""
+    n = len(values)
+    full = n // k
+    lowest = values[:full * k].reshape(full, k).min(axis=1)
+    if n % k:
+        lowest = np.r_[lowest, values[full * k:].min()]
+    low = np.repeat(np.minimum(lowest, np.r_[lowest[0], lowest[:-1]]), k)[:n]
     with np.errstate(invalid="ignore", over="ignore"):
-        return (values > low * (0.98 * ratio)) | (low < np.finfo(float).tiny)
+        out = (values > low * (0.98 * ratio)) | (low < np.finfo(float).tiny)
+    out[:1] = False
+    return out
 
 
 def _spans(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -230,7 +226,7 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     if "grad_norm" not in log.frame:
         return []
     events = []
-    for seg, hist, _ in _segment_views(log, history):
+    for seg, hist in _segment_views(log, history):
         gn_all = hist.grad_norm.to_numpy(dtype=float, na_value=np.nan)
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(gn_all) & (gn_all > 0)
@@ -250,22 +246,20 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
         lg = np.full(len(gn), np.nan)
         lg[logged] = np.log10(gn[logged])
         base = _trailing_median(lg, 10, need)
-        resid = np.full(len(gn), np.nan)
-        resid[need] = lg[need] - base[need]
         with np.errstate(invalid="ignore"):
-            candidates = need[own[need] & (resid[need] > np.log10(th.grad_spike_min_ratio))]
+            candidates = need[own[need] & (lg[need] - base[need] > np.log10(th.grad_spike_min_ratio))]
         flagged = np.zeros(len(steps), dtype=bool)
-        spread = np.full(len(steps), np.nan)
         sparse = np.zeros(len(steps), dtype=bool)
+        spread = {}                      # the residuals' robust spread, at the candidates
         for i in candidates:
-            r = resid[lo[i]:i]
+            r = lg[lo[i]:i] - base[lo[i]:i]             # the residuals over the log's median
             r = r[np.isfinite(r)]
             if len(r) < th.spike_min_points:
                 # a handful of rows: only a jump of decades over their median is sure
-                sparse[i] = flagged[i] = len(r) >= 2 and resid[i] >= np.log10(th.sparse_grad_ratio)
+                sparse[i] = flagged[i] = len(r) >= 2 and lg[i] - base[i] >= np.log10(th.sparse_grad_ratio)
                 continue
             spread[i] = max(1.4826 * np.median(np.abs(r - np.median(r))), 1e-3)
-            flagged[i] = resid[i] > th.grad_spike_sigma * spread[i]
+            flagged[i] = lg[i] - base[i] > th.grad_spike_sigma * spread[i]
         for group in _group(steps, flagged, th.merge_gap):
             peak = group[np.argmax(gn[group])]
             first = group[0]
@@ -273,10 +267,10 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
             few = bool(sparse[first])
             # severity on the loss's scale: the residual in spreads, rescaled so that the
             # detection threshold of both is `spike_sigma`
-            sev = (resid[peak] / np.log10(th.sparse_grad_ratio) if few
+            sev = ((lg[peak] - base[peak]) / np.log10(th.sparse_grad_ratio) if few
                    else (lg[peak] - base[first]) / (th.grad_spike_sigma * spread[first])) * th.spike_sigma
             events.append(Event("spike", "grad_norm", int(steps[first]), seg, int(steps[peak]),
-                                float(gn[peak]), float(med[0]), float(spread[first]),
+                                float(gn[peak]), float(med[0]), float(spread.get(first, np.nan)),
                                 {"ratio": float(gn[peak] / med[0]), "sparse": few,
                                  "points": int(i - lo[i]) if (i := first) is not None else 0},
                                 severity=float(sev)))
@@ -297,13 +291,13 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
     from postmortem.diagnose.nan import overflow_rows, skip_counts
     f = log.frame
     skips = skip_counts(log) + (overflow_rows(log) if overflows is None else overflows)
-    has_scale = "loss_scale" in f and f.loss_scale.notna().any()
+    sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else None
+    has_scale = sc_all is not None and not np.isnan(sc_all).all()
     if not has_scale and not skips.any():
         return [], []
     first_step = int(f.step.iloc[0])
     cascades, probes = [], []
     seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
-    sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if has_scale else None
     for seg in _segment_ids(seg_all):
         rows = segment_rows(seg_all, seg)
         st, sk = st_all[rows], skips[rows]
