@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from pandas.api.indexers import BaseIndexer
 from numpy.lib.stride_tricks import sliding_window_view
 
 from postmortem.diagnose.series import (effective_history, even_gap, interval, segment_rows, shifted, spacing,
@@ -447,9 +448,21 @@ def _rolling_mean(steps: np.ndarray, values: np.ndarray, window: int, even: int 
     `even`: the steps' even_gap when the caller has it."""
     d = even_gap(steps) if even is None else even
     if d and window > 0:
-        return pd.Series(values).rolling(-(-window // d), min_periods=1).mean().to_numpy()
+        return pd.Series(values, copy=False).rolling(_Last(window_size=-(-window // d)), min_periods=1
+                                                     ).mean().to_numpy()
     return pd.Series(values, index=pd.to_timedelta(steps, unit="s")).rolling(
         f"{window}s", min_periods=1).mean().to_numpy()
+
+
+class _Last(BaseIndexer):
+    """pandas' count window (the last `window_size` points up to each one): the same
+    bounds as its FixedWindowIndexer, made by slices instead of two clips."""
+
+    def get_window_bounds(self, num_values=0, min_periods=None, center=None, closed=None, step=None):
+        end = np.arange(1, num_values + 1, dtype=np.int64)
+        start = np.arange(1 - self.window_size, num_values + 1 - self.window_size, dtype=np.int64)
+        start[:max(min(self.window_size - 1, num_values), 0)] = 0
+        return start, end
 
 
 EPOCHS = ("epoch", "epochs", "train/epoch")

@@ -13,7 +13,10 @@ WATCHED = ("loss", "grad_norm")
 def _nonfinite(f, name: str, log: RunLog) -> np.ndarray:
     if name not in f:
         return np.zeros(len(f), dtype=bool)
-    return log.nan_mask(name) | np.isinf(f[name].to_numpy(dtype=float, na_value=0.0))
+    col = f[name]
+    # a float column as it is (a missing value is NaN, not inf): no converted copy
+    values = col.to_numpy() if col.dtype == np.float64 else col.to_numpy(dtype=float, na_value=0.0)
+    return log.nan_mask(name) | np.isinf(values)
 
 
 def nan_rows(log: RunLog) -> np.ndarray:
@@ -65,6 +68,8 @@ def overflow_rows(log: RunLog) -> np.ndarray:
     if "grad_norm" not in f or not (has_scaler(log) or unknown):
         return np.zeros(len(f), dtype=bool)
     gn_bad = _nonfinite(f, "grad_norm", log)
+    if not gn_bad.any():                # (the usual case: nothing below can add a row)
+        return gn_bad
     if unknown and not has_scaler(log) and gn_bad.any():
         loss = f["loss"].to_numpy(dtype=float, na_value=np.nan)
         logged = np.flatnonzero(~np.isnan(loss) | log.nan_mask("loss"))
