@@ -39,7 +39,16 @@ class Context:
         return cache[name]
 
     def series(self, name: str, segment: int | None = None):
-        """(steps, values) of the rows where `name` has a value, in one segment or all."""
+        """(steps, values) of the rows where `name` has a value, in one segment or all;
+        cached (several checks ask), read-only as pandas gives them."""
+        cache = self.__dict__.setdefault("_series", {})
+        if (name, segment) not in cache:
+            steps, values = self._logged(name, segment)
+            steps.flags.writeable = values.flags.writeable = False
+            cache[name, segment] = steps, values
+        return cache[name, segment]
+
+    def _logged(self, name: str, segment: int | None):
         col = self.frame[name]
         if not isinstance(col.dtype, np.dtype) or col.dtype.kind not in "fiub":
             # an object or extension column: filtered as pandas filters it
