@@ -70,7 +70,7 @@ def overflow_rows(log: RunLog) -> np.ndarray:
     gn_bad = _nonfinite(f, "grad_norm", log)
     if not gn_bad.any():                # (the usual case: nothing below can add a row)
         return gn_bad
-    if unknown and not has_scaler(log) and gn_bad.any():
+    if unknown and not has_scaler(log):
         loss = f["loss"].to_numpy(dtype=float, na_value=np.nan)
         logged = np.flatnonzero(~np.isnan(loss) | log.nan_mask("loss"))
         for i in np.flatnonzero(gn_bad):
