@@ -21,6 +21,17 @@ from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
 
+def incident_rows(view: FirstView) -> list[tuple]:
+    """The incidents table's rows: step, kind, rise, top cause, score, metric."""
+    return [(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
+             f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric) for inc in view.incidents]
+
+
+def incident_detail(row) -> str:
+    step, kind, rise, top, score, metric = row
+    return f"{kind} of {metric} at step {step}: rise {rise}, top cause {top} (score {score}); enter marks it"
+
+
 class DashboardScreen(Screen):
     # The footer shows the workflow, in the order it is done, and fits 80 columns: write,
     # replay, lessons, zoom, the incident picked, then the App's help and quit. Every other
@@ -82,7 +93,9 @@ class DashboardScreen(Screen):
                 checks = FittedTable(Col("node", 5), Col("", 4), Col("detail", text=True), id="checks")
                 checks.border_title = "checks (tree A, tree B)"
                 yield checks
-                yield Static("", id="row-detail")      # the highlighted row whole, wrapped
+                # the highlighted row whole, wrapped (the first frame already holds it)
+                rows = incident_rows(view) if view is not None else []
+                yield Static(escape(incident_detail(rows[view.largest])) if rows else "", id="row-detail")
         yield Static(status, id="status")
         yield Footer(compact=True)
 
@@ -142,9 +155,7 @@ class DashboardScreen(Screen):
         table = self.query_one("#incidents", FittedTable)
         # none said where the eye looks for them, not only on the status line
         table.border_title = "incidents" if view.incidents else "incidents: none"
-        table.set_rows([(inc.step, inc.kind, f"x{inc.rise:.2f}" if inc.rise else "-", inc.top or "-",
-                         f"{inc.score:.2f}" if inc.score is not None else "-", inc.metric)
-                        for inc in view.incidents])
+        table.set_rows(incident_rows(view))
         marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
         self.query_one("#checks", FittedTable).set_rows(
             [(c.id, marks[c.status], f"{c.detail} -> {c.leaf}" if c.status == "fail" and c.leaf else c.detail)
@@ -249,8 +260,10 @@ class DashboardScreen(Screen):
 
     def update_status(self) -> None:
         if self.view is not None:
-            # layout=False: one line of fixed height; a relayout would repaint every panel again
-            self.query_one("#status", Static).update(self.status_text(self.query(MetricPanel)), layout=False)
+            status, text = self.query_one("#status", Static), self.status_text(self.query(MetricPanel))
+            if str(status.content) != text:      # the same: nothing to repaint
+                # layout=False: one line of fixed height; a relayout would repaint every panel again
+                status.update(text, layout=False)
 
     def status_text(self, panels) -> str:
         """The incident marked, the cursor and each panel's value there."""
@@ -300,13 +313,13 @@ class DashboardScreen(Screen):
         if row is None:
             return
         if table.id == "incidents":
-            step, kind, rise, top, score, metric = row
-            text = (f"{kind} of {metric} at step {step}: rise {rise}, top cause {top} (score {score}); "
-                    f"enter marks it")
+            text = incident_detail(row)
         else:
             node, mark, detail = row
             text = f"{node} {mark}: {detail}"
-        self.query_one("#row-detail", Static).update(escape(text))
+        detail = self.query_one("#row-detail", Static)
+        if str(detail.content) != escape(text):       # the same text: no relayout, no repaint
+            detail.update(escape(text))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "incidents":
