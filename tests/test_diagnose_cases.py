@@ -315,3 +315,19 @@ def test_a_million_step_run_with_one_planted_spike_has_one_incident(tmp_path):
     df.to_parquet(tmp_path / "metrics.parquet")
     [inc] = analyze(read_run(tmp_path / "metrics.parquet")).incidents
     assert (inc.kind, inc.metric, inc.step) == ("spike", "loss", 500_000)
+
+
+def test_an_observation_writes_the_runs_values_as_the_document_does():
+    """'grad norm 13.17 at step 250': the value at the step it names, in the 4 significant
+    digits of postmortem.numbers, the same text the post-mortem's Symptoms and the check use."""
+    import re
+
+    from postmortem.numbers import number
+    log = read_run(str(ROOT / "sample_runs" / "long-tail-token"))
+    top = analyze(log).incidents[0].hypotheses[0]
+    texts = [o.observation for o in top.supported_by]
+    frame = log.frame.set_index("step")
+    grad = next(re.match(r"grad norm (\S+) at step (\d+)", t) for t in texts if t.startswith("grad norm"))
+    assert grad.group(1) == number(float(frame.grad_norm[int(grad.group(2))])) == "13.17"
+    loss = next(re.match(r"loss (\S+) -> (\S+) at step (\d+)", t) for t in texts if t.startswith("loss "))
+    assert loss.group(2) == number(float(frame.loss[int(loss.group(3))])) == "5.157"

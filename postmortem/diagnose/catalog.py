@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from postmortem.diagnose.panels import PANELS  # noqa: F401  (the panel ids; diagnose/panels.py is their home)
+from postmortem.numbers import number
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,13 @@ def _long_tail(ctx, ev, f, e) -> None:
         big = f.gn_ratio >= th.long_tail_grad_ratio
         some = f.gn_ratio >= th.long_tail_grad_ratio / 3
         e.add((big or some) and smooth, "w_grad_ratio_big" if big else "w_grad_ratio", "grad-norm",
-              f"grad norm {f.gn_at:.3g} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
+              f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
               + (" with a smooth LR" if smooth else ""))
     if ev.kind == "spike" and ev.metric == "loss":
         from postmortem.diagnose.symptoms import recovered
         rec = recovered(ctx, ev)
         short = ev.peak_step - ev.step <= 2
-        e.add(rec and short, "w_recovers", "loss", f"loss {ev.window_mean:.3g} -> {ev.peak:.3g} at step "
+        e.add(rec and short, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
               f"{ev.peak_step}, " + ("back within 50 steps" if rec else "not back within 50 steps"))
     if ev.kind == "nan":
         e.add(False, "w_not_finite_spike", "loss", f"the loss went non-finite at step {ev.step}, not a finite spike")
@@ -90,7 +91,7 @@ def _fp16(ctx, ev, f, e) -> None:
 
 def _lr_disc(ctx, ev, f, e) -> None:
     if f.lr_jump is not None:
-        e.add(True, "w_lr_jump", "lr", f"LR {f.lr_jump[1]:.3g} at step {f.lr_jump[0]} is x{f.lr_jump[2]:.2f} "
+        e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump[1])} at step {f.lr_jump[0]} is x{f.lr_jump[2]:.2f} "
               "the trend of the steps before it")
     elif f.lr_smooth is not None:
         e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth[0]} to step "

@@ -14,6 +14,7 @@ from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event
 from postmortem.diagnose.models import Hypothesis, Observation
 from postmortem.diagnose.series import between
+from postmortem.numbers import number
 
 DISCRIMINATE = {p.id: p.discriminate for p in CATALOG}
 
@@ -142,7 +143,7 @@ def measure(ctx: Context, ev: Event) -> Features:
         match = [o for o in spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
         if match:
             o = min(match, key=lambda o: abs(o.step - ev.step))
-            f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {o.window_mean:.3g} -> {o.peak:.3g})")
+            f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
         elif ev.kind == "spike" and first <= ev.step <= last:     # it got there and stayed calm
             f.not_there.append(run_id)
     return f
