@@ -311,7 +311,7 @@ def test_dashboard_loader_reads_with_the_columns_given(real_runs):
                     columns={"loss": "generator_loss"})
     kind, *_ = loader.first()
     assert kind == "view"
-    kind, log, _ = loader.run()
+    kind, log, *_ = loader.run()         # (the run, its analysis, a fresher view or None)
     assert kind == "run"
     assert log.source.extras["loss_from"] == "generator_loss (--loss)"
     direct = read_run(real_runs / "lightning-wgan-critic-loss-resumed")
