@@ -106,6 +106,14 @@ def test_only_the_most_recently_opened_views_are_kept(cache, run, monkeypatch):
         os.utime(next(p for p in cache.glob("*.pickle") if pickle.loads(p.read_bytes())["view"] == {"a view": i}),
                  (1_000_000 + i, 1_000_000 + i))
     assert sorted(pickle.loads(p.read_bytes())["view"]["a view"] for p in cache.glob("*.pickle")) == [1, 2]
+    # and no more bytes together than ALL: the newest stays, the next no longer fits
+    monkeypatch.setattr(viewcache, "KEPT", 64)
+    viewcache.keep(f"{run}/3", None, [], {}, {"a view": 3}, [str(run / "metrics.jsonl")])
+    sizes = {pickle.loads(p.read_bytes())["view"]["a view"]: p.stat().st_size for p in cache.glob("*.pickle")}
+    assert sorted(sizes) == [1, 2, 3]
+    monkeypatch.setattr(viewcache, "ALL", sizes[3] + sizes[2] - 1)
+    viewcache._prune(cache)
+    assert [pickle.loads(p.read_bytes())["view"]["a view"] for p in cache.glob("*.pickle")] == [3]
 
 
 @pytest.mark.asyncio

@@ -22,6 +22,7 @@ import postmortem
 
 KEPT = 64                      # views kept; the least recently opened go first
 LARGEST = 8 << 20              # bytes: a bigger view (a long run's full series) is not kept
+ALL = 128 << 20                # bytes of all the views kept together, at most
 _PACKAGE = Path(postmortem.__file__).parent
 
 
@@ -118,11 +119,14 @@ def keep(run: str, format: str | None, against: list[str], columns: dict, view,
 
 
 def _prune(where: Path) -> None:
-    """The KEPT most recently opened views stay; a half-written one (a loader killed as it
-    wrote) goes after an hour."""
-    entries = sorted(where.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[KEPT:]:
-        old.unlink(missing_ok=True)
+    """The most recently opened views stay, at most KEPT of them and ALL bytes together; a
+    half-written one (a loader killed as it wrote) goes after an hour."""
+    entries = sorted(((p, p.stat()) for p in where.glob("*.pickle")), key=lambda e: e[1].st_mtime, reverse=True)
+    total = 0
+    for i, (old, st) in enumerate(entries):
+        total += st.st_size
+        if i >= KEPT or total > ALL:
+            old.unlink(missing_ok=True)
     for tmp in where.glob("*.tmp"):
         if time.time() - tmp.stat().st_mtime > 3600:
             tmp.unlink(missing_ok=True)
