@@ -66,24 +66,24 @@ def test_a_ddp_run_replayed_on_another_number_of_processes_is_refused(ddp_run):
     assert "replay it with --nproc 2" in err
 
 
-@two_cores
-def test_a_rank_that_fails_is_one_line_naming_it(ddp_run, tmp_path):
+def rank_one_does(ddp_run, tmp_path, code: str) -> Path:
+    """A copy of the run whose replay factory runs `code` (indented lines) on rank 1."""
     run = shutil.copytree(ddp_run, tmp_path / "run")
     source = (run / "replay.py").read_text()
     (run / "replay.py").write_text(source.replace(
-        "    device = torch.device(device)\n",
-        "    device = torch.device(device)\n    if rank == 1:\n        raise OSError('shard 1 is gone')\n"))
+        "    device = torch.device(device)\n", "    device = torch.device(device)\n    if rank == 1:\n" + code))
+    return run
+
+
+@two_cores
+def test_a_rank_that_fails_is_one_line_naming_it(ddp_run, tmp_path):
+    run = rank_one_does(ddp_run, tmp_path, "        raise OSError('shard 1 is gone')\n")
     err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"))
     assert err.startswith("postmortem: error: rank 1:") and "OSError: shard 1 is gone" in err, err
 
 
 @two_cores
 def test_a_rank_that_dies_without_a_word_is_one_line(ddp_run, tmp_path):
-    run = shutil.copytree(ddp_run, tmp_path / "run")
-    source = (run / "replay.py").read_text()
-    (run / "replay.py").write_text(source.replace(
-        "    device = torch.device(device)\n",
-        "    device = torch.device(device)\n    if rank == 1:\n        import os, signal\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"))
+    run = rank_one_does(ddp_run, tmp_path, "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)\n")
     err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"))
     assert "rank 1 died without a word: Signal 9 (SIGKILL)" in err and "exit code" in err, err

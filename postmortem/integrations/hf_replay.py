@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,21 +48,8 @@ def make_replay(manifest, run_dir, device=None) -> "TrainerReplay":
 
 
 def _import_factory(name: str, run_dir: Path, where: str | None):
-    """Import the factory's module from the folder the run was trained from, first on
-    sys.path as `python train.py` had it; a module of the same name imported from elsewhere
-    (another example's train.py, in one process) is put aside, not reused."""
-    module = name.partition(":")[0]
-    folders = [str(Path(f).resolve()) for f in (where, run_dir) if f]
-    for folder in reversed(folders):
-        if folder in sys.path:
-            sys.path.remove(folder)
-        sys.path.insert(0, folder)
-    top = module.split(".")[0]
-    held = getattr(sys.modules.get(top), "__file__", None)
-    if held and not any(Path(held).resolve().is_relative_to(f) for f in folders):
-        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
-            del sys.modules[key]
-    return import_user(name, run_dir, "trainer factory")
+    """The factory's module from the folder the run was trained from (then the run's)."""
+    return import_user(name, run_dir, "trainer factory", folders=(where, run_dir))
 
 
 def _not_replayable(config) -> str | None:

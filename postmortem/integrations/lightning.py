@@ -369,14 +369,9 @@ def _build(spec, run_dir):
     if not factory or ":" not in factory:
         raise ReplayError(f"{run_dir}: manifest.json's replay names no factory ('module:function' that returns "
                           "the LightningModule and its data)")
-    name = factory.partition(":")[0]
     folder = getattr(spec, "factory_dir", None)
-    if folder and folder not in sys.path:
-        sys.path.insert(0, folder)
-    cached = sys.modules.get(name)
-    if cached is not None and folder and Path(str(getattr(cached, "__file__", ""))).parent != Path(folder):
-        del sys.modules[name]         # another `train` module imported before: the run's own is wanted
-    fn = import_user(factory, run_dir, "factory", f" from {folder}" if folder else "")
+    # another `train` module imported before is put aside: the run's own is wanted
+    fn = import_user(factory, run_dir, "factory", f" from {folder}" if folder else "", folders=(folder,))
     hparams = dict(getattr(spec, "hparams", None) or {})
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):

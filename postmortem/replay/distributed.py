@@ -96,7 +96,7 @@ def launch(run, step: int, arms: tuple[str, ...], device: str, nproc: int, forma
                 _stop(proc)
                 raise
             list(rank0.new())
-            failures, stopped = _failures(channel), _stopped(channel)
+            failures, stopped = _what_ranks_said(channel)
             out.seek(0)
             torchrun_said = out.read().decode(errors="replace")
     done = [m for m in rank0.seen if isinstance(m, Finished)]
@@ -127,21 +127,17 @@ class _Follow:
             yield m
 
 
-def _failures(channel: Path) -> list[tuple[int, int, str]]:
-    """(when, rank, message) of each rank that said it failed."""
-    out = []
+def _what_ranks_said(channel: Path) -> tuple[list[tuple[int, int, str]], bool]:
+    """(when, rank, message) of each rank that said it failed, and whether a rank was asked
+    to stop (a Ctrl-C that torchrun passed on); each rank's file read once."""
+    failures, stopped = [], False
     for f in channel.glob("rank-*.jsonl"):
         for line in f.read_bytes().splitlines():
             m = MESSAGE.validate_json(line)
             if isinstance(m, Failed):
-                out.append((f.stat().st_mtime_ns, int(f.stem.split("-")[1]), m.message))
-    return out
-
-
-def _stopped(channel: Path) -> bool:
-    """Whether a rank was asked to stop (a Ctrl-C that torchrun passed on)."""
-    return any(isinstance(MESSAGE.validate_json(line), Stopped)
-               for f in channel.glob("rank-*.jsonl") for line in f.read_bytes().splitlines())
+                failures.append((f.stat().st_mtime_ns, int(f.stem.split("-")[1]), m.message))
+            stopped |= isinstance(m, Stopped)
+    return failures, stopped
 
 
 def _failure(failures, code: int, torchrun_said: str) -> str:

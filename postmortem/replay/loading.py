@@ -43,16 +43,33 @@ def make(fn, manifest, run_dir: Path, device):
 
 # -- the run's own code: imported and called with its failures in one line ---------------------
 
-def import_user(name: str, run_dir, what: str, where: str = ""):
+def import_user(name: str, run_dir, what: str, where: str = "", folders=()):
     """`module:function` from the run's own code (`what` names it in errors: "replay entry
-    point", "trainer factory"); a module that is missing or fails on import is one line."""
+    point", "trainer factory"); a module that is missing or fails on import is one line.
+    `folders`: where the run's code was (the training script's folder first), put first on
+    sys.path as `python train.py` had it; a module of the same name imported from elsewhere
+    (another run's train.py, in this process) is put aside, not reused."""
     module_name, _, func = name.partition(":")
+    if folders:
+        _first_on_path(module_name, [Path(f).resolve() for f in folders if f])
     try:
         return getattr(importlib.import_module(module_name), func)
     except (ImportError, AttributeError) as err:
         raise ReplayError(f"{run_dir}: cannot import the {what} {name}{where}: {err}") from None
     except (Exception, SystemExit) as err:      # the module itself failed: a NameError, a sys.exit
         raise ReplayError(f"{run_dir}: importing the {what} {name}{where} failed: {_one_line(err)}") from None
+
+
+def _first_on_path(module: str, folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        if str(folder) in sys.path:
+            sys.path.remove(str(folder))
+        sys.path.insert(0, str(folder))
+    top = module.split(".")[0]
+    held = getattr(sys.modules.get(top), "__file__", None)
+    if held and not any(Path(held).resolve().is_relative_to(f) for f in folders):
+        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+            del sys.modules[key]
 
 
 def call_user(fn, name: str, run_dir, what: str, /, *args, **kwargs):
@@ -81,16 +98,19 @@ def checkpoints(manifest, run_dir: Path) -> dict[int, Path]:
         + sorted(p for p in folder.glob("*") if p.is_dir())
     # Lightning's ModelCheckpoint names a second save of the same step epoch=4-step=250-v1.ckpt:
     # the step is still 250, and the later save (a resumed run's) wins
-    named = [(_VERSION.sub("", f.stem if f.is_file() else f.name), _version(f), f) for f in found]
-    for name, _, f in sorted(named, key=lambda t: t[1]):
-        nums = _STEP.findall(name)
+    for f in sorted(found, key=lambda f: _version(_name(f))):      # a later version overwrites
+        nums = _STEP.findall(_VERSION.sub("", _name(f)))
         if nums:
             out[int(nums[-1])] = f
     return out
 
 
-def _version(f: Path) -> int:
-    m = _VERSION.search(f.stem if f.is_file() else f.name)
+def _name(f: Path) -> str:
+    return f.stem if f.is_file() else f.name
+
+
+def _version(name: str) -> int:
+    m = _VERSION.search(name)
     return int(m.group(1)) if m else 0
 
 

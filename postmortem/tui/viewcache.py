@@ -10,6 +10,7 @@ them changed, it is not used. Only the standard library is imported here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ def _entry(run: str, format: str | None, against: list[str], columns: dict) -> P
     return folder() / (hashlib.sha256(what.encode()).hexdigest()[:32] + ".pickle")
 
 
+@functools.cache          # looked up, then kept: one walk of the package a process
 def code_fingerprint() -> str:
     """postmortem's version and the size and time of each of its modules: a view made by
     other code (an upgrade, an edit in a checkout) is made again."""
