@@ -22,6 +22,12 @@ class Context:
     # other runs over the same data in the same order: (run id, their loss and grad-norm
     # spikes, the first and last step they logged)
     others: list = field(default_factory=list)
+    # what several checks ask of the same run, kept once asked
+    _has: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _series: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _finite: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _rows: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _histories: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def frame(self):
@@ -33,7 +39,7 @@ class Context:
 
     def has(self, name: str) -> bool:
         """A column with at least one value (asked by many checks: cached)."""
-        cache = self.__dict__.setdefault("_has", {})
+        cache = self._has
         if name not in cache:
             cache[name] = bool(name in self.frame and self.frame[name].notna().any())
         return cache[name]
@@ -41,7 +47,7 @@ class Context:
     def series(self, name: str, segment: int | None = None):
         """(steps, values) of the rows where `name` has a value, in one segment or all;
         cached (several checks ask), read-only as pandas gives them."""
-        cache = self.__dict__.setdefault("_series", {})
+        cache = self._series
         if (name, segment) not in cache:
             steps, values = self._logged(name, segment)
             steps.flags.writeable = values.flags.writeable = False
@@ -64,7 +70,7 @@ class Context:
 
     def finite(self, name: str, segment: int | None = None):
         """`series` without its non-finite values, cached (several checks ask): read-only."""
-        cache = self.__dict__.setdefault("_finite", {})
+        cache = self._finite
         if (name, segment) not in cache:
             steps, values = self.series(name, segment)
             keep = np.isfinite(values)
@@ -76,14 +82,14 @@ class Context:
 
     def rows(self, segment: int) -> slice | np.ndarray:
         """The rows of one segment (see series.segment_rows), cached."""
-        cache = self.__dict__.setdefault("_rows", {})
+        cache = self._rows
         if segment not in cache:
             cache[segment] = segment_rows(self.frame.segment.to_numpy(), segment)
         return cache[segment]
 
     def history(self, segment: int):
         """The effective history of a segment (see series.effective_history), cached."""
-        cache = self.__dict__.setdefault("_histories", {})
+        cache = self._histories
         if segment not in cache:
             cache[segment] = effective_history(self.log, segment) if segment else \
                 self.frame.iloc[:int(np.searchsorted(self.frame.segment.to_numpy(), 1))]
