@@ -162,6 +162,22 @@ def test_a_hole_in_the_log_lifts_the_pen():
     assert not np.isnan(s).any()
 
 
+@pytest.mark.asyncio
+async def test_the_collector_paused_for_the_start_runs_again_after_the_first_frame():
+    import gc
+    session = Session.read(str(ROOT / "sample_runs" / "long-tail-token"))
+    gc.disable()                       # as `postmortem tui` does before importing Textual
+    try:
+        app = PostmortemApp(session=session)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await opened(app, pilot)
+            await pilot.pause()
+            assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 def test_the_dashboard_imports_no_torch():
     code = ("import sys; from postmortem.tui.app import PostmortemApp; "
             "assert 'torch' not in sys.modules, 'torch'")

@@ -90,6 +90,8 @@ def cmd_tui(args) -> int:
         print(f"postmortem: error: the dashboard needs a terminal; in a pipe or a script, "
               f"`postmortem analyze {args.run} --json` prints the analysis", file=sys.stderr)
         return 2
+    import gc
+    gc.disable()        # the start allocates much and frees little: collected after the first frame
     from postmortem.tui.loader import Loader
     loader = Loader(args.run, args.format, args.against or [],    # reading while Textual loads
                     columns={k: v for k, v in read_options(args).items() if k != "format" and v})

@@ -3,6 +3,7 @@ and pushes the dashboard; what the screens share lives in a Session."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -49,6 +50,14 @@ class PostmortemApp(App):
             self.loader = Loader(session.run_path, session.format, session.against, session.columns)
         self.dashboard = self.DASHBOARD(session, self.loader)
         self.push_screen(self.dashboard)
+        if not gc.isenabled():                  # paused by `postmortem tui` for the start
+            self.call_after_refresh(self.resume_collector)
+
+    def resume_collector(self) -> None:
+        """After the first frame: what the start made lives as long as the app, so it is set
+        aside (gc.freeze) and a collection never walks it again."""
+        gc.freeze()
+        gc.enable()
 
     def on_unmount(self) -> None:
         if self.loader is not None:

@@ -37,11 +37,10 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self._cache.clear()
         self._spacings.clear()
 
-    def on_mount(self) -> None:
-        self.redraw()
-
     def on_resize(self) -> None:
-        self.redraw()         # decimated again for the new width, before the next key needs it
+        # the first draw too (a panel has no width when mounted); decimated again for a new
+        # width before the next key needs it
+        self.redraw()
 
     def value_at(self, step: int) -> float | None:
         if not len(self.steps):
@@ -92,6 +91,8 @@ class MetricPanel(PlotextPlot, can_focus=True):
         return self._spacings[id(steps)]
 
     def redraw(self) -> None:
+        if not self.size.width:        # not laid out yet: drawn at its first resize, once
+            return
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
