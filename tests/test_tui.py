@@ -178,6 +178,24 @@ async def test_the_collector_paused_for_the_start_runs_again_after_the_first_fra
         gc.unfreeze()
 
 
+@pytest.mark.asyncio
+async def test_the_first_frame_holds_every_panel_drawn_for_its_width():
+    from textual.app import App
+    session = Session.read(str(ROOT / "sample_runs" / "long-tail-token"))
+    app = PostmortemApp(session=session)
+    at_first_frame = []
+
+    def first_frame(screen, renderable):
+        if renderable is not None and not at_first_frame and isinstance(screen, app.DASHBOARD):
+            at_first_frame.extend((p.panel, p._drawn, p.size.width) for p in screen.query(MetricPanel))
+        return App._display(app, screen, renderable)
+    app._display = first_frame
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+    assert {panel for panel, _, _ in at_first_frame} >= {"loss", "lr", "grad-norm"}
+    assert all(drawn is not None and drawn[0] == width > 0 for _, drawn, width in at_first_frame)
+
+
 def test_the_dashboard_imports_no_torch():
     code = ("import sys; from postmortem.tui.app import PostmortemApp; "
             "assert 'torch' not in sys.modules, 'torch'")

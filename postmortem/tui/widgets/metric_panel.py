@@ -24,6 +24,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
         self._cache: dict = {}
+        self._drawn: tuple | None = None         # what the plot holds: width, window, marks, cursor
         self._spacings: dict[int, float] = {}   # id of a drawn steps array -> its usual spacing
         self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
         if column.replace("_", "-") != panel:
@@ -36,11 +37,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self.steps, self.values = steps, values
         self._cache.clear()
         self._spacings.clear()
-
-    def on_resize(self) -> None:
-        # the first draw too (a panel has no width when mounted); decimated again for a new
-        # width before the next key needs it
-        self.redraw()
+        self._drawn = None
 
     def value_at(self, step: int) -> float | None:
         if not len(self.steps):
@@ -91,8 +88,20 @@ class MetricPanel(PlotextPlot, can_focus=True):
         return self._spacings[id(steps)]
 
     def redraw(self) -> None:
-        if not self.size.width:        # not laid out yet: drawn at its first resize, once
-            return
+        """Drawn again in the next frame (marks, cursor or window changed)."""
+        self._drawn = None
+        self.refresh()
+
+    def render(self):
+        # drawn when the frame is made, for the width it has then: once before the first
+        # frame (a panel has no width when it is mounted), again for a new width or a key
+        drawn = (self.size.width, self.window, tuple(self.marks), self.cursor)
+        if drawn != self._drawn:
+            self._draw()
+            self._drawn = drawn
+        return super().render()
+
+    def _draw(self) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -112,4 +121,3 @@ class MetricPanel(PlotextPlot, can_focus=True):
                 plt.vline(m, "red")
         if self.cursor is not None:
             plt.vline(self.cursor, "blue")
-        self.refresh()
