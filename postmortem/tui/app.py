@@ -49,7 +49,9 @@ class PostmortemApp(App):
             from postmortem.tui.loader import Loader
             self.loader = Loader(session.run_path, session.format, session.against, session.columns)
         self.dashboard = self.DASHBOARD(session, self.loader)
-        self.push_screen(self.dashboard)
+        # pushed once Textual's start is over: a screen pushed inside it (a batch of updates)
+        # is laid out and drawn, that frame thrown away, and all of it done again after
+        self.call_later(self.push_screen, self.dashboard)
         if not gc.isenabled():                  # paused by `postmortem tui` for the start
             self.call_after_refresh(self.resume_collector)
 

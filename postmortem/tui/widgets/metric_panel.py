@@ -48,8 +48,8 @@ class MetricPanel(PlotextPlot, can_focus=True):
     def _ticks(self, s: np.ndarray, v: np.ndarray) -> None:
         """Whole steps on x; on a log scale, the metric's own values on y, not their log10."""
         plt = self.plt
-        xs = np.unique(np.linspace(s.min(), s.max(), 5).round().astype(np.int64))
-        plt.xticks(xs.tolist(), [f"{x:,}" for x in xs])
+        xs = sorted({int(x) for x in np.linspace(s.min(), s.max(), 5).round()})   # not np.unique: see decimate
+        plt.xticks(xs, [f"{x:,}" for x in xs])
         if self.log_scale:
             lo, hi = float(v.min()), float(v.max())
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
