@@ -1,5 +1,6 @@
 """The dashboard through Textual's Pilot: real runs, real analysis, state asserted."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,15 +72,20 @@ async def test_the_loader_process_draws_the_same_dashboard_then_hands_the_run_ov
     run = str(ROOT / "sample_runs" / "long-tail-token")
     drawn = {}
     for how in ("read here", "process"):
-        loader = Loader(run) if how == "process" else None
+        # the process is told the terminal's size: it draws the panels' first plots itself
+        loader = Loader(run, terminal=(120, 40)) if how == "process" else None
         app = PostmortemApp(run, loader=loader) if loader else PostmortemApp(session=Session.read(run))
         async with app.run_test(size=(120, 40)) as pilot:
             await opened(app, pilot)
             await handed_over(app, pilot)
             assert app.session.log is not None and app.session.log.run_id == "19-spike-001"
             assert app.session.read_s > 0
-            drawn[how] = [(p.panel, p.column, p.steps.tolist(), p.values.tolist(), p.marks)
-                          for p in app.screen.query(MetricPanel)]
+            panels = list(app.screen.query(MetricPanel))
+            if loader is not None:                        # its plots were the ones drawn
+                assert all(p.first is not None and p._drawn == p.first.key for p in panels)
+            # the plot itself: as the loader drew it, or as the panel drew it with numpy
+            drawn[how] = [(p.panel, p.column, p.steps.tolist(), p.values.tolist(), p.marks,
+                           p.drawing(p.size.width)) for p in panels]
             rows = [[str(c) for c in app.screen.query_one("#incidents").get_row_at(i)]
                     for i in range(app.screen.query_one("#incidents").row_count)]
             drawn[how].append(rows)
@@ -194,6 +200,76 @@ async def test_the_first_frame_holds_every_panel_drawn_for_its_width():
         await opened(app, pilot)
     assert {panel for panel, _, _ in at_first_frame} >= {"loss", "lr", "grad-norm"}
     assert all(drawn is not None and drawn[0] == width > 0 for _, drawn, width in at_first_frame)
+
+
+@pytest.mark.parametrize("columns,rows", [(80, 24), (90, 20), (100, 30), (120, 40), (133, 41),
+                                          (160, 50), (200, 60), (80, 60)])
+def test_the_loader_foresees_the_width_of_every_panel(columns, rows):
+    """tui.view.panel_width, which the loader draws the first plots for, is the width the
+    dashboard's layout gives each panel (a miss would cost the first frame numpy's import)."""
+    import asyncio
+
+    from postmortem.tui.view import panel_width, shown_panels
+    session = Session.read(str(ROOT / "sample_runs" / "long-tail-token"))
+
+    async def widths():
+        app = PostmortemApp(session=session)
+        async with app.run_test(size=(columns, rows)) as pilot:
+            await pilot.pause()
+            return [p.size.width for p in app.screen.query(MetricPanel)]
+    shown = asyncio.run(widths())
+    assert len(shown) == len(shown_panels(session.view, rows)) >= 3
+    assert set(shown) == {panel_width(columns, rows, len(shown))}
+
+
+def test_the_app_paints_its_first_frame_before_importing_numpy(tmp_path):
+    code = f"""
+import asyncio, sys
+from textual.app import App
+from postmortem.tui.app import PostmortemApp
+from postmortem.tui.loader import Loader
+from postmortem.tui.widgets.metric_panel import MetricPanel
+
+run = {str(ROOT / "sample_runs" / "long-tail-token")!r}
+app = PostmortemApp(run, loader=Loader(run, terminal=(120, 40)))
+seen = {{}}
+
+def display(screen, renderable):
+    if renderable is not None and not seen and list(screen.query(MetricPanel)):
+        seen["numpy"] = "numpy" in sys.modules
+        seen["drawn"] = [p._drawn is not None for p in screen.query(MetricPanel)]
+    return App._display(app, screen, renderable)
+app._display = display
+
+async def main():
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not seen:
+            await pilot.pause(0.02)
+asyncio.run(main())
+print(seen)
+"""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for opening in ("first", "second"):              # the run read, then its view kept
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        seen = eval(out.stdout.strip().splitlines()[-1])
+        assert seen["numpy"] is False and len(seen["drawn"]) >= 3 and all(seen["drawn"]), (opening, seen)
+
+
+def test_the_loader_imports_this_postmortem_whatever_folder_it_starts_in(tmp_path, monkeypatch):
+    """A `postmortem` package in the working directory (another version's checkout) is not
+    the one the loader process imports."""
+    from postmortem.tui.loader import Loader
+    (tmp_path / "postmortem").mkdir()
+    (tmp_path / "postmortem" / "__init__.py").write_text("raise ImportError('the wrong postmortem')\n")
+    monkeypatch.chdir(tmp_path)
+    loader = Loader(str(ROOT / "sample_runs" / "long-tail-token"), terminal=(120, 40))
+    try:
+        kind, view = loader.first()
+        assert kind == "view", view
+        assert view.incidents[0].step == 250 and set(view.drawings) >= {"loss", "lr", "grad_norm"}
+    finally:
+        loader.close()
 
 
 def test_the_dashboard_imports_no_torch():
@@ -412,5 +488,7 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
         loss = app.screen.query_one("#panel-loss", MetricPanel)                 # b's loss drawn in gray
         assert loss.ghost[0] == "b" and "gray: b" in loss.border_title and len(loss.ghost[1]) == 900
         await pilot.press("z")
-        (s, *_), ghost = loss._points()
-        assert ghost is not None and 600 in ghost[0] and ghost[0].max() <= s.max()  # zoomed alike
+        drawn = loss.drawing(loss.size.width)
+        ghost_steps = [x for x in drawn.ghost[0] if x == x]           # NaN: where the pen lifts
+        steps = [x for x in drawn.line[0] if x == x]
+        assert 600 in ghost_steps and max(ghost_steps) <= max(steps)   # zoomed alike

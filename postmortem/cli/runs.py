@@ -92,9 +92,12 @@ def cmd_tui(args) -> int:
         return 2
     import gc
     gc.disable()        # the start allocates much and frees little: collected after the first frame
+    import shutil
+
     from postmortem.tui.loader import Loader
     loader = Loader(args.run, args.format, args.against or [],    # reading while Textual loads
-                    columns={k: v for k, v in read_options(args).items() if k != "format" and v})
+                    columns={k: v for k, v in read_options(args).items() if k != "format" and v},
+                    terminal=tuple(shutil.get_terminal_size()))    # as Textual will measure it
     from postmortem.tui.app import run
     return run(args.run, args.format, args.device, against=args.against or [], loader=loader)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.child import command
 from postmortem.diagnose.panels import BY_ID
 from postmortem.errors import DocumentError
 from postmortem.files import atomic_write
@@ -216,7 +217,7 @@ def write_in_child(path: Path, pic: Picture, timeout_s: float = 120.0) -> Path:
     if not available():
         raise FigureUnavailable(NEEDS_EXTRA)
     try:
-        r = subprocess.run([sys.executable, "-m", "postmortem.document.figure", str(path)],
+        r = subprocess.run(command("postmortem.document.figure", str(path)),
                            input=pickle.dumps(pic), capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise DocumentError(f"the figure took more than {timeout_s:.0f} s to draw") from None

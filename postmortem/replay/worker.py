@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from postmortem.child import command
 from postmortem.replay.models import (MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress,
                                       Stopped)
 
@@ -100,7 +101,7 @@ class ReplayProcess:
 
     def start(self) -> "ReplayProcess":
         self.stderr = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([sys.executable, "-m", "postmortem.replay.worker"],
+        self.process = subprocess.Popen(command("postmortem.replay.worker"),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         self.queue: queues.Queue = queues.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)

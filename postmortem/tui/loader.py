@@ -17,15 +17,20 @@ import subprocess
 import sys
 import tempfile
 
+from postmortem.child import command
+
 
 class Loader:
+    """`terminal`: (columns, rows) the app opens in; the first view then comes with each
+    panel's plot drawn for it (tui.view.with_drawings), so the app paints before numpy."""
+
     def __init__(self, run: str, format: str | None = None, against: list[str] = (),
-                 columns: dict | None = None):
+                 columns: dict | None = None, terminal: tuple[int, int] | None = None):
         self._stderr = tempfile.TemporaryFile()      # a file, not a pipe: it never blocks the child
-        self.proc = subprocess.Popen([sys.executable, "-m", "postmortem.tui.loader"],
+        self.proc = subprocess.Popen(command("postmortem.tui.loader"),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         try:
-            self.proc.stdin.write(pickle.dumps((run, format, list(against), columns or {})))
+            self.proc.stdin.write(pickle.dumps((run, format, list(against), columns or {}, terminal)))
             self.proc.stdin.close()
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
@@ -98,12 +103,12 @@ def read_and_analyze(run: str, format: str | None = None, against: list[str] = (
 
 def main() -> None:
     from postmortem.tui import viewcache
-    run, format, against, columns = pickle.load(sys.stdin.buffer)    # columns: --loss, --step
+    run, format, against, columns, terminal = pickle.load(sys.stdin.buffer)   # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles
     kept = viewcache.lookup(run, format, against, columns)
     if kept is not None:                  # painted from it while the run is read again,
-        _send(out, ("view", kept))
+        _send(out, ("view", drawn(kept, terminal)))
         _yield_cpu()                      # behind the app's first frame
     from postmortem.errors import UserError
     try:
@@ -112,11 +117,19 @@ def main() -> None:
         _send(out, ("error", str(err)))
         return
     if kept is None or not same(kept, view):
-        _send(out, ("view", view))
+        _send(out, ("view", drawn(view, terminal)))
         # kept for next time before the run is sent: an app closed at once kills this process
         viewcache.keep(run, format, against, columns, view, viewcache.sources(run, log.source.files)
                        + [path for other in against for path in viewcache.sources(other, [])])
     _send(out, ("run", log, result))
+
+
+def drawn(view, terminal: tuple[int, int] | None):
+    """The view with its panels drawn for the app's terminal (none known: as it is)."""
+    if terminal is None:
+        return view
+    from postmortem.tui.view import with_drawings
+    return with_drawings(view, *terminal)
 
 
 def _yield_cpu() -> None:
@@ -133,9 +146,11 @@ def _send(out, message: tuple) -> None:
 
 
 def same(a, b) -> bool:
-    """Whether two first views paint the same dashboard (read_s aside: a timing)."""
+    """Whether two first views paint the same dashboard (read_s aside: a timing; the
+    drawings are made from the rest)."""
     import dataclasses
-    return pickle.dumps(dataclasses.replace(a, read_s=0.0)) == pickle.dumps(dataclasses.replace(b, read_s=0.0))
+    return (pickle.dumps(dataclasses.replace(a, read_s=0.0, drawings={}))
+            == pickle.dumps(dataclasses.replace(b, read_s=0.0, drawings={})))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """What the dashboard paints first, as plain arrays and rows: made in the loader process where
-the run was read, so the first frame needs neither pandas nor pydantic in the app."""
+the run was read, so the first frame needs neither pandas nor pydantic nor numpy in the app
+(the series are array.array; each panel's plot comes drawn for the width it is expected to
+have, see `with_drawings`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from array import array
+from dataclasses import dataclass, field, replace
 
 from postmortem.diagnose.panels import CHARTS
 
 # dashboard panel -> the canonical column it draws, and whether on a log scale
 PANELS = tuple((chart.id, chart.columns[0], chart.log_scale) for chart in CHARTS)
+PANEL_ROWS = 9                # the least height of a panel (app.tcss)
 
 
 @dataclass
@@ -40,12 +42,15 @@ class FirstView:
     resumed: bool                 # more than one segment
     largest: int                  # index of the incident shown first
     segment: int                  # the panels draw the run up to this segment's end
-    panels: list[tuple[str, str, np.ndarray, np.ndarray, bool]]   # panel, column, steps, values, log
-    layers: list[tuple[str, np.ndarray, np.ndarray]]                # per-layer grad norms
-    ghost: tuple[str, np.ndarray, np.ndarray] | None                # another run's loss, in gray
+    panels: list[tuple[str, str, array, array, bool]]    # panel, column, steps, values, log
+    layers: list[tuple[str, array, array]]                # per-layer grad norms
+    ghost: tuple[str, array, array] | None                # another run's loss, in gray
     incidents: list[IncidentRow]
     checks: list[CheckRow]
     read_s: float = 0.0           # the file read's seconds, for benchmarks/bench_tui.py
+    # column -> tui.widgets.plotdata.Drawing for the terminal the app opens in; made per
+    # opening (with_drawings), never kept
+    drawings: dict = field(default_factory=dict)
 
 
 def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8) -> FirstView:
@@ -57,10 +62,10 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
     segment = first.segment if first else int(log.frame.segment.max())
     resumed = len(log.segments()) > 1
     history = segment_history(log, segment) if resumed else log.frame
-    panels = [(panel, column, *series(history, column), log_scale) for panel, column, log_scale in PANELS
+    panels = [(panel, column, *plain(*series(history, column)), log_scale) for panel, column, log_scale in PANELS
               if column in log.frame and log.frame[column].notna().any()]
     names = [name for name in log.metrics if name.startswith("grad_norm/")][:max_layers]
-    layers = [(name, *series(history, name)) for name in names]
+    layers = [(name, *plain(*series(history, name))) for name in names]
     incidents = [IncidentRow(i.step, i.kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
                              i.hypotheses[0].pattern if i.hypotheses else None,
                              i.hypotheses[0].score if i.hypotheses else None) for i in result.incidents]
@@ -76,12 +81,20 @@ def segment_history(log, segment: int):
     return effective_history(log, segment)
 
 
-def series(history, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """The steps and values of `column` in `history` (none there: empty)."""
+def series(history, column: str):
+    """The steps and values of `column` in `history` (none there: empty), as numpy arrays."""
+    import numpy as np
     if column not in history:
         return np.array([], dtype=np.int64), np.array([])
     rows = history[history[column].notna()]
     return rows.step.to_numpy(), rows[column].to_numpy(dtype=float)
+
+
+def plain(steps, values) -> tuple[array, array]:
+    """numpy arrays as array.array: they unpickle without numpy, and numpy reads them in place."""
+    import numpy as np
+    return (array("q", np.ascontiguousarray(steps, dtype=np.int64).tobytes()),
+            array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes()))
 
 
 def ghost(other) -> tuple | None:
@@ -89,4 +102,43 @@ def ghost(other) -> tuple | None:
     frame = segment_history(other, int(other.frame.segment.max())) if len(other.frame) else other.frame
     if "loss" not in frame:
         return None
-    return (other.run_id, *series(frame, "loss"))
+    return (other.run_id, *plain(*series(frame, "loss")))
+
+
+# -- the first frame's plots, made where numpy is already paid for ----------------------------
+
+def shown_panels(view: FirstView, rows: int) -> list[tuple[str, str, array, array, bool, tuple | None]]:
+    """(panel, column, steps, values, log scale, ghost) of each panel the dashboard shows in
+    a terminal of `rows`: the run's panels, then as many per-layer grad norms as have room."""
+    panels = [(panel, column, steps, values, log_scale, view.ghost if panel == "loss" else None)
+              for panel, column, steps, values, log_scale in view.panels]
+    room = max(0, (rows - 10) // PANEL_ROWS - len(panels))
+    return panels + [("grad-norm", name, steps, values, True, None) for name, steps, values in view.layers[:room]]
+
+
+def panel_width(columns: int, rows: int, panels: int) -> int:
+    """The columns of a panel's plot in a terminal of `columns` x `rows`, as app.tcss lays the
+    dashboard out: the panels take 3/5 of the width and leave the side at least 40, less a
+    border each side, less a scroll bar where the panels are taller than their room. A guess
+    that misses only costs the app numpy's import (the panel draws itself)."""
+    width = max(0, min(columns * 3 // 5, columns - 40))
+    room = rows - 3                                       # header, status line, footer
+    scrolls = panels * PANEL_ROWS > room
+    return width - 2 - (2 if scrolls else 0)
+
+
+def with_drawings(view: FirstView, columns: int, rows: int) -> FirstView:
+    """`view` with each panel's first plot made for a terminal of `columns` x `rows`: the
+    largest incident marked, the cursor on it, not zoomed."""
+    from postmortem.tui.widgets.plotdata import drawing, points, spacing
+    shown = shown_panels(view, rows)
+    width = panel_width(columns, rows, len(shown))
+    step = view.incidents[view.largest].step if view.incidents else None
+    marks = (step,) if step is not None else ()
+    key = (width, None, marks, step)
+    drawings = {}
+    for _, column, steps, values, log_scale, gray in shown:
+        run = points(steps, values, max(20, width - 10), None, list(marks), log_scale, spacing(steps))
+        other = points(*gray[1:], max(20, width - 10), None, list(marks), log_scale, spacing(gray[1])) if gray else None
+        drawings[column] = drawing(key, run, other, log_scale)
+    return replace(view, drawings=drawings)

@@ -16,7 +16,7 @@ from postmortem.numbers import number
 from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
-from postmortem.tui.view import FirstView, segment_history, series
+from postmortem.tui.view import FirstView, segment_history, series, shown_panels
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -139,19 +139,18 @@ class DashboardScreen(Screen):
         self.app.push_screen(ErrorScreen(message.message))
 
     def panels_of(self, view: FirstView) -> list[MetricPanel]:
-        """The run's panels, then as many per-layer grad norms as the height has room for."""
-        panels = [MetricPanel(panel, column, steps, values, log_scale=log_scale,
-                              ghost=view.ghost if panel == "loss" else None, id=f"panel-{panel}")
-                  for panel, column, steps, values, log_scale in view.panels]
-        room = max(0, (self.app.size.height - 10) // 9 - len(panels))   # ~9 rows a panel
-        return panels + [MetricPanel("grad-norm", name, steps, values, log_scale=True)
-                         for name, steps, values in view.layers[:room]]
+        """The run's panels, then as many per-layer grad norms as the height has room for;
+        each with the plot the loader drew for it, if any."""
+        named = len(view.panels)           # the run's own panels have ids, the layers' do not
+        return [MetricPanel(panel, column, steps, values, log_scale=log_scale, ghost=gray,
+                            first=view.drawings.get(column), id=f"panel-{panel}" if i < named else None)
+                for i, (panel, column, steps, values, log_scale, gray)
+                in enumerate(shown_panels(view, self.app.size.height))]
 
     def show(self, view: FirstView, composed: bool = False) -> None:
         self.view = view
         self.segment = view.segment
-        if not composed:
-            self.query_one("#panels").mount(*self.panels_of(view))
+        mounting = None if composed else self.query_one("#panels").mount(*self.panels_of(view))
         table = self.query_one("#incidents", FittedTable)
         # none said where the eye looks for them, not only on the status line
         table.border_title = "incidents" if view.incidents else "incidents: none"
@@ -164,7 +163,14 @@ class DashboardScreen(Screen):
         self.session.current = view.largest
         self.mark(view.largest)
         if self.session.log is None:
-            self.call_after_refresh(self.fetch_run)       # after the first paint: it imports pandas
+            self.call_next(self.fetch_after_paint, mounting)
+
+    async def fetch_after_paint(self, mounting=None) -> None:
+        """The whole run fetched once the frame holding the panels is drawn: its unpickling
+        imports pandas, and a thread doing that holds the interpreter while the frame is made."""
+        if mounting is not None:
+            await mounting
+        self.call_after_refresh(self.fetch_run)
 
     @work(thread=True, exclusive=True, group="log")
     def fetch_run(self) -> None:
@@ -244,12 +250,13 @@ class DashboardScreen(Screen):
             table = self.query_one("#incidents", DataTable)
             if table.cursor_row != self.session.current:          # n/p: the list follows
                 table.move_cursor(row=self.session.current)
+        if inc is not None and self.cursor is None:       # on the incident, drawn with it
+            self.cursor = inc.step
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
             panel.cursor = self.cursor
             panel.redraw()
-        self.cursor = inc.step if inc and self.cursor is None else self.cursor
         self.update_status()
 
     def _window(self) -> tuple[int, int] | None:
