@@ -90,9 +90,10 @@ def bench_first_paint(rounds: int) -> dict:
     app_cmd = [str(POSTMORTEM), "tui", "--device", "cpu", str(run)]
     marks = [b"spike at step 250", b"loss (log scale)"]
     base_cmd = [sys.executable, "-c", "import textual.app"]
-    # pandas or torch imported in the app before its first frame: asked of the app itself
+    # pandas, pydantic, numpy or torch imported by the app's modules (tests/test_tui.py holds
+    # the first frame itself to no numpy)
     probe = [sys.executable, "-c", "import sys, postmortem.tui.app, postmortem.tui.view; "
-                                   "print(sorted({'pandas', 'torch', 'pydantic'} & set(sys.modules)))"]
+                                   "print(sorted({'pandas', 'torch', 'pydantic', 'numpy'} & set(sys.modules)))"]
     with tempfile.TemporaryDirectory() as caches:
         def opening(cache: str) -> float:
             os.environ["XDG_CACHE_HOME"] = cache

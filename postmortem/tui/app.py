@@ -51,7 +51,10 @@ class PostmortemApp(App):
         self.dashboard = self.DASHBOARD(session, self.loader)
         # pushed once Textual's start is over: a screen pushed inside it (a batch of updates)
         # is laid out and drawn, that frame thrown away, and all of it done again after
-        self.call_later(self.push_screen, self.dashboard)
+        self.call_later(self.show_dashboard)
+
+    async def show_dashboard(self) -> None:
+        await self.push_screen(self.dashboard)
         if not gc.isenabled():                  # paused by `postmortem tui` for the start
             self.call_after_refresh(self.resume_collector)
 

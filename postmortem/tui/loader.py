@@ -110,6 +110,7 @@ def main() -> None:
     if kept is not None:                  # painted from it while the run is read again,
         _send(out, ("view", drawn(kept, terminal)))
         _yield_cpu()                      # behind the app's first frame
+    _import_the_core()
     from postmortem.errors import UserError
     try:
         log, result, view = read_and_analyze(run, format, against, columns)
@@ -122,6 +123,21 @@ def main() -> None:
         viewcache.keep(run, format, against, columns, view, viewcache.sources(run, log.source.files)
                        + [path for other in against for path in viewcache.sources(other, [])])
     _send(out, ("run", log, result))
+
+
+def _import_the_core() -> None:
+    """pandas, pydantic, the readers and the diagnosis, with the collector paused: imports
+    make many objects and no garbage (~20 ms of the first opening); what they made is then
+    set aside (gc.freeze) so the read of a long run never walks it."""
+    import gc
+    gc.disable()
+    try:
+        import postmortem.diagnose.analyze  # noqa: F401
+        import postmortem.run  # noqa: F401
+        import postmortem.tui.view  # noqa: F401
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def drawn(view, terminal: tuple[int, int] | None):
