@@ -47,7 +47,8 @@ class PostmortemApp(App):
         self.sub_title = session.run_path
         if session.view is None and self.loader is None:
             from postmortem.tui.loader import Loader
-            self.loader = Loader(session.run_path, session.format, session.against, session.columns)
+            self.loader = Loader(session.run_path, session.format, session.against, session.columns,
+                                 terminal=(self.size.width, self.size.height))
         self.dashboard = self.DASHBOARD(session, self.loader)
         # pushed once Textual's start is over: a screen pushed inside it (a batch of updates)
         # is laid out and drawn, that frame thrown away, and all of it done again after
