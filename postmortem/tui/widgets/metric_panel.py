@@ -32,7 +32,8 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self.window: tuple[int, int] | None = None
         self._cache: dict = {}
         self._drawn: tuple | None = None         # what the plot holds: width, window, marks, cursor
-        self._spacing: float | None = None       # the whole series' usual distance between steps
+        # "run", "ghost": the whole series' usual distance between steps, zoomed or not
+        self._spacings: dict[str, float] = {}
         self.border_title = f"{panel}{' (log scale)' if log_scale else ''}"
         if column.replace("_", "-") != panel:
             self.border_title += f": {column}"
@@ -59,7 +60,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self._steps, self._values = steps, values
         self.first = None
         self._cache.clear()
-        self._spacing = None
+        self._spacings.pop("run", None)
         self._drawn = None
 
     def value_at(self, step: int) -> float | None:
@@ -76,14 +77,17 @@ class MetricPanel(PlotextPlot, can_focus=True):
         if key not in self._cache:
             if len(self._cache) >= 4:              # the whole run, the zoom, and a resize or two
                 self._cache.pop(next(iter(self._cache)))
-            if self._spacing is None:              # the whole series', zoomed or not (1M steps: ~10 ms)
-                self._spacing = spacing(self.steps)
+            typical = self._spacings                # once a series (1M steps: ~10 ms)
+            if "run" not in typical:
+                typical["run"] = spacing(self.steps)
             ghost = None
             if self.ghost:
+                if "ghost" not in typical:
+                    typical["ghost"] = spacing(self.ghost[1])
                 ghost = points(*self.ghost[1:], width, self.window, self.marks, self.log_scale,
-                               spacing(self.ghost[1]))
+                               typical["ghost"])
             self._cache[key] = (points(self.steps, self.values, width, self.window, self.marks,
-                                       self.log_scale, self._spacing), ghost)
+                                       self.log_scale, typical["run"]), ghost)
         return self._cache[key]
 
     def drawing(self, width: int) -> Drawing:
