@@ -54,6 +54,17 @@ def test_export_round_trip_keeps_nan_missing_and_segments(tmp_path, suffix):
     assert [s["first_step"] for s in back.segments()] == [10, 11]
 
 
+def test_a_line_longer_than_the_readers_piece_is_read_whole(tmp_path, monkeypatch):
+    """The JSONL and CSV readers take a file in pieces of whole lines; a line longer than a
+    piece (or a log that grew while it was read) makes the piece bigger."""
+    from postmortem.run import tables
+    monkeypatch.setattr(tables, "_CHUNK", 64)
+    rows = [{"step": s, "loss": 2.0 - s / 10, "note": "x" * (300 if s == 3 else 5)} for s in range(8)]
+    log = read_run(write_jsonl(tmp_path / "metrics.jsonl", rows))
+    assert log.frame.step.tolist() == list(range(8))
+    assert log.frame.loss.tolist() == [2.0 - s / 10 for s in range(8)]
+
+
 def test_csv_with_non_numeric_loss_names_line(tmp_path):
     p = tmp_path / "m.csv"
     p.write_text("step,loss,lr\n0,2.5,0.1\n1,oops,0.1\n")
