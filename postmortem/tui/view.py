@@ -12,7 +12,7 @@ from postmortem.diagnose.panels import CHARTS
 
 # dashboard panel -> the canonical column it draws, and whether on a log scale
 PANELS = tuple((chart.id, chart.columns[0], chart.log_scale) for chart in CHARTS)
-PANEL_ROWS = 9                # the least height of a panel (app.tcss)
+PANEL_ROWS = 9                # the least height of a panel (app.tcss; the dashboard shares the rest)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from postmortem.numbers import number
 from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
-from postmortem.tui.view import FirstView, segment_history, series, shown_panels
+from postmortem.tui.view import PANEL_ROWS, FirstView, segment_history, series, shown_panels
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -227,7 +227,7 @@ class DashboardScreen(Screen):
         if not panels:
             return
         room = self.query_one("#panels").size.height or (self.size.height - 3)
-        height = max(9, room // len(panels))
+        height = max(PANEL_ROWS, room // len(panels))
         for panel in panels:
             panel.styles.height = height
 
