@@ -5,7 +5,7 @@ the run as ever and sends the fresh view too when it differs: the cache only mak
 frame early, it never decides what the dashboard ends up showing. A view is kept with the
 size and modification time of every file it came from (and of the folders holding them, so
 a file added to the run is seen) and with a fingerprint of postmortem's own code; any of
-them changed, it is not used. Only the standard library is imported here.
+them changed, it is not used. Only the standard library (and postmortem.files) is imported here.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
 import time
 from pathlib import Path
 
 import postmortem
+from postmortem.files import atomic_write
 
 KEPT = 64                      # views kept; the least recently opened go first
 LARGEST = 8 << 20              # bytes: a bigger view (a long run's full series) is not kept
@@ -106,16 +106,7 @@ def keep(run: str, format: str | None, against: list[str], columns: dict, view,
         data = pickle.dumps({"code": code_fingerprint(), "stamps": stamps, "view": view}, protocol=5)
         if len(data) > LARGEST:
             return
-        where = folder()
-        where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, _entry(run, format, against, columns))
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-        _prune(where)
+        _prune(atomic_write(_entry(run, format, against, columns), data).parent)
     except Exception:
         pass
 
