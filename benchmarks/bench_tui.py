@@ -10,7 +10,9 @@ The command is the real one, `postmortem tui --device cpu RUN` in a pseudo-termi
 the loss panel's title (one frame draws both); then ctrl+q. The baseline is timed to its exit.
 Each round times the baseline, a first opening (an empty cache: the run read and analyzed
 before the first frame) and a second opening of the same run (its view kept by the first,
-see postmortem/tui/viewcache.py).
+see postmortem/tui/viewcache.py). It also times, to their exit, what bounds a first opening
+from below: importing the libraries the run is read and analyzed with (numpy, pyarrow,
+pydantic, pandas), and importing the loader's whole core (the readers and the diagnosis).
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ def bench_first_paint(rounds: int) -> dict:
     app_cmd = [str(POSTMORTEM), "tui", "--device", "cpu", str(run)]
     marks = [b"spike at step 250", b"loss (log scale)"]
     base_cmd = [sys.executable, "-c", "import textual.app"]
+    # a first opening reads and analyzes the run before its first frame: these bound it
+    libraries_cmd = [sys.executable, "-c", "import numpy, pyarrow, pyarrow.json, pydantic, pandas"]
+    core_cmd = [sys.executable, "-c", "import postmortem.diagnose.analyze, postmortem.run, postmortem.tui.view"]
     # pandas, pydantic, numpy or torch imported by the app's modules (tests/test_tui.py holds
     # the first frame itself to no numpy)
     probe = [sys.executable, "-c", "import sys, postmortem.tui.app, postmortem.tui.view; "
@@ -100,12 +105,14 @@ def bench_first_paint(rounds: int) -> dict:
             return painted(app_cmd, marks)
 
         opening(caches + "/warm-up"), exited(base_cmd)     # warm the file cache
-        firsts, seconds, bases = [], [], []
+        firsts, seconds, bases, libraries, cores = [], [], [], [], []
         for i in range(rounds):                            # baseline, first, second, baseline ...
             bases.append(exited(base_cmd))
             firsts.append(opening(f"{caches}/{i}"))
             kept(f"{caches}/{i}")
             seconds.append(opening(f"{caches}/{i}"))
+            libraries.append(exited(libraries_cmd))
+            cores.append(exited(core_cmd))
     os.environ.pop("XDG_CACHE_HOME")
 
     def ratios(times):
@@ -115,6 +122,8 @@ def bench_first_paint(rounds: int) -> dict:
             "first_opening_ratios": ratios(firsts),
             "second_opening_s": statistics.median(seconds), "second_opening_ratio": statistics.median(ratios(seconds)),
             "second_opening_ratios": ratios(seconds),
+            "libraries_import_s": statistics.median(libraries), "libraries_ratio": statistics.median(ratios(libraries)),
+            "core_import_s": statistics.median(cores), "core_ratio": statistics.median(ratios(cores)),
             "app_imports_before_the_run": subprocess.run(probe, capture_output=True, text=True).stdout.strip()}
 
 
@@ -179,6 +188,9 @@ def main() -> None:
           f"ratio {paint['first_opening_ratio']:.2f} (median of {paint['first_opening_ratios']}); "
           f"second opening {paint['second_opening_s']:.3f} s, ratio {paint['second_opening_ratio']:.2f} "
           f"(median of {paint['second_opening_ratios']}); "
+          f"importing numpy, pyarrow, pydantic and pandas {paint['libraries_import_s']:.3f} s, ratio "
+          f"{paint['libraries_ratio']:.2f}; the loader's core {paint['core_import_s']:.3f} s, ratio "
+          f"{paint['core_ratio']:.2f}; "
           f"imported by the app before the run: {paint['app_imports_before_the_run']}")
     big = HERE / "data" / "1000000" / "metrics.parquet"
     keys = None
