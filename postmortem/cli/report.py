@@ -134,9 +134,15 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
     con = _console()
     run = result.run
     con.print(f"[bold]{run.id}[/]  {run.format}  {run.steps} steps  dtype {run.dtype or 'unknown'}")
+    for w in run.warnings:
+        con.print(f"[yellow]warning:[/] {escape(w)}")
     print_checklists(con, result.checks)
     if not result.incidents:
-        con.print("[green]no incident[/]: no NaN, no spike, no divergence")
+        if "loss" in run.metrics:
+            con.print("[green]no incident[/]: no NaN, no spike, no divergence")
+        else:      # nothing judged the loss: not an all-clear
+            con.print("[yellow]no incident in what was read, but no loss was read[/]: a loss spike, a "
+                      "NaN loss or a divergence could not be looked for (--loss COLUMN names it)")
         return
     incidents = result.incidents
     full = incidents

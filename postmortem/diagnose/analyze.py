@@ -130,5 +130,5 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
                                   related=related, rise=_rise(ev), severity=_severity(ctx, ev),
                                   headline=_headline(ctx, ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
-                                   metrics=log.metrics, dtype=log.dtype),
+                                   metrics=log.metrics, dtype=log.dtype, warnings=list(log.source.warnings)),
                     checks=checks, incidents=incidents)

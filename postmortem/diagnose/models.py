@@ -21,6 +21,9 @@ class RunSummary(BaseModel):
     steps: int
     metrics: list[str]
     dtype: str | None
+    # what the reader noticed on the way (a cut last line dropped, no column that looks like
+    # the loss, a resume): the analysis judged what was read, and these say what that was
+    warnings: list[str] = []
 
 
 class Check(BaseModel):

@@ -1,0 +1,40 @@
+"""What `analyze` tells a user about what it read: the reader's warnings, and no all-clear
+for a run whose loss was never found."""
+
+import json
+
+from cli_run import postmortem
+
+
+def csv_without_a_loss(path):
+    """A log whose only metric is named nothing like a loss, with a NaN in it."""
+    lines = ["step,objective"] + [f"{s},{'nan' if s == 200 else 2 - s / 1000}" for s in range(400)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_no_loss_read_is_not_an_all_clear(tmp_path):
+    r = postmortem("analyze", csv_without_a_loss(tmp_path / "m.csv"))
+    assert r.returncode == 0, r.stderr
+    assert "warning: no column looks like the loss; --loss COLUMN names it" in r.stdout
+    assert "no NaN, no spike, no divergence" not in r.stdout
+    assert "no loss was read" in r.stdout and "--loss COLUMN" in r.stdout
+
+
+def test_the_loss_named_gives_the_all_clear_its_meaning(tmp_path):
+    r = postmortem("analyze", csv_without_a_loss(tmp_path / "m.csv"), "--loss", "objective", "--json")
+    data = json.loads(r.stdout)
+    assert "loss" in data["run"]["metrics"] and not any("loss" in w for w in data["run"]["warnings"])
+    [inc] = data["incidents"]
+    assert inc["kind"] == "nan" and inc["step"] == 200
+
+
+def test_the_readers_warnings_are_in_the_report_and_the_json(tmp_path):
+    rows = [json.dumps({"step": s, "loss": 2.0 - s / 1000}) for s in range(300)]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(rows) + "\n" + rows[0][:9])    # a cut last line
+    r = postmortem("analyze", tmp_path, "--json")
+    assert r.returncode == 0, r.stderr
+    [warning] = [w for w in json.loads(r.stdout)["run"]["warnings"] if "last line" in w]
+    text = postmortem("analyze", tmp_path)
+    assert f"warning: {warning}" in text.stdout
+    assert "no incident: no NaN, no spike, no divergence" in text.stdout
