@@ -69,7 +69,7 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
         # A spike inside a divergence, or a NaN run inside a spike, belongs to it.
         host = next((m for m in merged if m[0].segment == e.segment and e.kind != "divergence" and (
             m[0].kind == "divergence" and e.step >= m[0].step
-            or e.step <= m[0].peak_step + ctx.th.merge_gap)), None)
+            or e.step <= m[0].last + ctx.th.merge_gap)), None)
         if host is not None:
             host[1].append(f"{e.kind} at step {e.step}")
             continue
@@ -89,8 +89,7 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
 
 def overlaps(a: Event, b: Event, margin: int = 20) -> bool:
     """Two events of one segment within `margin` steps of each other's span."""
-    return a.segment == b.segment and a.step <= max(b.peak_step, b.step) + margin \
-        and b.step - margin <= max(a.peak_step, a.step)
+    return a.segment == b.segment and a.step <= b.last + margin and b.step - margin <= a.last
 
 
 def _severity(ctx: Context, ev: Event) -> float | None:

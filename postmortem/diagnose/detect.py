@@ -32,6 +32,14 @@ class Event:
     # how far it stands out, in units of the series' own noise (comparable across metrics:
     # the detection threshold is `spike_sigma` for all of them)
     severity: float = 0.0
+    # the last step of its span where that is not the peak (a divergence climbs on to the
+    # end of the log, its peak may be anywhere before)
+    end_step: int | None = None
+
+    @property
+    def last(self) -> int:
+        """The last step of the event's span: what other events near it are matched to."""
+        return max(self.step, self.peak_step if self.end_step is None else self.end_step)
 
 
 def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]:
@@ -432,8 +440,9 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             with np.errstate(invalid="ignore", divide="ignore"):
                 rise = (up[k] if hit[k] else up_low[k]) / np.abs(smooth[start])
             share = (rising[end] - rising[start]) / max(end - start, 1)
-            events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[-1]),
-                                float(loss[start:].max()), float(smooth[start]), notes={
+            peak = start + int(np.argmax(loss[start:]))     # where the highest loss is
+            events.append(Event("divergence", "loss", int(steps[start]), int(seg), int(steps[peak]),
+                                float(loss[peak]), float(smooth[start]), end_step=int(steps[-1]), notes={
                                     "rise": float(rise), "rising_share": float(share),
                                     "confirmed_at": int(steps[end])},
                                 severity=float((up[k] if hit[k] else up_low[k]) / noise[end])

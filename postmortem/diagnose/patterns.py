@@ -90,12 +90,12 @@ def _near(steps, lo, hi):
 
 def measure(ctx: Context, ev: Event) -> Features:
     f = Features()
-    h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, max(ev.peak_step, ev.step) + 50)
+    h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, ev.last + 50)
     st = h.step.to_numpy()
     if "grad_norm" in h:
         gn = h.grad_norm.to_numpy()
         before = np.isfinite(gn) & (st < ev.step) & (st >= ev.step - ctx.th.spike_window)
-        at = np.isfinite(gn) & _near(st, ev.step - 2, max(ev.peak_step, ev.step))
+        at = np.isfinite(gn) & _near(st, ev.step - 2, ev.last)
         if before.sum() >= 3 and at.any():
             k = np.flatnonzero(at)[np.argmax(gn[at])]
             f.gn_at, f.gn_at_step = float(gn[k]), int(st[k])
@@ -105,7 +105,7 @@ def measure(ctx: Context, ev: Event) -> Features:
         s, lr = rows.step.to_numpy(), rows.lr.to_numpy()
         fin = np.isfinite(lr)
         s, lr = s[fin], lr[fin]
-        f.lr_jump, f.lr_smooth = lr_off_trend(s, lr, ev.step - 10, max(ev.step, ev.peak_step),
+        f.lr_jump, f.lr_smooth = lr_off_trend(s, lr, ev.step - 10, ev.last,
                                               ctx.th.lr_jump_ratio, ctx.warmup_end)
         sched = ctx.scheduled_lr(ev.step)
         at = rows[rows.step == ev.step].lr
@@ -115,11 +115,10 @@ def measure(ctx: Context, ev: Event) -> Features:
         if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
             f.after_resume = (ev.step - r["step"], r["step"], r["how"])
     for c in ctx.cascades:
-        if c.segment == ev.segment and c.step <= max(ev.peak_step, ev.step) + 20 \
-                and ev.step - 20 <= max(c.peak_step, c.step):
+        if c.segment == ev.segment and c.step <= ev.last + 20 and ev.step - 20 <= c.last:
             f.cascade = c
     if "skipped" in h:
-        f.skipped = float(h[_near(st, ev.step, ev.peak_step + 5)].skipped.fillna(0).sum())
+        f.skipped = float(h[_near(st, ev.step, ev.last + 5)].skipped.fillna(0).sum())
     if "batch_hash" in h and h.batch_hash.notna().any():
         f.hashes_logged = True
         at = h[h.step == ev.step].batch_hash

@@ -1,0 +1,47 @@
+"""The diagnosis on logs of unusual shapes: a divergence that peaks before the log ends, a
+log that starts late, a val loss far from the train losses of long ago, a dead gradient,
+a sparse log's neighbours, a loss scale logged far apart, and restarts that are resumes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.run import read_run
+
+
+def write(path: Path, rows: list[dict], manifest: dict | None = None):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if manifest is not None:
+        (path / "manifest.json").write_text(json.dumps(manifest))
+    return read_run(path)
+
+
+def checks(result) -> dict:
+    return {c.id: c for c in result.checks}
+
+
+# --- 1. a divergence's peak is where its highest loss is ------------------------------
+
+def test_a_divergence_that_peaks_then_anneals_names_the_step_of_its_peak(tmp_path):
+    rng = np.random.default_rng(0)
+    steps = np.arange(1500)
+    level = np.where(steps < 400, 3.0, np.where(steps < 900, 3.0 + 3.0 * (steps - 400) / 500,
+                                                 6.0 - 1.0 * (steps - 900) / 600))
+    loss = level + 0.02 * rng.standard_normal(len(steps))
+    [inc] = [i for i in analyze(write(tmp_path, [{"step": int(s), "loss": float(v)}
+                                                 for s, v in zip(steps, loss)])).incidents
+             if i.kind == "divergence"]
+    assert inc.symptoms.peak_loss == pytest.approx(loss.max())
+    assert inc.symptoms.peak_step == int(steps[np.argmax(loss)])
+    assert inc.symptoms.peak_step < 1499
+
+
+def test_the_wordlm_divergence_peaks_at_step_11349_not_at_the_last_step(real_runs):
+    [inc] = [i for i in analyze(read_run(real_runs / "pytorch-wordlm-rnntanh-diverge-anneal")).incidents
+             if i.kind == "divergence"]
+    assert inc.symptoms.peak_loss == pytest.approx(17.34, abs=0.01)
+    assert inc.symptoms.peak_step == 11349
