@@ -12,11 +12,9 @@ from postmortem.errors import DocumentError, IncidentError, KBError
 
 
 def _doc(path: str):
+    """The post-mortem at `path` (its errors name the file, once)."""
     from postmortem.document.markdown import read
-    try:
-        return read(path)
-    except DocumentError as err:
-        raise DocumentError(f"{path}: {err}") from None
+    return read(path)
 
 
 def _json(data) -> None:

@@ -347,10 +347,15 @@ def parse(text: str) -> PostMortem:
 
 
 def read(path: str | Path) -> PostMortem:
+    """The post-mortem at `path`; DocumentError names the file once, then what is wrong."""
     path = Path(path)
     try:
-        return parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise DocumentError(f"{path}: {err.strerror}") from None
+        raise DocumentError(f"{path}: {err.strerror or err}") from None
     except UnicodeDecodeError:
         raise DocumentError(f"{path}: not UTF-8 text") from None
+    try:
+        return parse(text)
+    except DocumentError as err:
+        raise DocumentError(f"{path}: {err}") from None
