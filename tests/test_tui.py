@@ -450,12 +450,12 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
         await opened(app, pilot)
         loss = app.screen.query_one("#panel-loss", MetricPanel)
         assert app.dashboard.incident.step == 500 and app.dashboard.incident.segment == 0
-        assert loss.steps.max() == 599 and loss.value_at(500) == 9.0
+        assert loss.steps.max() == 599 and loss.value_at(500) == (9.0, 500)
         assert "segment 0" in str(app.screen.query_one("#status").render())
         await pilot.press("n")
         assert app.dashboard.incident.step == 800 and app.dashboard.segment == 1
-        assert loss.steps.max() == 900 and loss.value_at(800) == 4.5
-        assert loss.value_at(500) < 3.2                   # the rolled-back spike is not this history
+        assert loss.steps.max() == 900 and loss.value_at(800) == (4.5, 800)
+        assert loss.value_at(500)[0] < 3.2                   # the rolled-back spike is not this history
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
 
 
@@ -471,7 +471,7 @@ async def test_another_segments_incident_picked_before_the_hand_over_is_drawn_on
         assert app.dashboard.incident.step == 800 and app.dashboard.segment == 0     # its history is not here yet
         await handed_over(app, pilot)
         await pilot.pause()
-        assert app.dashboard.segment == 1 and loss.steps.max() == 900 and loss.value_at(800) == 4.5
+        assert app.dashboard.segment == 1 and loss.steps.max() == 900 and loss.value_at(800) == (4.5, 800)
 
 
 @pytest.mark.asyncio
@@ -492,3 +492,38 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
         ghost_steps = [x for x in drawn.ghost[0] if x == x]           # NaN: where the pen lifts
         steps = [x for x in drawn.line[0] if x == x]
         assert 600 in ghost_steps and max(ghost_steps) <= max(steps)   # zoomed alike
+
+
+@pytest.mark.asyncio
+async def test_the_status_line_says_nan_at_a_nan_step_and_where_a_value_was_logged(tmp_path):
+    """fp16-overflow's loss is NaN from step 250 to 261: at the incident the status line says
+    NaN (not step 262's loss), the loss panel lifts its pen there; between two logged steps of
+    a sparse log a value says the step it was logged at."""
+    import json
+    app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "fp16-overflow")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        status = str(app.screen.query_one("#status").render())
+        assert "nan at step 250" in status and "cursor 250  loss=NaN" in status, status
+        loss = app.screen.query_one("#panel-loss", MetricPanel)
+        assert loss.value_at(255)[1] == 255 and loss.value_at(255)[0] != loss.value_at(255)[0]
+        assert loss.value_at(262)[0] == loss.value_at(262)[0]
+    rows = [{"step": s, "loss": 2.0 - s / 1e4 if s != 700 else float("nan")} for s in range(0, 1500, 100)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    app = PostmortemApp(session=Session.read(str(tmp_path)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        assert "cursor 700  loss=NaN" in str(app.screen.query_one("#status").render())
+        await pilot.press("left")
+        assert "cursor 699  loss=1.94@600" in str(app.screen.query_one("#status").render())
+
+
+@pytest.mark.asyncio
+async def test_a_run_whose_loss_was_not_found_is_not_called_clean(tmp_path):
+    lines = ["step,objective"] + [f"{s},{2 - s / 1000}" for s in range(300)]
+    (tmp_path / "m.csv").write_text("\n".join(lines) + "\n")
+    app = PostmortemApp(session=Session.read(str(tmp_path / "m.csv")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        status = str(app.screen.query_one("#status").render())
+        assert "no loss was read" in status and "no NaN, no spike" not in status, status

@@ -62,10 +62,10 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
     segment = first.segment if first else int(log.frame.segment.max())
     resumed = len(log.segments()) > 1
     history = segment_history(log, segment) if resumed else log.frame
-    panels = [(panel, column, *plain(*series(history, column)), log_scale) for panel, column, log_scale in PANELS
+    panels = [(panel, column, *plain(*series(log, history, column)), log_scale) for panel, column, log_scale in PANELS
               if column in log.frame and log.frame[column].notna().any()]
     names = [name for name in log.metrics if name.startswith("grad_norm/")][:max_layers]
-    layers = [(name, *plain(*series(history, name))) for name in names]
+    layers = [(name, *plain(*series(log, history, name))) for name in names]
     incidents = [IncidentRow(i.step, i.kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
                              i.hypotheses[0].pattern if i.hypotheses else None,
                              i.hypotheses[0].score if i.hypotheses else None) for i in result.incidents]
@@ -81,12 +81,15 @@ def segment_history(log, segment: int):
     return effective_history(log, segment)
 
 
-def series(history, column: str):
-    """The steps and values of `column` in `history` (none there: empty), as numpy arrays."""
+def series(log, history, column: str):
+    """The steps and values of `column` in `history` (rows of `log.frame`; none there: empty),
+    as numpy arrays: every step it was logged at, a logged NaN included (a panel lifts its
+    pen there, and its value at that step is NaN, not the next one's)."""
     import numpy as np
     if column not in history:
         return np.array([], dtype=np.int64), np.array([])
-    rows = history[history[column].notna()]
+    logged = history[column].notna().to_numpy() | log.nan_mask(column)[history.index.to_numpy()]
+    rows = history[logged]
     return rows.step.to_numpy(), rows[column].to_numpy(dtype=float)
 
 
@@ -102,7 +105,7 @@ def ghost(other) -> tuple | None:
     frame = segment_history(other, int(other.frame.segment.max())) if len(other.frame) else other.frame
     if "loss" not in frame:
         return None
-    return (other.run_id, *plain(*series(frame, "loss")))
+    return (other.run_id, *plain(*series(other, frame, "loss")))
 
 
 # -- the first frame's plots, made where numpy is already paid for ----------------------------

@@ -215,7 +215,7 @@ class DashboardScreen(Screen):
         self.segment = segment
         history = segment_history(log, segment) if self.view.resumed else log.frame
         for panel in self.query(MetricPanel):
-            panel.set_data(*series(history, panel.column))
+            panel.set_data(*series(log, history, panel.column))
 
     def on_resize(self, event) -> None:
         self.fit_panels()
@@ -276,9 +276,11 @@ class DashboardScreen(Screen):
         """The incident marked, the cursor and each panel's value there."""
         view = self.view
         if not view.incidents:
+            if not any(column == "loss" for _, column, *_ in view.panels):     # nothing judged it
+                return f"{view.run_id}: no incident in what was read, but no loss was read (--loss COLUMN names it)"
             return f"{view.run_id}: no incident (no NaN, no spike, no divergence)"
         inc, current = self.incident, self.session.current
-        values = "  ".join(f"{p.column}={_fmt(p.value_at(self.cursor))}" for p in panels
+        values = "  ".join(f"{p.column}={_at(p.value_at(self.cursor), self.cursor)}" for p in panels
                            if self.cursor is not None)
         which = ", the largest" if len(view.incidents) > 1 and current == view.largest else ""
         if view.resumed:
@@ -382,6 +384,10 @@ class DashboardScreen(Screen):
         self.app.push_screen(LessonsScreen(self.session.kb_root, self.session.log, self.session.incident))
 
 
-def _fmt(v) -> str:
-    # as the document and the editor write numbers
-    return "-" if v is None else number(float(v))
+def _at(logged: tuple[float, int] | None, cursor: int) -> str:
+    """A panel's value at the cursor, as the document and the editor write numbers; when
+    nothing was logged at the cursor's step, the last value before it and its step."""
+    if logged is None:
+        return "-"
+    value, step = logged
+    return number(value) if step == cursor else f"{number(value)}@{step}"

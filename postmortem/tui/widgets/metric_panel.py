@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_right
 
 from textual_plotext import PlotextPlot
 
@@ -63,11 +63,13 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self._spacings.pop("run", None)
         self._drawn = None
 
-    def value_at(self, step: int) -> float | None:
-        if not len(self._steps):
+    def value_at(self, step: int) -> tuple[float, int] | None:
+        """(value, the step it was logged at): at `step` when it was logged there (a NaN
+        too), else the last one logged before it; None before the first."""
+        i = bisect_right(self._steps, step) - 1
+        if i < 0:
             return None
-        i = min(bisect_left(self._steps, step), len(self._steps) - 1)
-        return float(self._values[i])
+        return float(self._values[i]), int(self._steps[i])
 
     def _points(self, width: int) -> tuple[tuple, tuple | None]:
         """This run's decimated points and the gray run's, cached together per window, width
