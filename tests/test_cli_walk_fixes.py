@@ -13,3 +13,13 @@ def test_a_missing_post_mortem_is_named_once(tmp_path):
     missing = tmp_path / "nonexistent.md"
     line = one_line_error(postmortem("check", missing))
     assert line == f"postmortem: error: {missing}: No such file or directory"
+
+
+def test_every_command_that_takes_a_learner_refuses_a_path_the_same_way(tmp_path):
+    doc = tmp_path / "d.md"
+    doc.write_text("not read: the name is refused first\n")
+    said = {command: one_line_error(postmortem(*args, "--learner", "../x"))
+            for command, args in {"new": ("new", SAMPLE), "commit": ("commit", doc),
+                                  "lessons": ("lessons", "--repo", tmp_path)}.items()}
+    assert len(set(said.values())) == 1, said
+    assert "learner name '../x' is not a plain name" in said["lessons"]

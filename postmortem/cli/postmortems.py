@@ -17,6 +17,13 @@ def _doc(path: str):
     return read(path)
 
 
+def _learner(name: str | None) -> str | None:
+    """A learner name as typed, refused in one line (exit 2) by every command that takes one
+    unless it is a plain name: it becomes the folder learners/NAME/."""
+    from postmortem.kb.lessons import check_learner
+    return None if name is None else check_learner(name)
+
+
 def _json(data) -> None:
     """The one JSON document a command prints on stdout with --json."""
     print(json.dumps(data, indent=2, allow_nan=False, default=str))
@@ -29,12 +36,8 @@ def _problem_list(problems) -> list[dict]:
 def cmd_new(args) -> int:
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
-    from postmortem.kb.lessons import check_learner
     from postmortem.run import read_run
-    try:
-        check_learner(args.learner)
-    except KBError as err:
-        raise KBError(f"{args.learner}: {err}") from None
+    _learner(args.learner)
     log = read_run(args.run, **read_options(args))
     against = [read_run(other) for other in args.against or []]
     if args.replay:
@@ -123,6 +126,7 @@ def cmd_commit(args) -> int:
     import git
 
     from postmortem.kb.repo import commit
+    _learner(args.learner)
     run = args.run
     pm, problems = _problems(args.file, run)
     if problems:
@@ -158,6 +162,7 @@ def cmd_commit(args) -> int:
 def cmd_lessons(args) -> int:
     from postmortem.kb.lessons import group_by_pattern, query, read_all
     from postmortem.kb.repo import kb_root
+    _learner(args.learner)
     root = kb_root(Path(args.repo or "."))
     # the TUI's filter, spelled as options: pattern:X learner:Y and free text
     asked = " ".join(x for x in (args.pattern and f"pattern:{args.pattern}",
