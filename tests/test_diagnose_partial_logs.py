@@ -45,3 +45,29 @@ def test_the_wordlm_divergence_peaks_at_step_11349_not_at_the_last_step(real_run
              if i.kind == "divergence"]
     assert inc.symptoms.peak_loss == pytest.approx(17.34, abs=0.01)
     assert inc.symptoms.peak_step == 11349
+
+
+# --- 2. "the loss moves early" needs a log that covers the start of training ---------
+
+def flat_rows(first: int, every: int = 1, n: int = 400, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    return [{"step": first + k * every, "loss": float(6.0 + 0.01 * rng.standard_normal())} for k in range(n)]
+
+
+def test_a_flat_loss_logged_from_step_0_fails_a6(tmp_path):
+    assert checks(analyze(write(tmp_path, flat_rows(0))))["A6"].status == "fail"
+
+
+def test_a_log_that_starts_late_cannot_say_the_loss_moved_early(tmp_path):
+    a6 = checks(analyze(write(tmp_path, flat_rows(29020, every=10))))["A6"]
+    assert a6.status == "skipped" and "starts at step 29020" in a6.detail and "start of training" in a6.detail
+
+
+def test_a_log_whose_first_line_is_one_interval_in_covers_the_start(tmp_path):
+    """A log every 50 steps writes its first line at step 49 or 50: that is the start."""
+    assert checks(analyze(write(tmp_path, flat_rows(49, every=50))))["A6"].status == "fail"
+
+
+def test_bloom_13b_chronicles_from_step_29020_skips_a6(real_runs):
+    a6 = checks(analyze(read_run(real_runs / "bloom-tr1-13B-chronicles")))["A6"]
+    assert a6.status == "skipped" and "29020" in a6.detail

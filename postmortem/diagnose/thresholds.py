@@ -21,6 +21,9 @@ class Thresholds(BaseModel):
     clipping_share_max: float = 0.9          # clipped on more than 90% of steps: always clipping
     dead_grad_norm: float = 1e-6
     early_window: int = 200                  # loss must move over the first 200 steps
+    # a log starts at the start of training when its first step is at most this (or one
+    # logging interval: a log every 50 steps first writes at step 49 or 50)
+    log_start_max: int = 10
     early_min_drop: float = 0.05             # ... by at least 5%
     val_gap_max: float = 0.5                 # val - train above 50% of train: overfitting or leak
     # tree B: dynamics

@@ -13,6 +13,7 @@ import numpy as np
 
 from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose import detect
+from postmortem.diagnose.series import interval
 from postmortem.diagnose.models import Check
 
 Outcome = tuple[str, str]            # (status, detail)
@@ -58,7 +59,7 @@ def a_start_loss(ctx: Context) -> Outcome:
     if why := from_trained(ctx):
         return skip(why)
     steps, loss = ctx.series("loss", 0)
-    if steps[0] > 10:
+    if steps[0] > ctx.th.log_start_max:
         return skip(f"the log starts at step {steps[0]}")
     d = loss[0] - ctx.ln_v
     ok = abs(d) <= ctx.th.start_loss_vs_ln_v
@@ -71,7 +72,7 @@ def a_first_grad_norm(ctx: Context) -> Outcome:
     if why := from_trained(ctx):
         return skip(why)
     steps, gn = ctx.series("grad_norm", 0)
-    if steps[0] > 10:
+    if steps[0] > ctx.th.log_start_max:
         return skip(f"the log starts at step {steps[0]}")
     ok = ctx.th.first_grad_norm_min <= gn[0] <= ctx.th.first_grad_norm_max
     return ("pass" if ok else "fail"), f"grad norm {_fmt(gn[0])} at step {steps[0]}"
@@ -152,10 +153,25 @@ def a_grad_regime(ctx: Context) -> Outcome:
     return ("pass" if ok else "fail"), f"grad norm above clip {clip:g} on {share:.0%} of steps"
 
 
+def _starts_late(ctx: Context, steps: np.ndarray) -> int | None:
+    """The first logged step of a log that does not cover the start of training (an
+    excerpt, a run resumed into a fresh log), else None: later than `log_start_max` and
+    than one logging interval."""
+    if not len(steps):
+        return None
+    first = int(steps[0])
+    every = interval(steps) if len(steps) > 1 else 0.0
+    return first if first > max(ctx.th.log_start_max, every) else None
+
+
 def a_loss_moves(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     steps, loss = ctx.series("loss", 0)
+    # "early" is early in training: a log that starts later cannot say the loss moved then
+    if (first := _starts_late(ctx, steps)) is not None:
+        return skip(f"the log starts at step {first}, not at the start of training: it cannot "
+                    "say whether the loss moved early")
     early = np.isfinite(loss) & (steps <= steps[0] + ctx.th.early_window)
     if early.sum() < 5:
         return skip(f"{int(early.sum())} losses logged in the first {ctx.th.early_window} steps, needs 5")
