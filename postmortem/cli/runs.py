@@ -35,8 +35,25 @@ def cmd_info(args) -> int:
     return 0
 
 
+def writable(out: str, force: bool) -> None:
+    """Refuse, before any work, an output that is a folder, that exists (without --force), or
+    whose folder does not exist: the table is written only where the user meant."""
+    from pathlib import Path
+
+    from postmortem.errors import UsageError
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"{out}: is a folder; name the file to write")
+    if path.exists() and not force:
+        raise UsageError(f"{out}: exists; --force overwrites it")
+    if not path.parent.is_dir():         # never made: a typo in a folder name is said, not created
+        why = "is not a folder" if path.parent.exists() else "does not exist"
+        raise UsageError(f"cannot write {out}: the folder {path.parent} {why}")
+
+
 def cmd_export(args) -> int:
     from postmortem.run.export import export
+    writable(args.output, args.force)
     log = _read(args)
     out = export(log, args.output)
     print(f"wrote {out} ({len(log.frame)} rows, {len(log.metrics)} metrics)", file=sys.stderr)
@@ -118,7 +135,8 @@ def register(sub) -> None:
                     ("postmortem export train.log -o clean.parquet",
                      "postmortem export runs/r17 -o r17.csv"))
     p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="FILE.csv, FILE.parquet or FILE.jsonl")
+                   help="FILE.csv, FILE.parquet or FILE.jsonl, in a folder that exists")
+    p.add_argument("--force", action="store_true", help="overwrite FILE")
     add_json(p, "what was written")
     p.set_defaults(func=cmd_export)
     p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes",
