@@ -71,3 +71,29 @@ def test_a_log_whose_first_line_is_one_interval_in_covers_the_start(tmp_path):
 def test_bloom_13b_chronicles_from_step_29020_skips_a6(real_runs):
     a6 = checks(analyze(read_run(real_runs / "bloom-tr1-13B-chronicles")))["A6"]
     assert a6.status == "skipped" and "29020" in a6.detail
+
+
+# --- 3. a val loss is compared with the train loss near it, not a stale median --------
+
+def test_a_val_loss_is_compared_with_the_train_loss_logged_just_before_it(tmp_path):
+    """A train loss logged every 500 steps falling 1.0 -> 0.008, a val at step 3100 just
+    under the last train loss: no leak (the median of the whole log is far above both)."""
+    rows = [{"step": s, "loss": v} for s, v in zip(range(500, 3001, 500), (1.0, 0.5, 0.1, 0.03, 0.012, 0.008))]
+    rows.append({"step": 3100, "val_loss": 0.0075})
+    a7 = checks(analyze(write(tmp_path, rows)))["A7"]
+    assert a7.status == "pass" and "train 0.008 (step 3000)" in a7.detail
+
+
+def test_an_overfit_is_judged_on_the_last_epochs_not_the_whole_run(tmp_path):
+    """Per-epoch losses: the val loss at epoch 28 against the train losses of the last few
+    epochs (about 0.05), not the median of twenty epochs back to 0.4."""
+    train = np.r_[np.linspace(0.8, 0.1, 20), np.linspace(0.09, 0.05, 9)]
+    rows = [{"step": e, "loss": float(v), "val_loss": 0.3} for e, v in enumerate(train)]
+    a7 = checks(analyze(write(tmp_path, rows)))["A7"]
+    last = float(np.median(train[-5:]))
+    assert a7.status == "fail" and f"train {last:.4g} (the median of steps 24-28)" in a7.detail
+
+
+def test_the_lain_val_at_3100_is_compared_with_the_train_loss_at_3000(real_runs):
+    a7 = checks(analyze(read_run(real_runs / "hf-trainer-tb-serial-lain" / "runs")))["A7"]
+    assert a7.status == "pass" and "0.0081 (step 3000)" in a7.detail and "leak" not in a7.detail

@@ -26,6 +26,10 @@ class Thresholds(BaseModel):
     log_start_max: int = 10
     early_min_drop: float = 0.05             # ... by at least 5%
     val_gap_max: float = 0.5                 # val - train above 50% of train: overfitting or leak
+    # the train level a val loss is compared to: the median of the last few train losses
+    # logged in the steps just before it (the last one before it where none is that near)
+    val_train_window: int = 100
+    val_train_points: int = 5
     # tree B: dynamics
     spike_window: int = 100                  # steps before the point
     # a spike stands out of the larger of the window's std and the series' own step-to-step

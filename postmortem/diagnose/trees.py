@@ -182,23 +182,37 @@ def a_loss_moves(ctx: Context) -> Outcome:
     return ("pass" if ok else "fail"), f"loss {_fmt(head)} -> {_fmt(tail)} over the first {ctx.th.early_window} steps"
 
 
+def train_level_at(ctx: Context, step: int) -> tuple[float, str] | None:
+    """The train loss near `step`, and where it was read: the median of the last
+    `val_train_points` finite train losses in the `val_train_window` steps up to it, else
+    the last one logged before it (the first after it when none is before)."""
+    ts, tl = ctx.finite("loss")
+    if not len(tl):
+        return None
+    end = int(np.searchsorted(ts, step, side="right"))
+    lo = max(int(np.searchsorted(ts, step - ctx.th.val_train_window, side="left")),
+             end - ctx.th.val_train_points)
+    if lo >= end:                         # nothing that near: the nearest line before (or after)
+        lo, end = (end - 1, end) if end else (0, 1)
+    near, at = tl[lo:end], ts[lo:end]
+    where = f"step {at[0]}" if len(near) == 1 else f"the median of steps {at[0]}-{at[-1]}"
+    return float(np.median(near)), where
+
+
 def a_val_gap(ctx: Context) -> Outcome:
     if not ctx.has("val_loss") or not ctx.has("loss"):
         return skip("no validation loss")
-    f = ctx.frame
     vs, vl = ctx.series("val_loss")
-    ts, tl = ctx.finite("loss")
-    if not len(tl):
-        return skip("no finite training loss")
     v, step = vl[-1], vs[-1]
-    near = tl[max(0, np.searchsorted(ts, step) - 20):np.searchsorted(ts, step) + 1]
-    t = np.median(near) if len(near) else tl[-1]
+    level = train_level_at(ctx, int(step))
+    if level is None:
+        return skip("no finite training loss")
+    t, where = level
     gap = (v - t) / abs(t)
     if gap < -ctx.th.val_gap_max:
-        return "fail", f"val {_fmt(v)} far below train {_fmt(t)} at step {step}: a leak?"
-    del f
+        return "fail", f"val {_fmt(v)} at step {step} far below train {_fmt(t)} ({where}): a leak?"
     ok = gap <= ctx.th.val_gap_max
-    return ("pass" if ok else "fail"), f"val {_fmt(v)} vs train {_fmt(t)} at step {step}"
+    return ("pass" if ok else "fail"), f"val {_fmt(v)} at step {step} vs train {_fmt(t)} ({where})"
 
 
 def a_weight_growth(ctx: Context) -> Outcome:
