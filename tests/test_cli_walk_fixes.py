@@ -3,6 +3,8 @@ real git repositories in tmp_path and the real CLI."""
 
 from pathlib import Path
 
+import pytest
+
 from cli_run import one_line_error, postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,5 +38,39 @@ def test_export_refuses_a_missing_folder_and_an_existing_file_without_force(tmp_
     assert out.read_text() == "mine\n"
     r = postmortem("export", SAMPLE, "-o", out, "--force")
     assert r.returncode == 0, r.stderr
-    assert out.read_text().startswith("segment,step") or "loss" in out.read_text().splitlines()[0]
+    assert '"loss"' in out.read_text().splitlines()[0].split(",")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]      # no temporary left beside it
+
+
+def test_new_takes_the_incident_nearest_the_step_and_says_so(tmp_path):
+    out = tmp_path / "d.md"
+    r = postmortem("new", SAMPLE, "--learner", "ada", "--step", "400", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert ("postmortem: no incident at step 400; took the nearest, the spike at step 250 "
+            "(incidents at 250)") in r.stderr
+    assert "spike_step: 250" in out.read_text()
+    exact = postmortem("new", SAMPLE, "--learner", "ada", "--step", "250", "-o", tmp_path / "e.md")
+    assert exact.returncode == 0 and "nearest" not in exact.stderr
+
+
+def test_the_incidents_listed_are_all_counted(real_runs, tmp_path):
+    """modded-nanogpt-muon has ten incidents: the two past the eighth are said, not dropped."""
+    r = postmortem("new", real_runs / "modded-nanogpt-muon", "--learner", "ada", "--step", "4000",
+                   "-o", tmp_path / "m.md")
+    assert r.returncode == 0, r.stderr
+    assert "took the nearest, the spike at step 3473" in r.stderr
+    assert "5335 and 2 more)" in r.stderr
+
+
+@pytest.mark.slow
+def test_replay_takes_the_incident_nearest_the_step_and_says_so():
+    r = postmortem("replay", SAMPLE, "--step", "400", "--arms", "faithful", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert "postmortem: no incident at step 400; took the nearest, the spike at step 250" in r.stderr
+    assert "spike at step 250, replayed from checkpoint 200" in r.stdout
+
+
+def test_a_list_cut_short_says_how_many_more():
+    from postmortem.document.lint import listed
+    assert listed(list(range(10)), 8) == "0, 1, 2, 3, 4, 5, 6, 7 and 2 more"
+    assert listed([919, 947]) == "919, 947" and listed([]) == ""

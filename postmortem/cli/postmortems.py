@@ -40,22 +40,18 @@ def cmd_new(args) -> int:
     _learner(args.learner)
     log = read_run(args.run, **read_options(args))
     against = [read_run(other) for other in args.against or []]
+    inc = _incident(log, args.step, against)
+    done = None
     if args.replay:
         # the replay runs here, and the document is handed its result
-        from postmortem.diagnose.analyze import analyze
-        from postmortem.document.draft import pick_incident
         from postmortem.replay.engine import Replayer
-        incidents = analyze(log, against=against).incidents
-        inc = pick_incident(incidents, args.step, log.source.path)
         done = Replayer(log, inc, "cpu").replay()
-        pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done)
-    else:
-        pm = draft(log, args.learner, args.step, against=against)
+    pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         raise DocumentError(f"{out}: exists; --force overwrites it")
     from postmortem.files import atomic_write
-    pm = _with_figure(pm, out, log, done if args.replay else None)
+    pm = _with_figure(pm, out, log, done)
     atomic_write(out, render(pm))
     shown = f" and its figure {out.with_name(pm.figure)}" if pm.figure else ""
     print(f"wrote {out}{shown}: {pm.incident} at step {pm.spike_step}, "
@@ -66,6 +62,19 @@ def cmd_new(args) -> int:
                "hypotheses": [h.pattern for h in pm.hypotheses],
                "figure": str(out.with_name(pm.figure)) if pm.figure else None})
     return 0
+
+
+def _incident(log, step: int | None, against: list):
+    """The incident nearest --step (the largest without one), said on stderr when it is not
+    at the step asked."""
+    from postmortem.diagnose.analyze import analyze
+    from postmortem.document.draft import nearest_note, pick_incident
+    incidents = analyze(log, against=against).incidents
+    inc = pick_incident(incidents, step, log.source.path)
+    note = nearest_note(incidents, step, inc)
+    if note:
+        print(f"postmortem: {note}", file=sys.stderr)
+    return inc
 
 
 def _with_figure(pm, out: Path, log, replayed=None):
@@ -241,8 +250,8 @@ def register(sub) -> None:
     p.add_argument("run", metavar="RUN", help="a run directory or a log file")
     p.add_argument("--learner", required=True, metavar="NAME",
                    help="who writes it: the post-mortem goes to learners/NAME/ when committed")
-    p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest, "
-                                            "the one the dashboard opens on)")
+    p.add_argument("--step", type=int, help="the incident nearest this step, said when not at it "
+                                            "(default: the largest, the one the dashboard opens on)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: DATE-RUN.md here)")
     add_format(p)
     add_columns(p, step_flag=False)         # --step here is the incident's step

@@ -13,7 +13,7 @@ def cmd_replay(args) -> int:
     import threading
 
     from postmortem.diagnose.analyze import analyze
-    from postmortem.document.draft import pick_incident
+    from postmortem.document.draft import nearest_note, pick_incident
     from postmortem.replay.arms import NAMES as ARMS
     from postmortem.replay.distributed import check_nproc, check_world, launch
     from postmortem.replay.engine import Replayer
@@ -29,7 +29,11 @@ def cmd_replay(args) -> int:
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
     log = read_run(args.run, format=args.format)
-    inc = pick_incident(analyze(log).incidents, args.step, args.run)
+    incidents = analyze(log).incidents
+    inc = pick_incident(incidents, args.step, args.run)
+    note = nearest_note(incidents, args.step, inc)
+    if note:
+        print(f"postmortem: {note}", file=sys.stderr)
     check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -90,7 +94,8 @@ def register(sub) -> None:
                  "postmortem replay runs/r17 --step 4200 --arms swap-batch,fp32 --device cuda",
                  "postmortem replay runs/r17 --json > evidence.json"))
     p.add_argument("run", metavar="RUN", help="a run recorded with a replay entry point and checkpoints")
-    p.add_argument("--step", type=int, help="the incident nearest this step (default: the largest)")
+    p.add_argument("--step", type=int, help="the incident nearest this step, said when not at it "
+                                            "(default: the largest)")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when there is one")
     p.add_argument("--arms", help="comma-separated: faithful,fp32,scheduled-lr,restored-moments,"
                                   "swap-batch,earlier-checkpoint (default: all)")

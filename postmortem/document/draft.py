@@ -7,7 +7,7 @@ from datetime import date as Date
 from postmortem.diagnose.analyze import analyze
 from postmortem.diagnose.models import SPIKE_PATTERNS, Evidence, Incident, worst
 from postmortem.diagnose.signature import of_incident
-from postmortem.document.lint import panel_has_data
+from postmortem.document.lint import listed, panel_has_data
 from postmortem.document.model import HypothesisEntry, PostMortem
 from postmortem.errors import IncidentError
 from postmortem.files import safe_name
@@ -15,15 +15,21 @@ from postmortem.run import RunLog
 
 
 def pick_incident(incidents: list[Incident], step: int | None, path: str) -> Incident:
+    """The incident nearest `step` (the earlier of two as near), or with no step the one the
+    dashboard opens on; `nearest_note` says when it is not at the step asked."""
     if not incidents:
         raise IncidentError(f"{path}: no incident to write a post-mortem about (analyze found none)")
     if step is None:
         return incidents[worst(incidents)]      # the one the dashboard opens on
-    best = min(incidents, key=lambda i: abs(i.step - step))
-    if abs(best.step - step) > 50:
-        steps = ", ".join(str(i.step) for i in incidents[:8])
-        raise IncidentError(f"{path}: no incident near step {step} (incidents at {steps})")
-    return best
+    return min(incidents, key=lambda i: (abs(i.step - step), i.step))
+
+
+def nearest_note(incidents: list[Incident], step: int | None, taken: Incident) -> str | None:
+    """One line for the user when the incident taken is not at the step asked, else None."""
+    if step is None or taken.step == step:
+        return None
+    return (f"no incident at step {step}; took the nearest, the {taken.kind} at step {taken.step} "
+            f"(incidents at {listed([i.step for i in incidents])})")
 
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,

@@ -34,6 +34,12 @@ def _sentences(text: str) -> int:
     return max(1, len(_SENTENCE_END.findall(cleaned.strip())))
 
 
+def listed(items: list, most: int = 8) -> str:
+    """`a, b, c` of the first `most` items, then `and N more`: a list is never cut silently."""
+    shown = ", ".join(str(x) for x in items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
 def panel_has_data(run_log, panel: str) -> bool:
     cols = BY_ID[panel].columns if panel in BY_ID else ()     # a cited panel must have data in the run
     for c in run_log.frame.columns:
@@ -162,7 +168,7 @@ def _against_run(pm: PostMortem, run_log) -> list[Problem]:
     result = analyze(run_log)
     match = [i for i in result.incidents if i.step == pm.spike_step]
     if not match:
-        steps = ", ".join(str(i.step) for i in result.incidents[:6]) or "none"
+        steps = listed([i.step for i in result.incidents], 6) or "none"
         return [Problem("Symptoms", f"the run has no incident at step {pm.spike_step} (incidents: {steps})")]
     want: Symptoms = match[0].symptoms
     problems = []
