@@ -97,3 +97,35 @@ def test_an_overfit_is_judged_on_the_last_epochs_not_the_whole_run(tmp_path):
 def test_the_lain_val_at_3100_is_compared_with_the_train_loss_at_3000(real_runs):
     a7 = checks(analyze(read_run(real_runs / "hf-trainer-tb-serial-lain" / "runs")))["A7"]
     assert a7.status == "pass" and "0.0081 (step 3000)" in a7.detail and "leak" not in a7.detail
+
+
+# --- 4. a dead gradient is no learning, never evidence of an LR too high -------------
+
+def dead_rows(n: int = 300, clipped: bool = False) -> list[dict]:
+    rng = np.random.default_rng(0)
+    return [{"step": s, "loss": float(10.3 + 0.02 * rng.standard_normal()),
+             "grad_norm": 5.0 if clipped else 0.0, "lr": 1e-3} for s in range(n)]
+
+
+def test_a_dead_gradient_points_to_bad_init_and_is_no_evidence_of_an_lr_too_high(tmp_path):
+    result = analyze(write(tmp_path, dead_rows()))
+    a5 = checks(result)["A5"]
+    assert a5.status == "fail" and "dead" in a5.detail and a5.leaf == "bad-init"
+    for inc in result.incidents:
+        for h in inc.hypotheses:
+            cited = [o.observation for o in h.supported_by]
+            assert (a5.detail in cited) == (h.pattern == "bad-init"), h.pattern
+
+
+def test_a_gradient_always_clipped_still_points_to_lr_too_high(tmp_path):
+    rows = dead_rows(clipped=True)
+    a5 = checks(analyze(write(tmp_path, rows, {"config": {"clip": 1.0}})))["A5"]
+    assert a5.status == "fail" and a5.leaf == "lr-too-high"
+
+
+def test_the_olmo_zero_gradient_is_not_evidence_for_lr_too_high(real_runs):
+    result = analyze(read_run(real_runs / "olmo-console-20m-zero-gradnorm-flatloss" / "train_fresh.log"))
+    assert checks(result)["A5"].leaf == "bad-init"
+    for inc in result.incidents:
+        lr = next(h for h in inc.hypotheses if h.pattern == "lr-too-high")
+        assert not any("dead" in o.observation for o in lr.supported_by)

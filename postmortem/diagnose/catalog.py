@@ -149,7 +149,8 @@ def _lr_high(ctx, ev, f, e) -> None:
               f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")
     checks = _checks(ctx)
     for cid in ("A5", "B4.3"):
-        if cid in checks and checks[cid].status == "fail":
+        # only a failure that leads here (a dead gradient leads to bad-init)
+        if cid in checks and checks[cid].status == "fail" and checks[cid].leaf == "lr-too-high":
             e.add(True, "w_grad_regime", "grad-norm", checks[cid].detail)
     if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
         e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth[0]}"
@@ -182,9 +183,9 @@ def _bad_init(ctx, ev, f, e) -> None:
         return
     checks = _checks(ctx)
     for cid, w, panel in (("A1", "w_start_loss", "loss"), ("A2", "w_first_grad", "grad-norm"),
-                          ("A8", "w_weight_growth", "weight-norm")):
+                          ("A5", "w_dead_grad", "grad-norm"), ("A8", "w_weight_growth", "weight-norm")):
         c = checks.get(cid)
-        if c and c.status == "fail":
+        if c and c.status == "fail" and c.leaf == "bad-init":
             e.add(True, w, panel, c.detail)
         elif c and c.status == "pass" and cid in ("A1", "A2"):
             e.add(False, w, panel, c.detail, half=True)

@@ -108,6 +108,7 @@ class Thresholds(BaseModel):
     w_late: float = 2.0
     w_start_loss: float = 3.0
     w_first_grad: float = 2.0
+    w_dead_grad: float = 1.0                 # A5: a gradient dead on most steps, nothing learns
     w_weight_growth: float = 1.0
 
     @classmethod

@@ -16,7 +16,8 @@ from postmortem.diagnose import detect
 from postmortem.diagnose.series import interval
 from postmortem.diagnose.models import Check
 
-Outcome = tuple[str, str]            # (status, detail)
+Outcome = tuple[str, str]            # (status, detail), or (status, detail, leaf) where a
+                                     # failure leads elsewhere than the node's own leaf
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,10 @@ def a_grad_regime(ctx: Context) -> Outcome:
     _, gn = ctx.finite("grad_norm")
     dead = (gn < ctx.th.dead_grad_norm).mean()
     if dead > 0.5:
-        return "fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead)"
+        # No gradient is no learning (a detached graph, frozen parameters, a zero init), the
+        # opposite of an LR too high; the catalog has no "bug" leaf, bad-init is the nearest
+        return ("fail", f"grad norm below {ctx.th.dead_grad_norm:g} on {dead:.0%} of steps (dead: "
+                "nothing learns; a detached graph, frozen parameters or a zero init)", DEAD_GRADIENT_LEAF)
     clip = ctx.facts.clip
     if not clip:
         return "pass", "not dead; clipping unknown (no clip in manifest.json nor the log's config)"
@@ -162,6 +166,9 @@ def _starts_late(ctx: Context, steps: np.ndarray) -> int | None:
     first = int(steps[0])
     every = interval(steps) if len(steps) > 1 else 0.0
     return first if first > max(ctx.th.log_start_max, every) else None
+
+
+DEAD_GRADIENT_LEAF = "bad-init"
 
 
 def a_loss_moves(ctx: Context) -> Outcome:
@@ -407,12 +414,12 @@ def walk(ctx: Context) -> list[Check]:
     """Every node of both trees, in order, with its outcome."""
     out = []
     for node in (*TREE_A, *TREE_B):
-        status, detail = node.test(ctx)
+        status, detail, *elsewhere = node.test(ctx)
         th = ", ".join(f"{t}={getattr(ctx.th, t)}" for t in node.thresholds) or None
         if node.id == "B1.1" and status == "fail" and ctx.log.dtype not in ("fp16",):
             leaf = "numerics"
         else:
-            leaf = node.leaf if status == "fail" else None
+            leaf = (elsewhere[0] if elsewhere else node.leaf) if status == "fail" else None
         question = node.question.format(**{t: getattr(ctx.th, t) for t in type(ctx.th).model_fields})
         out.append(Check(id=node.id, question=question, status=status, detail=detail,
                          threshold=th, leaf=leaf))
