@@ -527,3 +527,16 @@ async def test_a_run_whose_loss_was_not_found_is_not_called_clean(tmp_path):
         await opened(app, pilot)
         status = str(app.screen.query_one("#status").render())
         assert "no loss was read" in status and "no NaN, no spike" not in status, status
+
+
+@pytest.mark.asyncio
+async def test_an_incident_with_no_convincing_cause_shows_none(real_runs):
+    """Two grad-norm spikes that no hypothesis supports (analyze: "no convincing cause"): the
+    incidents table names no top cause, and the highlighted row says so."""
+    app = PostmortemApp(session=Session.read(str(real_runs / "buildnanogpt-stdout-124m-gnspikes")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        table = app.screen.query_one("#incidents")
+        assert table.row_count == 2
+        assert [str(table.get_row_at(i)[3]) for i in range(2)] == ["-", "-"]
+        assert "no convincing cause" in str(app.screen.query_one("#row-detail").render())

@@ -66,9 +66,12 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
               if column in log.frame and log.frame[column].notna().any()]
     names = [name for name in log.metrics if name.startswith("grad_norm/")][:max_layers]
     layers = [(name, *plain(*series(log, history, name))) for name in names]
+    # a top cause only where it has support (a score of 0 is none: `analyze` says "no
+    # convincing cause" there too)
+    tops = [i.hypotheses[0] if i.hypotheses and i.hypotheses[0].score > 0 else None for i in result.incidents]
     incidents = [IncidentRow(i.step, i.kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
-                             i.hypotheses[0].pattern if i.hypotheses else None,
-                             i.hypotheses[0].score if i.hypotheses else None) for i in result.incidents]
+                             top.pattern if top else None, top.score if top else None)
+                 for i, top in zip(result.incidents, tops)]
     checks = [CheckRow(c.id, c.status, c.detail, c.leaf) for c in result.checks]
     return FirstView(log.run_id, resumed, largest, segment, panels, layers,
                      ghost(others[0]) if others else None, incidents, checks, read_s)

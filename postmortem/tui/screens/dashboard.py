@@ -29,7 +29,8 @@ def incident_rows(view: FirstView) -> list[tuple]:
 
 def incident_detail(row) -> str:
     step, kind, rise, top, score, metric = row
-    return f"{kind} of {metric} at step {step}: rise {rise}, top cause {top} (score {score}); enter marks it"
+    cause = f"top cause {top} (score {score})" if top != "-" else "no convincing cause"
+    return f"{kind} of {metric} at step {step}: rise {rise}, {cause}; enter marks it"
 
 
 class DashboardScreen(Screen):
