@@ -129,3 +129,34 @@ def test_the_olmo_zero_gradient_is_not_evidence_for_lr_too_high(real_runs):
     for inc in result.incidents:
         lr = next(h for h in inc.hypotheses if h.pattern == "lr-too-high")
         assert not any("dead" in o.observation for o in lr.supported_by)
+
+
+# --- 5. "around the incident" is a line away on a sparse log --------------------------
+
+def sparse_fp16_rows(every: int) -> list[dict]:
+    """A line every `every` steps: the scale halves 4 times over the two lines before a NaN
+    at line 7 and 5 times on the line after it."""
+    scale = {5: 8192.0, 6: 4096.0, 7: 4096.0}
+    rows = []
+    for k in range(16):
+        s = k * every
+        rows.append({"step": s, "loss": float("nan") if k == 7 else 6.0 - 0.01 * k,
+                     "loss_scale": scale.get(k, 65536.0 if k < 5 else 128.0)})
+    return rows
+
+
+def fp16_of_the_nan(result):
+    [nan] = [i for i in result.incidents if i.kind == "nan"]
+    return next(h for h in nan.hypotheses if h.pattern == "fp16-overflow")
+
+
+def test_a_cascade_one_line_before_a_nan_of_a_sparse_log_is_around_it(tmp_path):
+    fp16 = fp16_of_the_nan(analyze(write(tmp_path, sparse_fp16_rows(100), {"dtype": "fp16"})))
+    assert any("from step 500 to step 600" in o.observation for o in fp16.supported_by)
+    assert not any("no loss-scale cascade" in o.observation for o in fp16.contradicted_by)
+
+
+def test_the_chinese_transformer_xl_nan_at_700_sees_the_cascade_before_it(real_runs):
+    fp16 = fp16_of_the_nan(analyze(read_run(real_runs / "issue-chinese-transformer-xl-7-lossscale-nan")))
+    assert any("loss scale 64 -> 4" in o.observation for o in fp16.supported_by)
+    assert not any("no loss-scale cascade" in o.observation for o in fp16.contradicted_by)

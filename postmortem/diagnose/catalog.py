@@ -80,7 +80,7 @@ def _fp16(ctx, ev, f, e) -> None:
                 if c.notes["from"] == c.notes["from"] else f"{c.notes['skipped']:.0f} overflow skips")
         e.add(True, "w_cascade", "loss-scale", f"{what} from step {c.step} to step {c.peak_step}")
     elif ctx.has("loss_scale"):
-        probes = [p for p in ctx.probes if abs(p - ev.step) <= 20]
+        probes = [p for p in ctx.probes if abs(p - ev.step) <= ctx.around(ev.segment)]
         e.add(False, "w_no_cascade", "loss-scale", "no loss-scale cascade around the incident"
               + (f" (a routine probe at step {probes[0]})" if probes else ""))
     if f.skipped:

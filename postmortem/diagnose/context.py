@@ -10,7 +10,7 @@ import numpy as np
 
 from postmortem.diagnose import detect
 from postmortem.diagnose.nan import nan_rows, overflow_rows
-from postmortem.diagnose.series import effective_history, segment_rows
+from postmortem.diagnose.series import effective_history, interval, segment_rows
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -28,6 +28,7 @@ class Context:
     _finite: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _rows: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _histories: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _around: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def frame(self):
@@ -93,6 +94,17 @@ class Context:
         if segment not in cache:
             cache[segment] = effective_history(self.log, segment) if segment else \
                 self.frame.iloc[:int(np.searchsorted(self.frame.segment.to_numpy(), 1))]
+        return cache[segment]
+
+    def around(self, segment: int) -> float:
+        """How far "around an incident" reaches in a segment, in steps: `near_steps`, or
+        `near_lines` logging intervals where the log is sparser (its neighbours are a line
+        away), cached."""
+        cache = self._around
+        if segment not in cache:
+            steps = self.history(segment).step.to_numpy()
+            every = interval(steps) if len(steps) > 1 else 0.0
+            cache[segment] = max(float(self.th.near_steps), self.th.near_lines * every)
         return cache[segment]
 
     @cached_property

@@ -88,6 +88,15 @@ def _near(steps, lo, hi):
     return (steps >= lo) & (steps <= hi)
 
 
+def nearest_cascade(ctx: Context, ev: Event) -> Event | None:
+    """The loss-scale cascade around the incident (within `ctx.around` steps of its span),
+    the nearest; of two as near, the one before it (a cause comes first)."""
+    margin = ctx.around(ev.segment)
+    near = [(max(0, c.step - ev.last, ev.step - c.last), c.step > ev.step, c) for c in ctx.cascades
+            if c.segment == ev.segment and c.step <= ev.last + margin and ev.step - margin <= c.last]
+    return min(near, key=lambda t: t[:2])[2] if near else None
+
+
 def measure(ctx: Context, ev: Event) -> Features:
     f = Features()
     h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, ev.last + 50)
@@ -114,9 +123,7 @@ def measure(ctx: Context, ev: Event) -> Features:
     for r in ctx.resumes:
         if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
             f.after_resume = (ev.step - r["step"], r["step"], r["how"])
-    for c in ctx.cascades:
-        if c.segment == ev.segment and c.step <= ev.last + 20 and ev.step - 20 <= c.last:
-            f.cascade = c
+    f.cascade = nearest_cascade(ctx, ev)
     if "skipped" in h:
         f.skipped = float(h[_near(st, ev.step, ev.last + 5)].skipped.fillna(0).sum())
     if "batch_hash" in h and h.batch_hash.notna().any():

@@ -63,6 +63,8 @@ class Thresholds(BaseModel):
     long_tail_grad_ratio: float = 30.0       # grad norm at the spike over its rolling mean
     lr_jump_ratio: float = 1.5               # LR step-to-step change that is not a schedule
     after_resume_steps: int = 20
+    near_steps: int = 20                     # "around the incident": this many steps ...
+    near_lines: float = 1.5                  # ... or this many logging intervals (a sparse log)
     cross_run_steps: int = 2                 # another run's spike this close is at the same step
     low_confidence_score: float = 0.5
     low_confidence_margin: float = 0.15
