@@ -74,3 +74,16 @@ def test_a_list_cut_short_says_how_many_more():
     from postmortem.document.lint import listed
     assert listed(list(range(10)), 8) == "0, 1, 2, 3, 4, 5, 6, 7 and 2 more"
     assert listed([919, 947]) == "919, 947" and listed([]) == ""
+
+
+def test_commit_refuses_a_draft_of_another_learner(tmp_path):
+    import git
+
+    from worked_example import as_learners
+    kb = tmp_path / "kb"
+    git.Repo.init(kb, initial_branch="main")
+    doc = as_learners(tmp_path / "drafts", "ada")
+    line = one_line_error(postmortem("commit", doc, "--learner", "bob", "--repo", kb))
+    assert line == (f"postmortem: error: {doc}: the draft belongs to ada (front matter `learner: ada`); "
+                    "commit it with --learner ada, or change `learner:` in it to bob")
+    assert not (kb / "learners").exists()

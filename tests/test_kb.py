@@ -11,12 +11,19 @@ from pathlib import Path
 import git
 import pytest
 
+from worked_example import as_learners
 from postmortem.kb.lessons import Lesson, append, parse_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"
 IDENTITY = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
             "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}
+
+
+@pytest.fixture(autouse=True)
+def _example_as_adas(tmp_path_factory, monkeypatch):
+    """EXAMPLE is the worked example as ada's draft: commit refuses it as another learner's."""
+    monkeypatch.setattr(sys.modules[__name__], "EXAMPLE", as_learners(tmp_path_factory.mktemp("example")))
 
 
 @pytest.fixture
@@ -96,7 +103,7 @@ def test_refusals(kb, tmp_path):
     assert dirty.returncode == 2 and "uncommitted changes" in dirty.stderr
     repo.git.checkout("--", "learners/ada/lessons.md")
     repo.git.checkout(repo.head.commit.hexsha)                                     # detached
-    detached = pm("commit", EXAMPLE, "--learner", "bob", cwd=root)
+    detached = pm("commit", EXAMPLE, "--learner", "ada", cwd=root)
     assert detached.returncode == 2 and "detached" in detached.stderr
     assert run.exists()
 

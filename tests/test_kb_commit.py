@@ -11,6 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
+from worked_example import as_learners
 from postmortem.document.markdown import parse, render
 from postmortem.kb.lessons import KBError, parse_lessons
 from postmortem.kb.repo import ATTRIBUTE, commit
@@ -19,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"
 IDENTITY = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
             "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}
+
+
+@pytest.fixture(autouse=True)
+def _example_as_adas(tmp_path_factory, monkeypatch):
+    """EXAMPLE is the worked example as ada's draft: commit refuses it as another learner's."""
+    monkeypatch.setattr(sys.modules[__name__], "EXAMPLE", as_learners(tmp_path_factory.mktemp("example")))
 
 
 def document(run_id: str = "19-spike-001", lesson: str | None = None) -> str:

@@ -62,7 +62,7 @@ def test_an_installed_wheel_writes_checks_and_commits_a_postmortem(tmp_path):
     assert r.returncode == 1 and "TODO" in r.stdout           # a draft: sections 3-7 to write
 
     done = work / "done.md"
-    shutil.copy(EXAMPLE, done)
+    done.write_text(EXAMPLE.read_text().replace("learner: example", "learner: ana"))   # ana's, as committed
     shutil.copy(EXAMPLE.with_suffix(".png"), work)        # the figure the document shows, beside it
     r = run(*pm, "check", done, "--run", RUN, cwd=work, env=env)
     assert "complete and true to the run" in r.stdout

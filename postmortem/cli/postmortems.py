@@ -138,6 +138,7 @@ def cmd_commit(args) -> int:
     _learner(args.learner)
     run = args.run
     pm, problems = _problems(args.file, run)
+    _refuse_another_learner(args.file, pm, args.learner)
     if problems:
         if args.json:
             _json({"committed": False, "problems": _problem_list(problems)})
@@ -166,6 +167,14 @@ def cmd_commit(args) -> int:
     for note in done.notes:
         print(f"  {note}")
     return 0
+
+
+def _refuse_another_learner(path: str, pm, learner: str) -> None:
+    """A draft is committed as its own learner's: --learner names the same one (a draft
+    without one takes it). Another name is refused, never moved silently to their folder."""
+    if pm.learner and pm.learner != learner:
+        raise KBError(f"{path}: the draft belongs to {pm.learner} (front matter `learner: {pm.learner}`); "
+                      f"commit it with --learner {pm.learner}, or change `learner:` in it to {learner}")
 
 
 def cmd_lessons(args) -> int:
