@@ -152,7 +152,7 @@ def fp16_of_the_nan(result):
 
 def test_a_cascade_one_line_before_a_nan_of_a_sparse_log_is_around_it(tmp_path):
     fp16 = fp16_of_the_nan(analyze(write(tmp_path, sparse_fp16_rows(100), {"dtype": "fp16"})))
-    assert any("from step 500 to step 600" in o.observation for o in fp16.supported_by)
+    assert any("65536 -> 4096 (4 halvings)" in o.observation for o in fp16.supported_by)
     assert not any("no loss-scale cascade" in o.observation for o in fp16.contradicted_by)
 
 
@@ -160,3 +160,53 @@ def test_the_chinese_transformer_xl_nan_at_700_sees_the_cascade_before_it(real_r
     fp16 = fp16_of_the_nan(analyze(read_run(real_runs / "issue-chinese-transformer-xl-7-lossscale-nan")))
     assert any("loss scale 64 -> 4" in o.observation for o in fp16.supported_by)
     assert not any("no loss-scale cascade" in o.observation for o in fp16.contradicted_by)
+
+
+# --- 6. a fall of the loss scale across a hole in the log is no cascade ---------------
+
+def holed_fp16_rows(cascade_at: int | None = None) -> list[dict]:
+    """A scale logged every step, 65536 up to step 1000, no line from 1001 to 2999, 1024
+    from step 3000 on; with `cascade_at`, a real cascade (a halving a step for 4 steps)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in [*range(0, 1001), *range(3000, 4001)]:
+        scale = 65536.0 if s <= 1000 else 1024.0
+        if cascade_at is not None and s >= cascade_at:
+            scale /= 2 ** min(s - cascade_at + 1, 4)
+        rows.append({"step": s, "loss": float(3.0 + 0.02 * rng.standard_normal()), "loss_scale": scale})
+    return rows
+
+
+def test_a_scale_fallen_across_a_hole_in_the_log_is_no_incident_and_says_so(tmp_path):
+    result = analyze(write(tmp_path, holed_fp16_rows(), {"dtype": "fp16"}))
+    assert not [i for i in result.incidents if i.metric == "loss_scale"]
+    b3 = checks(result)["B3"]
+    assert b3.status == "pass" and "65536 -> 1024 (6 halvings) somewhere between step 1000 and step 3000" in b3.detail
+
+
+def test_a_dense_cascade_beside_a_hole_is_still_one(tmp_path):
+    result = analyze(write(tmp_path, holed_fp16_rows(cascade_at=3500), {"dtype": "fp16"}))
+    [inc] = [i for i in result.incidents if i.metric == "loss_scale"]
+    assert inc.step == 3500 and checks(result)["B3"].status == "fail"
+
+
+def test_bloom_tr8b_scale_logged_2000_steps_apart_is_no_cascade(real_runs):
+    result = analyze(read_run(real_runs / "bloom-tr8b-104B-chronicles"))
+    assert not [i for i in result.incidents if i.step == 14000]
+    assert "somewhere between step 12001 and step 14000" in checks(result)["B3"].detail
+
+
+def test_a_cascade_of_a_sparse_log_says_between_which_lines_it_fell(tmp_path):
+    fp16 = fp16_of_the_nan(analyze(write(tmp_path, sparse_fp16_rows(100), {"dtype": "fp16"})))
+    assert any("between the lines at step 400 and step 600" in o.observation for o in fp16.supported_by)
+
+
+def test_a_scale_still_falling_on_the_lines_after_a_hole_is_a_low_confidence_cascade(tmp_path):
+    rows = holed_fp16_rows()
+    for r in rows:               # after the hole: 4096 on the first line, then halving twice more
+        if r["step"] >= 3000:
+            r["loss_scale"] = {3000: 4096.0, 3001: 2048.0}.get(r["step"], 1024.0)
+    [inc] = [i for i in analyze(write(tmp_path, rows, {"dtype": "fp16"})).incidents if i.metric == "loss_scale"]
+    assert inc.step == 3000 and inc.confidence == "low"
+    fp16 = next(h for h in inc.hypotheses if h.pattern == "fp16-overflow")
+    assert any("between the lines at step 1000 and step 3002" in o.observation for o in fp16.supported_by)

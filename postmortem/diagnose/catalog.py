@@ -68,6 +68,16 @@ def _long_tail(ctx, ev, f, e) -> None:
     _cross_run(f, e, "w_cross_run", "the same batch, so the data")
 
 
+def cascade_span(c) -> str:
+    """Where a cascade was seen: from its first skip or fall to its last, or, where the scale
+    fell between two lines more than a step apart, between those lines (when within that
+    span is not known)."""
+    after = c.notes.get("after")
+    if after is not None and after < c.step - 1:
+        return f"between the lines at step {after} and step {c.peak_step}"
+    return f"from step {c.step} to step {c.peak_step}"
+
+
 def _fp16(ctx, ev, f, e) -> None:
     dtype = ctx.log.dtype
     if dtype in ("bf16", "fp32"):
@@ -78,7 +88,7 @@ def _fp16(ctx, ev, f, e) -> None:
         c = f.cascade
         what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings)"
                 if c.notes["from"] == c.notes["from"] else f"{c.notes['skipped']:.0f} overflow skips")
-        e.add(True, "w_cascade", "loss-scale", f"{what} from step {c.step} to step {c.peak_step}")
+        e.add(True, "w_cascade", "loss-scale", f"{what} {cascade_span(c)}")
     elif ctx.has("loss_scale"):
         probes = [p for p in ctx.probes if abs(p - ev.step) <= ctx.around(ev.segment)]
         e.add(False, "w_no_cascade", "loss-scale", "no loss-scale cascade around the incident"

@@ -128,6 +128,12 @@ class Context:
         """Steps of the loss scaler's routine probes (an isolated overflow)."""
         return self.scaler[1]
 
+    @property
+    def scale_drops(self) -> list[dict]:
+        """Falls of the loss scale across a hole in the log: no cascade, it may have taken
+        the whole hole."""
+        return self.scaler[2]
+
     @cached_property
     def overflows(self) -> np.ndarray:
         return overflow_rows(self.log)

@@ -287,30 +287,40 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
 
 
 def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = None
-                  ) -> tuple[list[Event], list[int]]:
-    """The loss scaler's overflows, as (cascades, steps of routine probes).
+                  ) -> tuple[list[Event], list[int], list[dict]]:
+    """The loss scaler's overflows, as (cascades, steps of routine probes, drops across a
+    hole in the log).
 
     A dynamic scaler (GradScaler, Megatron, DeepSpeed, fairseq) doubles its scale after N
     clean steps and the next step often overflows once: one skip, one halving, then normal
     training. That probe is routine. A cascade is a dense run of overflows, at least
     `cascade_halvings` halvings (or skips) with at most `cascade_gap` steps between one and
     the next (also halvings between two logged rows), dated at its first skip. The
-    scaler's calibration at the start of training is neither. `overflows`: the rows
-    nan.overflow_rows finds, when the caller has them."""
+    scaler's calibration at the start of training is neither. A fall of the scale between
+    two rows farther apart than that (a hole in the log) may be spread over the whole hole:
+    alone it is no cascade, only a drop {after, step, from, to, halvings}; where the scale
+    goes on falling on the next lines, a cascade of low confidence (notes["sparse"]).
+    `overflows`: the rows nan.overflow_rows finds, when the caller has them."""
     from postmortem.diagnose.nan import overflow_rows, skip_counts
     f = log.frame
     skips = skip_counts(log) + (overflow_rows(log) if overflows is None else overflows)
     sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else None
     has_scale = sc_all is not None and not np.isnan(sc_all).all()
     if not has_scale and not skips.any():
-        return [], []
+        return [], [], []
     first_step = int(f.step.iloc[0])
-    cascades, probes = [], []
+
+    def startup(step) -> bool:
+        """The scaler's calibration at the start of training."""
+        return first_step <= th.cascade_stable_before and step < first_step + th.cascade_stable_before
+
+    cascades, probes, drops = [], [], []
     seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
     for seg in _segment_ids(seg_all):
         rows = segment_rows(seg_all, seg)
         st, sk = st_all[rows], skips[rows]
-        marks = []                                        # (step, halvings, skips, from, to)
+        marks = []          # (step, halvings, skips, from, to, step of the row before, across a hole)
+        gap = max(th.cascade_gap, 1.5 * interval(st) if len(st) > 1 else 0)
         if has_scale:
             sc = sc_all[rows]
             ok = np.isfinite(sc) & (sc > 0)
@@ -318,13 +328,13 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             scale = sc if keep is None else sc[keep]
             for k in np.flatnonzero(scale[1:] < scale[:-1]) + 1:
                 i, j = (k - 1, k) if keep is None else (keep[k - 1], keep[k])
-                marks.append((int(st[j]), float(np.log2(sc[i] / sc[j])), 0.0, sc[i], sc[j]))
+                marks.append((int(st[j]), float(np.log2(sc[i] / sc[j])), 0.0, sc[i], sc[j], int(st[i]),
+                              bool(st[j] - st[i] > gap)))
         for i in np.flatnonzero(sk > 0):
-            marks.append((int(st[i]), 0.0, float(sk[i]), np.nan, np.nan))
+            marks.append((int(st[i]), 0.0, float(sk[i]), np.nan, np.nan, None, False))
         if not marks:
             continue
         marks.sort(key=lambda m: m[0])
-        gap = max(th.cascade_gap, 1.5 * interval(st) if len(st) > 1 else 0)
         cluster = [marks[0]]
         for m in marks[1:] + [None]:
             if m is not None and m[0] - cluster[-1][0] <= gap:
@@ -333,8 +343,12 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             halvings = sum(c[1] for c in cluster)
             skipped = sum(c[2] for c in cluster)
             start = cluster[0][0]
-            startup = first_step <= th.cascade_stable_before and start < first_step + th.cascade_stable_before
-            if max(halvings, skipped) >= th.cascade_halvings and not startup:
+            holes = [c for c in cluster if c[6]]
+            if holes and len(holes) == len(cluster) and halvings >= th.cascade_halvings and not startup(start):
+                # fallen across a hole, then steady: how fast it fell is not known
+                drops += [{"after": c[5], "step": c[0], "from": float(c[3]), "to": float(c[4]),
+                           "halvings": c[1], "segment": int(seg)} for c in holes]
+            elif max(halvings, skipped) >= th.cascade_halvings and not startup(start):
                 scales = [c for c in cluster if np.isfinite(c[3])]
                 frm = scales[0][3] if scales else np.nan
                 to = scales[-1][4] if scales else np.nan
@@ -344,13 +358,17 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
                                       float(to), float(frm), notes={
                                           "from": float(frm), "to": float(to), "halvings": float(halvings),
                                           "skipped": float(skipped) if skipped else None,
-                                          "across_gap": len(cluster) == 1 and halvings >= th.cascade_halvings},
+                                          "across_gap": len(cluster) == 1 and halvings >= th.cascade_halvings,
+                                          # the line before the first fall, where the scale
+                                          # was still `from` (None: dated by a skip)
+                                          "after": scales[0][5] if scales else None,
+                                          "sparse": bool(holes)},
                                       severity=float(th.spike_sigma * max(halvings, skipped) / th.cascade_halvings)))
-            elif not startup:
+            elif not startup(start):
                 probes.append(int(start))
             if m is not None:
                 cluster = [m]
-    return cascades, probes
+    return cascades, probes, drops
 
 
 def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:

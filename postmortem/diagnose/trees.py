@@ -320,13 +320,23 @@ def b_loss_scale(ctx: Context) -> Outcome:
         return skip("no loss scale logged (bf16 or fp32, or not printed)")
     ev, probes = ctx.cascades, ctx.probes
     routine = (f"{len(probes)} routine probe(s) (one overflow, then normal training)" if probes
-               else "no routine probe")
+               else "no routine probe") + _scale_drops(ctx.scale_drops)
     if not ev:
         return "pass", f"no cascade; {routine}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
         f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings)"
         if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)"
         for e in ev[:4]) + f"; {routine}"
+
+
+def _scale_drops(drops: list[dict]) -> str:
+    """The falls of the scale across a hole in the log, said as seen: not cascades."""
+    if not drops:
+        return ""
+    shown = ", ".join(f"{d['from']:g} -> {d['to']:g} ({d['halvings']:.0f} halvings) somewhere between "
+                      f"step {d['after']} and step {d['step']}" for d in drops[:4])
+    more = f" and {len(drops) - 4} more" if len(drops) > 4 else ""
+    return f"; the scale fell {shown}{more}, with no line between: how fast is not known, so no cascade"
 
 
 def b_divergence(ctx: Context) -> Outcome:
