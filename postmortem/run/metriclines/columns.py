@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from postmortem.run.assemble import to_number
+from postmortem.run.metriclines import code
 from postmortem.run.metriclines.pairs import Parsed, parse
 
 _DIGITS = b"0123456789"
@@ -290,7 +291,32 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
             continue
         rows = order[bounds[g]:bounds[g + 1]]
         groups.append(_extract(cutter, rep, text, parsed, rows))
-    return groups, n
+    return without_code(groups), n
+
+
+def without_code(groups: list[Group]) -> list[Group]:
+    """The groups less the lines of source code: the lines of code themselves, and the
+    lines inside a dump of code (`val_loss = 0.0` among them looks like a log line)."""
+    if not any(g.parsed.code for g in groups):
+        return groups
+    kept = [g for g in groups if not g.parsed.code]
+    rows = np.concatenate([g.rows for g in groups if g.parsed.code])
+    for first, last, lines in code.dumps(rows):
+        inside = [code.inside(g.rows, first, last) for g in kept]
+        # the stretch is a dump only where its code outnumbers the rest: a log that quotes
+        # a few lines of code between its metric lines keeps them
+        if sum(int(m.sum()) for m in inside) < lines:
+            kept = [g if not m.any() else _rows_of(g, ~m) for g, m in zip(kept, inside)]
+            kept = [g for g in kept if len(g.rows)]
+    return kept
+
+
+def _rows_of(group: Group, keep: np.ndarray) -> Group:
+    """The group with only the rows where `keep` is true."""
+    return Group(rows=group.rows[keep], parsed=group.parsed, text=group.text,
+                 values={k: v[keep] for k, v in group.values.items()},
+                 counters={k: v[keep] for k, v in group.counters.items()},
+                 masks={k: v[keep] for k, v in group.masks.items()})
 
 
 def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.ndarray) -> Group:

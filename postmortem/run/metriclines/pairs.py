@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from postmortem.run.metriclines.clean import clean, is_fence
+from postmortem.run.metriclines.code import is_code
 from postmortem.run.metriclines.overflow import find_overflow
 
 # A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds.
@@ -92,6 +93,7 @@ class Parsed:
     stream: str | None = None
     overflow: dict | None = None
     progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
+    code: bool = False                     # a line of source code: no metric, no counter
 
     @property
     def step_kind(self) -> str | None:
@@ -99,7 +101,8 @@ class Parsed:
 
     @property
     def useful(self) -> bool:
-        return bool(self.values or self.counters or self.epoch or self.batch or self.overflow)
+        return bool(self.values or self.counters or self.epoch or self.batch or self.overflow
+                    or self.code)
 
 
 def to_const(text: str) -> float:
@@ -191,6 +194,10 @@ def parse(raw: str) -> Parsed:
         return out
     text = clean(raw)
     if not text.strip():
+        return out
+    if is_code(text):
+        # kept, as code, only to find the dump around it (`columns.without_code`)
+        out.code = True
         return out
     ov = find_overflow(text)
     taken: list[tuple[int, int]] = []
