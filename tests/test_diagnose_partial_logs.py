@@ -210,3 +210,26 @@ def test_a_scale_still_falling_on_the_lines_after_a_hole_is_a_low_confidence_cas
     assert inc.step == 3000 and inc.confidence == "low"
     fp16 = next(h for h in inc.hypotheses if h.pattern == "fp16-overflow")
     assert any("between the lines at step 1000 and step 3002" in o.observation for o in fp16.supported_by)
+
+
+# --- 7. a restart says how it shows, and the list names each or says how many more ----
+
+def test_restarts_name_where_the_steps_went_back_from_and_count_the_rest(tmp_path):
+    steps = [*range(0, 100), *range(90, 120), *range(110, 130), *range(125, 140), *range(135, 150), *range(140, 200)]
+    rows = [{"step": s, "loss": 3.0} for s in steps]
+    b0 = checks(analyze(write(tmp_path, rows)))["B0"]
+    assert b0.detail.startswith("5 restart(s): step 90 (steps went back from 99 to 90), step 110 (steps went "
+                                "back from 119 to 110)")
+    assert b0.detail.endswith(" and 1 more")
+
+
+def test_a_lightning_run_resumed_in_a_new_version_directory_says_so(real_runs):
+    b0 = checks(analyze(read_run(real_runs / "lightning-slm-training")))["B0"]
+    assert "step 140749 (resumed in a new log, version_5: steps carry on from 140739)" in b0.detail
+    assert "went back" not in b0.detail
+
+
+def test_the_mae_log_names_its_five_restarts(real_runs):
+    b0 = checks(analyze(read_run(real_runs / "mae-logtxt-pretrain-resumes")))["B0"]
+    assert b0.detail.startswith("5 restart(s): step 561 (steps went back from 569 to 561)")
+    assert "from 634 to 621" in b0.detail and b0.detail.endswith("and 1 more")

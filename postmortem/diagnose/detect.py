@@ -4,6 +4,7 @@ slow divergence and resumes. NaN never enters a window; windows are in steps."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -496,13 +497,30 @@ EPOCHS = ("epoch", "epochs", "train/epoch")
 EVAL_ONLY = ("loss", "grad_norm", "lr")
 
 
+def segment_starts(log: RunLog) -> list[dict]:
+    """Each segment after the first as a restart, with how it shows: the steps going back
+    (from the last step before to the first after), or a new log (a Lightning version_N
+    directory of a resumed run, one file per segment) whose steps carry on."""
+    segs = log.segments()
+    files = log.source.files if len(log.source.files) == len(segs) else None
+    out = []
+    for k in range(1, len(segs)):
+        before, first = segs[k - 1]["last_step"], segs[k]["first_step"]
+        if first <= before:
+            how = f"steps went back from {before} to {first}"
+        else:
+            where = f", {Path(files[k]).name}" if files else ""
+            how = f"resumed in a new log{where}: steps carry on from {before}"
+        out.append({"step": first, "how": how, "segment": segs[k]["segment"]})
+    return out
+
+
 def resumes(log: RunLog, th: Thresholds) -> list[dict]:
     """Where the run restarted: steps going back (a new segment), an epoch counter going
     back, or a wall-clock gap `resume_gap_factor` x the median time a step takes. A last
     row with no training metric (a final eval written after a pause) is not a restart."""
     f = log.frame
-    out = [{"step": s["first_step"], "how": "steps went back", "segment": s["segment"]}
-           for s in log.segments()[1:]]
+    out = segment_starts(log)
     epoch = next((c for c in EPOCHS if c in f and f[c].notna().any()), None)
     seg_all = f.segment.to_numpy()
     if epoch:

@@ -254,7 +254,8 @@ def b_resume(ctx: Context) -> Outcome:
     if not ctx.resumes:
         return "pass", "one segment, no wall-clock gap"
     shown = ", ".join(f"step {r['step']} ({r['how']})" for r in ctx.resumes[:4])
-    return "fail", f"{len(ctx.resumes)} restart(s): {shown}"
+    more = f" and {len(ctx.resumes) - 4} more" if len(ctx.resumes) > 4 else ""
+    return "fail", f"{len(ctx.resumes)} restart(s): {shown}{more}"
 
 
 def b_nonfinite(ctx: Context) -> Outcome:
