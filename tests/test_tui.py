@@ -540,3 +540,25 @@ async def test_an_incident_with_no_convincing_cause_shows_none(real_runs):
         assert table.row_count == 2
         assert [str(table.get_row_at(i)[3]) for i in range(2)] == ["-", "-"]
         assert "no convincing cause" in str(app.screen.query_one("#row-detail").render())
+
+
+@pytest.mark.asyncio
+async def test_zoomed_every_panel_spans_the_incident_window_logged_there_or_not(tmp_path):
+    """A metric logged once, far from the incident: zoomed, its panel spans the same steps as
+    the loss panel (not an axis of plotext's own choosing)."""
+    import json
+    rows = [{"step": s, "loss": 2.0 - s / 1e4 + (3.0 if s == 500 else 0)} for s in range(1000)]
+    rows[0]["lr"] = 0.1
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    app = PostmortemApp(session=Session.read(str(tmp_path)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("z")
+        panels = {p.panel: p.drawing(p.size.width) for p in app.screen.query(MetricPanel)}
+        assert set(panels) == {"loss", "lr"}
+        assert panels["lr"].line is None                         # nothing logged in the window
+        assert panels["loss"].xlim == panels["lr"].xlim == (400, 550)
+        assert panels["loss"].xticks == panels["lr"].xticks and min(panels["lr"].xticks) == 400
+        assert ("500" in str(app.screen.query_one("#status").render()))
+        await pilot.press("z")
+        assert all(p.drawing(p.size.width).xlim is None for p in app.screen.query(MetricPanel))

@@ -18,11 +18,14 @@ class Drawing:
     xticks: list[int]
     yticks: tuple[list, list] | None             # log scale: positions (log10) and their labels
     vlines: list[tuple[int, str]]                # (step, color): the cursor, the marks in view
+    xlim: tuple[int, int] | None = None          # zoomed: every panel spans the same steps
 
     def plot(self, plt) -> None:
         """Onto a plotext figure, cleared first."""
         plt.clear_data()
         plt.clear_figure()
+        if self.xlim is not None:
+            plt.xlim(*self.xlim)
         if self.ghost is not None:
             plt.plot(*self.ghost, marker="braille", color="gray")
         if self.line is not None:
@@ -65,7 +68,7 @@ def points(steps, values, width: int, window: tuple[int, int] | None, marks: lis
 def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Drawing:
     """The Drawing of `run`'s points and the gray run's (from `points`) for `key`."""
     import numpy as np
-    _, _, marks, cursor = key
+    _, window, marks, cursor = key
     s, v, finite, line = run
     shown_s, shown_v, ghost_line = [s[finite]], [v[finite]], None
     if ghost is not None and ghost[2].any():
@@ -79,12 +82,15 @@ def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Dra
         # whole steps on x (a set, not np.unique: see decimate); on a log scale the metric's
         # own values on y, not their log10
         xticks = sorted({int(x) for x in np.linspace(all_s.min(), all_s.max(), 5).round()})
+    if window is not None:          # the window's steps, logged there or not (a sparse metric)
+        xticks = sorted({int(x) for x in np.linspace(*window, 5).round()})
         if log_scale:
             lo, hi = float(all_v.min()), float(all_v.max())
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
             yticks = (ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
     # the cursor first: on the marked step (where the dashboard opens) the mark is what shows
     vlines = [(cursor, "blue")] if cursor is not None else []
-    vlines += [(m, "red") for m in marks if len(s) and s[0] <= m <= s[-1]]
+    shown = window or ((s[0], s[-1]) if len(s) else None)
+    vlines += [(m, "red") for m in marks if shown and shown[0] <= m <= shown[1]]
     return Drawing(key, (line[0].tolist(), line[1].tolist()) if finite.any() else None,
-                   ghost_line, xticks, yticks, vlines)
+                   ghost_line, xticks, yticks, vlines, window)
