@@ -38,3 +38,20 @@ def test_the_readers_warnings_are_in_the_report_and_the_json(tmp_path):
     text = postmortem("analyze", tmp_path)
     assert f"warning: {warning}" in text.stdout
     assert "no incident: no NaN, no spike, no divergence" in text.stdout
+
+
+def test_many_incidents_say_which_are_in_full_and_why(real_runs):
+    """More than five: the table shows each one's severity, the header names the five shown in
+    full and the order, and they come in that order, the most severe first."""
+    import re
+    r = postmortem("analyze", real_runs / "modded-nanogpt-muon")
+    assert r.returncode == 0, r.stderr
+    head = re.search(r"the 5 that matter most in full below \((.*?)\): (.*)", r.stdout)
+    assert head and "by severity" in head[1], r.stdout[:2000]
+    named = [int(n) for n in re.findall(r"#(\d+)", head[2])]
+    rows = {int(m[1]): float(m[2]) for m in re.finditer(r"^\s*(\d+)\s+spike\s+\S+\s+\d+\s+\S+\s+x[\d.]+\s+([\d.]+)\s",
+                                                         r.stdout, re.M)}
+    assert len(rows) > 5
+    assert named == sorted(rows, key=lambda n: -rows[n])[:5]
+    shown = [int(m[1]) for m in re.finditer(r"^(\d+)\. spike .*, severity [\d.]+\)", r.stdout, re.M)]
+    assert shown == named

@@ -10,6 +10,8 @@ from rich.table import Table
 from postmortem.diagnose.models import Analysis
 
 FULL = 5        # incidents shown in full when there are more
+# the order incidents are shown in full (Incident.priority)
+ORDER = "a NaN loss first, then any other NaN, then by severity, warmup blips last"
 LISTED = 100    # incidents listed a line each
 
 
@@ -37,6 +39,11 @@ def _console() -> Console:
 def _cut(text: str, con: Console, n: int = 40) -> str:
     """A long name cut to `n` in a terminal's table column; whole in a pipe."""
     return text if not con.is_terminal or len(text) <= n else text[:n - 1] + "…"
+
+
+def _severity(inc) -> str:
+    """How far the incident stands out of its series' own noise (diagnose: Event.severity)."""
+    return "-" if inc.severity is None else f"{inc.severity:.1f}"
 
 
 def _num(v) -> str:
@@ -149,28 +156,31 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
     if len(incidents) > FULL:
         # many: the ones that matter most in full (by severity), every one on a line (by step)
         full = sorted(incidents, key=lambda i: i.priority(), reverse=True)[:FULL]
-        con.print(f"[bold]{len(incidents)} incidents[/]; the {FULL} largest in full below")
+        con.print(f"[bold]{len(incidents)} incidents[/]; the {FULL} that matter most in full below "
+                  f"({ORDER}): {', '.join(f'#{incidents.index(i) + 1}' for i in full)}")
         table = Table(box=None, pad_edge=False, header_style="bold")
-        for col in ("#", "kind", "metric", "step", "peak", "rise", "top cause"):
-            table.add_column(col, justify="right" if col in ("#", "step", "peak", "rise") else "left")
+        for col in ("#", "kind", "metric", "step", "peak", "rise", "severity", "top cause"):
+            table.add_column(col, justify="right" if col in ("#", "step", "peak", "rise", "severity") else "left")
         for n, inc in enumerate(incidents[:LISTED], 1):
             peak = inc.symptoms.peak_loss if inc.metric == "loss" else None
             table.add_row(str(n), inc.kind, inc.metric, str(inc.step), _num(peak),
-                          f"x{inc.rise:.2f}" if inc.rise else "-",
+                          f"x{inc.rise:.2f}" if inc.rise else "-", _severity(inc),
                           inc.hypotheses[0].pattern if inc.hypotheses and inc.hypotheses[0].score > 0 else "-")
         con.print(table)
         if len(incidents) > LISTED:
             con.print(f"... {len(incidents) - LISTED} more (--json has them all)")
     else:
         full = sorted(incidents, key=lambda i: i.priority(), reverse=True)    # the headline first
-        con.print(f"[bold]{len(incidents)} incident(s)[/]")
+        order = f", {ORDER}" if len(incidents) > 1 else ""
+        con.print(f"[bold]{len(incidents)} incident(s)[/]{order}")
     for inc in full:
         n = incidents.index(inc) + 1
         where = f"segment {inc.segment}, " if inc.segment else ""
         conf = " [yellow](low confidence)[/]" if inc.confidence == "low" else ""
         rise = f", x{inc.rise:.2f} over the level before" if inc.rise else ""
+        severity = f", severity {_severity(inc)}" if inc.severity is not None else ""
         con.print(f"\n[bold]{n}. {inc.kind}[/] of {inc.metric} at step {inc.step} ({where}"
-                  f"{len(inc.related)} related{rise}){conf}")
+                  f"{len(inc.related)} related{rise}{severity}){conf}")
         sym = inc.symptoms.model_dump()
         for line in _items("   ", [f"{k}={_num(v)}" for k, v in sym.items() if v is not None],
                           min(WIDTH, con.width)):
