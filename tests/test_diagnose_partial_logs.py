@@ -233,3 +233,10 @@ def test_the_mae_log_names_its_five_restarts(real_runs):
     b0 = checks(analyze(read_run(real_runs / "mae-logtxt-pretrain-resumes")))["B0"]
     assert b0.detail.startswith("5 restart(s): step 561 (steps went back from 569 to 561)")
     assert "from 634 to 621" in b0.detail and b0.detail.endswith("and 1 more")
+
+
+def test_a_val_loss_is_compared_with_the_train_loss_of_its_own_segment(tmp_path):
+    rows = [{"step": s, "loss": 2.0} for s in range(0, 301)] + [{"step": 300, "val_loss": 2.1}]
+    rows += [{"step": s, "loss": 5.0} for s in range(250, 401)]          # a restart from step 250
+    a7 = checks(analyze(write(tmp_path, rows)))["A7"]
+    assert a7.status == "pass" and "vs train 2 (the median of steps 296-300)" in a7.detail

@@ -189,11 +189,11 @@ def a_loss_moves(ctx: Context) -> Outcome:
     return ("pass" if ok else "fail"), f"loss {_fmt(head)} -> {_fmt(tail)} over the first {ctx.th.early_window} steps"
 
 
-def train_level_at(ctx: Context, step: int) -> tuple[float, str] | None:
-    """The train loss near `step`, and where it was read: the median of the last
-    `val_train_points` finite train losses in the `val_train_window` steps up to it, else
-    the last one logged before it (the first after it when none is before)."""
-    ts, tl = ctx.finite("loss")
+def train_level_at(ctx: Context, step: int, segment: int) -> tuple[float, str] | None:
+    """The train loss near `step` of `segment`, and where it was read: the median of the
+    last `val_train_points` finite train losses in the `val_train_window` steps up to it,
+    else the last one logged before it (the first after it when none is before)."""
+    ts, tl = ctx.finite("loss", segment)       # one segment: its steps are in order
     if not len(tl):
         return None
     end = int(np.searchsorted(ts, step, side="right"))
@@ -211,7 +211,8 @@ def a_val_gap(ctx: Context) -> Outcome:
         return skip("no validation loss")
     vs, vl = ctx.series("val_loss")
     v, step = vl[-1], vs[-1]
-    level = train_level_at(ctx, int(step))
+    logged = ctx.frame.val_loss.notna().to_numpy()
+    level = train_level_at(ctx, int(step), int(ctx.frame.segment.to_numpy()[logged][-1]))
     if level is None:
         return skip("no finite training loss")
     t, where = level
