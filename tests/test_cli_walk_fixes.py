@@ -87,3 +87,57 @@ def test_commit_refuses_a_draft_of_another_learner(tmp_path):
     assert line == (f"postmortem: error: {doc}: the draft belongs to ada (front matter `learner: ada`); "
                     "commit it with --learner ada, or change `learner:` in it to bob")
     assert not (kb / "learners").exists()
+
+
+IDENTITY = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid",
+            "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}
+HEALTHY = ROOT / "sample_runs" / "healthy"
+
+
+def postmortem_in(cwd: Path, *args):
+    """The real command run from `cwd`, as a user in another folder runs it."""
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, **IDENTITY}, timeout=600)
+
+
+def knowledge_base(tmp_path: Path) -> Path:
+    """A git repository holding a copy of the sample run (its log and manifest) as `run`."""
+    import shutil
+
+    import git
+    kb = tmp_path / "kb"
+    git.Repo.init(kb, initial_branch="main")
+    shutil.copytree(SAMPLE, kb / "run", ignore=shutil.ignore_patterns("checkpoints"))
+    return kb
+
+
+def test_verify_finds_the_run_from_another_folder_and_says_where_it_looked(tmp_path):
+    kb, elsewhere = knowledge_base(tmp_path), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert postmortem_in(kb, "new", "run", "--learner", "ada", "-o", "d.md").returncode == 0
+    doc = kb / "d.md"
+    assert "\nrun: run\n" in doc.read_text()         # relative to the repository: it travels with it
+    doc.write_text(doc.read_text().replace("- TODO: seed, epsilon, through step T, and expectations.",
+                                           "- seed: 1234\n- epsilon: 0.0\n- through step: 200"))
+    r = postmortem_in(elsewhere, "verify", doc, "--run", HEALTHY)
+    assert r.returncode == 0 and r.stdout.startswith("pass  loss within 0 of the baseline"), r.stdout + r.stderr
+    (kb / "run").rename(kb / "moved")
+    r = postmortem_in(elsewhere, "verify", doc, "--run", HEALTHY)
+    assert r.returncode == 1
+    assert f"no baseline run: front matter `run: run` is not at {kb / 'run'}, {elsewhere / 'run'}" in r.stdout
+
+
+def test_commit_keeps_the_run_relative_to_the_knowledge_base(tmp_path):
+    from worked_example import as_learners
+    kb = knowledge_base(tmp_path)
+    draft = as_learners(tmp_path / "drafts")                 # written outside the repository
+    draft.write_text(draft.read_text().replace("run: sample_runs/long-tail-token", f"run: {kb / 'run'}"))
+    r = postmortem_in(tmp_path, "commit", draft, "--learner", "ada", "--repo", kb)
+    assert r.returncode == 0, r.stderr
+    committed = kb / "learners" / "ada" / "postmortems" / draft.name
+    assert "\nrun: run\n" in committed.read_text()
+    r = postmortem_in(tmp_path / "drafts", "verify", committed, "--run", HEALTHY)
+    assert r.returncode == 0 and "no baseline" not in r.stdout, r.stdout

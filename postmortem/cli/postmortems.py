@@ -50,6 +50,8 @@ def cmd_new(args) -> int:
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         raise DocumentError(f"{out}: exists; --force overwrites it")
+    from postmortem.document.runpath import stored
+    pm = pm.model_copy(update={"run": stored(args.run, out)})     # found again from anywhere
     from postmortem.files import atomic_write
     pm = _with_figure(pm, out, log, done)
     atomic_write(out, render(pm))
@@ -96,7 +98,8 @@ def _figure_to_commit(path: str, pm, run: str | None) -> bytes | None:
     shows none gets one drawn from its run when the run and matplotlib are at hand."""
     if pm.figure:
         return (Path(path).parent / pm.figure).read_bytes()
-    run = run or (pm.run if pm.run and Path(pm.run).exists() else None)
+    from postmortem.document.runpath import locate
+    run = run or locate(pm.run, path)[0]
     if run is None:
         return None
     from postmortem.document import figure
@@ -148,6 +151,7 @@ def cmd_commit(args) -> int:
         print(f"postmortem: not committed: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     pm.learner = args.learner
+    pm.run = _run_as_committed(args.file, pm, run, Path(args.repo or "."), args.learner)
     from postmortem.document.markdown import render
     figure = _figure_to_commit(args.file, pm, run)
     pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None})
@@ -167,6 +171,17 @@ def cmd_commit(args) -> int:
     for note in done.notes:
         print(f"  {note}")
     return 0
+
+
+def _run_as_committed(path: str, pm, run: str | None, start: Path, learner: str) -> str | None:
+    """The front matter's `run` for the document's place in the knowledge base: relative to
+    that repository when the run is in it (the draft may have been written elsewhere)."""
+    from postmortem.document.runpath import locate, stored
+    from postmortem.kb.repo import kb_root
+    found = locate(pm.run, path)[0] or (Path(run) if run else None)
+    if found is None:
+        return pm.run           # kept as written: verify says where it looked
+    return stored(found, kb_root(start) / "learners" / learner / "postmortems" / pm.filename)
 
 
 def _refuse_another_learner(path: str, pm, learner: str) -> None:
@@ -235,9 +250,8 @@ def cmd_verify(args) -> int:
     from postmortem.document.verify import verify
     from postmortem.run import read_run
     pm = _doc(args.file)
-    baseline = args.baseline or pm.run
-    base_log = read_run(baseline) if baseline and Path(baseline).exists() else None
-    outcomes = verify(pm, read_run(args.run), base_log)
+    base_log, missing = _baseline(args.file, pm, args.baseline)
+    outcomes = verify(pm, read_run(args.run), base_log, missing)
     if not outcomes:
         raise DocumentError(f"{args.file}: the Verification section has nothing to check")
     if args.json:
@@ -247,6 +261,23 @@ def cmd_verify(args) -> int:
         for o in outcomes:
             print(f"{'pass' if o.ok else 'FAIL'}  {o.expectation}  [{o.measured}]")
     return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _baseline(path: str, pm, given: str | None):
+    """(the original run, or None and why): --baseline as given, else the front matter's
+    `run`, found from the document's repository, its folder or here."""
+    from postmortem.document.lint import listed
+    from postmortem.document.runpath import locate
+    from postmortem.run import read_run
+    if given:
+        return read_run(given), None
+    if not pm.run:
+        return None, "the document names no run (front matter `run`); --baseline names it"
+    found, tried = locate(pm.run, path)
+    if found is None:
+        return None, (f"front matter `run: {pm.run}` is not at {listed([str(p) for p in tried])}; "
+                      "--baseline names it")
+    return read_run(found), None
 
 
 def register(sub) -> None:

@@ -29,13 +29,16 @@ def _column(log, metric: str):
     return last.set_index("step")[name]
 
 
-def verify(pm: PostMortem, new_log, baseline_log=None) -> list[Outcome]:
+def verify(pm: PostMortem, new_log, baseline_log=None, no_baseline: str | None = None) -> list[Outcome]:
+    """Each expectation against `new_log`; the epsilon one against `baseline_log`, or failed
+    with `no_baseline`, why there is none (where the run was looked for)."""
     v = pm.verification
     out = []
     if v.through_step is not None and v.epsilon is not None:
         text = f"loss within {v.epsilon:g} of the baseline through step {v.through_step}"
         if baseline_log is None:
-            out.append(Outcome(text, False, "no baseline run (front matter `run`, or --baseline)"))
+            out.append(Outcome(text, False, "no baseline run: " + (no_baseline or
+                                                                     "front matter `run`, or --baseline")))
         else:
             a, b = _column(new_log, "loss"), _column(baseline_log, "loss")
             common = a.index.intersection(b.index)
