@@ -165,7 +165,7 @@ def test_many_incidents_are_listed_a_line_each_with_the_largest_in_full(tmp_path
     for step, peak in sizes.items():
         assert abs(rises[step] - peak / 3.0) < 0.02, (step, rises[step])
     out = pm("analyze", run).stdout
-    assert "8 incidents; the 5 largest in full below" in out
+    assert "8 incidents; the 5 that matter most in full below" in out and ": #8, #7, #6, #5, #4" in out
     full = [int(line.split("at step ")[1].split()[0]) for line in out.splitlines() if "spike of loss at step" in line]
     assert full == [1600, 1400, 1200, 1000, 800]                  # the largest first, in full
     assert all(f" {step} " in out for step in sizes)              # and every one on a line
