@@ -240,3 +240,13 @@ def test_a_val_loss_is_compared_with_the_train_loss_of_its_own_segment(tmp_path)
     rows += [{"step": s, "loss": 5.0} for s in range(250, 401)]          # a restart from step 250
     a7 = checks(analyze(write(tmp_path, rows)))["A7"]
     assert a7.status == "pass" and "vs train 2 (the median of steps 296-300)" in a7.detail
+
+
+def test_bad_init_still_cites_the_weight_norm_growth_of_a8():
+    """Only A5 is filtered by its leaf: A8 (leaf weight-decay) stays evidence of bad-init."""
+    result = analyze(read_run(Path(__file__).resolve().parents[1] / "sample_runs" / "schedule-misconfigured"))
+    a8 = checks(result)["A8"]
+    assert a8.status == "fail"
+    [div] = [i for i in result.incidents if i.kind == "divergence"]
+    bad_init = next(h for h in div.hypotheses if h.pattern == "bad-init")
+    assert a8.detail in [o.observation for o in bad_init.supported_by]

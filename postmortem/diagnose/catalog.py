@@ -195,7 +195,7 @@ def _bad_init(ctx, ev, f, e) -> None:
     for cid, w, panel in (("A1", "w_start_loss", "loss"), ("A2", "w_first_grad", "grad-norm"),
                           ("A5", "w_dead_grad", "grad-norm"), ("A8", "w_weight_growth", "weight-norm")):
         c = checks.get(cid)
-        if c and c.status == "fail" and c.leaf == "bad-init":
+        if c and c.status == "fail" and (cid != "A5" or c.leaf == "bad-init"):    # A5: a dead gradient only
             e.add(True, w, panel, c.detail)
         elif c and c.status == "pass" and cid in ("A1", "A2"):
             e.add(False, w, panel, c.detail, half=True)
