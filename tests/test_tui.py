@@ -562,3 +562,21 @@ async def test_zoomed_every_panel_spans_the_incident_window_logged_there_or_not(
         assert ("500" in str(app.screen.query_one("#status").render()))
         await pilot.press("z")
         assert all(p.drawing(p.size.width).xlim is None for p in app.screen.query(MetricPanel))
+
+
+def test_the_preview_shows_the_front_matter_as_a_yaml_block():
+    """Markdown runs front-matter lines together into one paragraph; the preview fences them."""
+    from markdown_it import MarkdownIt
+
+    from postmortem.document.draft import draft
+    from postmortem.document.markdown import render
+    from postmortem.run import read_run
+    from postmortem.tui.screens.editor import previewed
+    text = render(draft(read_run(str(ROOT / "sample_runs" / "long-tail-token")), "ada"))
+    tokens = MarkdownIt().parse(previewed(text))
+    fence = tokens[0]
+    assert fence.type == "fence" and fence.info == "yaml"
+    assert {"learner: ada", "pattern: long-tail-token", "spike_step: 250"} <= set(fence.content.splitlines())
+    headings = [t for t in tokens if t.type == "heading_open"]
+    assert len(headings) >= 7                              # the seven sections follow, as written
+    assert previewed("no front matter") == "no front matter"

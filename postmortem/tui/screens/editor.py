@@ -282,7 +282,7 @@ class EditorScreen(Screen):
         self.problems = problems
         preview = self.query_one("#preview", Markdown)
         if preview.display:
-            preview.update(text)
+            preview.update(previewed(text))
 
     # -- actions ------------------------------------------------------------------------
 
@@ -376,3 +376,13 @@ class EditorScreen(Screen):
         def committed(done) -> None:
             self.committed = done
         self.app.push_screen(CommitScreen(self.pm, self.problems, self.root, self.path, committed))
+
+
+def previewed(text: str) -> str:
+    """The document as the preview shows it: the front matter as the YAML block it is (Markdown
+    would run its lines together into one paragraph), the sections as they are."""
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 3)
+        if end != -1:
+            return f"```yaml\n{text[4:end]}\n```\n{text[end + 5:]}"
+    return text
