@@ -4,7 +4,7 @@ Scripts print their own source at the top of their log (modded-nanogpt dumps the
 training script), and tracebacks and warnings quote lines of it. A line of code holds
 `name=value` pairs and numbers (`Muon(..., lr=0.1*args.learning_rate)`, `g.size(0)`,
 `{train_loss.item():.4f}`), but a metric value is a number a logger printed, never an
-operand. A line is code by its shape (`is_code`); a line of a dump that looks like a
+operand; a printed model (`(ff_out): Linear(in_features=1024, ...)`) is no metric either. A line is code by its shape (`is_code`); a line of a dump that looks like a
 log line (`val_loss = 0.0`) is code by where it sits: among lines of code (`dumps`).
 """
 
@@ -32,6 +32,8 @@ _CODE = re.compile("|".join([
     r"^\s*\w+\s*:\s*(?:int|float|str|bool)\s*=",
     # a call's keyword argument that is a name, not a value: `dict(lr=lr`, `(vocab_size=num_vocab`
     r"[A-Za-z_]\w*\([^()]*\b\w+=(?!True\b|False\b|None\b)[A-Za-z_]",
+    # a line of a printed torch module: `(ff_out): Linear(in_features=1024, out_features=256`
+    r"^\s*\([\w.-]+\):\s*(?:\d+ x )?[A-Za-z_][\w.]*\(",
 ]))
 
 # A dump: at least this many lines of code, each within this many lines of the next.

@@ -290,8 +290,51 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
         if not parsed.useful:
             continue
         rows = order[bounds[g]:bounds[g + 1]]
-        groups.append(_extract(cutter, rep, text, parsed, rows))
+        parts = _by_name_digits(cutter, rep, text, parsed, rows)
+        if parts is None:
+            groups.append(_extract(cutter, rep, text, parsed, rows))
+            continue
+        for part in parts:          # each with its own first line: its names, its columns
+            rep = data[starts[part[0]]:ends[part[0]]]
+            text = rep.decode("utf-8", "surrogateescape")
+            groups.append(_extract(cutter, rep, text, parse(text), part))
     return without_code(groups), n
+
+
+def _by_name_digits(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed,
+                    rows: np.ndarray) -> list[np.ndarray] | None:
+    """The group's lines split by the digits of their metric names, or None when they are
+    all the same: `l1_norm=` and `l2_norm=` are one shape, but two columns."""
+    if len(rows) < 2:
+        return None
+    rep_runs = [m.span() for m in _RUN.finditer(rep)]
+    at = _name_runs(rep_runs, text, parsed)
+    if not at or cutter.first_run[rows].max() + at[-1] >= len(cutter.run_s):
+        return None
+    run = cutter.first_run[rows][:, None] + np.array(at)[None, :]
+    pos = np.empty((len(rows), 2 * len(at)), dtype=cutter.run_s.dtype)
+    pos[:, 0::2], pos[:, 1::2] = cutter.run_s[run], cutter.run_e[run]
+    digits, _ = cutter.numbers_at(pos.ravel(), False)
+    # the number and its length: `l01` and `l1` name two columns
+    key = np.concatenate([digits.reshape(len(rows), len(at)), pos[:, 1::2] - pos[:, 0::2]], axis=1)
+    kinds, which = np.unique(key, axis=0, return_inverse=True)
+    if len(kinds) == 1:
+        return None
+    which = which.ravel()
+    firsts = np.unique(which, return_index=True)[1]
+    return [rows[which == k] for k in np.argsort(firsts)]     # in the order the file shows them
+
+
+def _name_runs(rep_runs: list[tuple[int, int]], text: str, parsed: Parsed) -> list[int]:
+    """Which digit runs of the line are printed inside a metric's name (`l1` of `l1_norm`)."""
+    names = [_byte_span(text, (v.name_start, v.start)) for v in parsed.values
+             if v.name_start is not None and v.name_start < v.start]
+    if not names:
+        return []
+    spans = [_byte_span(text, (v.start, v.end)) for v in parsed.values]
+    spans += [_byte_span(text, span) for span in parsed.counters.values()]
+    return [i for i, (s, e) in enumerate(rep_runs)
+            if any(a <= s and e <= b for a, b in names) and not any(s < b and a < e for a, b in spans)]
 
 
 def without_code(groups: list[Group]) -> list[Group]:

@@ -78,6 +78,7 @@ class Value:
     start: int
     end: int
     const: float | None = None     # a value with no digits (nan, inf): the same on every line
+    name_start: int | None = None  # where its name is printed (its digits name the column too)
 
 
 @dataclass
@@ -110,9 +111,10 @@ def to_const(text: str) -> float:
     return float("nan") if "nan" in t else float("-inf") if t.startswith("-") else float("inf")
 
 
-def _name_before(text: str, p: int) -> str:
-    """The metric name printed before the value at `p`, or '' when there is none."""
-    j = p
+def _name_and_start(text: str, p: int) -> tuple[str, int]:
+    """The metric name printed before the value at `p` ('' when there is none), and where
+    its words start."""
+    j = start = p
     while j > 0 and text[j - 1] in " :='\"":
         j -= 1
     words: list[str] = []
@@ -127,6 +129,7 @@ def _name_before(text: str, p: int) -> str:
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
+        start = k
         if k >= 2 and text[k - 1] == " " and _word_char(text[k - 2]) and text[k - 2] not in ".-":
             j = k - 1
             continue
@@ -141,7 +144,7 @@ def _name_before(text: str, p: int) -> str:
     name = " ".join(words).strip("(")
     if name.startswith("[") or name.startswith("-"):
         name = name.lstrip("[-")
-    return name
+    return name, start
 
 
 _METRIC_WORD = re.compile(r"loss|acc|norm|lr|learning|ppl|perplex|reward|grad|scale|time|rate|mem"
@@ -255,7 +258,7 @@ def _prose(text: str, out: Parsed) -> bool:
 def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     last_end = -10
     pending_counter: tuple[int, int] | None = None
-    found: list[tuple[str, int, int, str]] = []
+    found: list[tuple[str, int, int, str, int]] = []
     for m in NUM.finditer(text):
         s, e = m.span()
         if _consumed(taken, s, e):
@@ -269,7 +272,7 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
                 and re.match(r"\s+[A-Za-z][\w ]*:", text[e:e + 40])):
             continue                                 # `number of nan iterations: 0`: a word
         unit = _unit_after(text, e)
-        name = _name_before(text, s)
+        name, name_start = _name_and_start(text, s)
         if not name and pending_counter is not None and text[last_end:s].strip() == ":":
             # `Validation loss 8416:  0.7117`: the integer was the step, the name is the value's
             name = pending_counter[0]
@@ -281,7 +284,7 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
             pending_counter = (name, (s, e))
         if (name and name.lower() not in _NOT_METRIC and not _PATH.search(name) and _name_like(name)
                 and not _counts_something(text, e)):
-            found.append((name, s, e, unit))
+            found.append((name, s, e, unit, name_start))
         last_end = e + (len(_UNIT.match(text, e).group()) if _UNIT.match(text, e) else 0)
     _name_columns(text, out, found)
 
@@ -303,12 +306,12 @@ def _stream_of(name: str) -> str | None:
     return _STREAMS.get(first)
 
 
-def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str]]) -> None:
+def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, int]]) -> None:
     names = [_clean_name(n) for n, *_ in found]
     lower = [n.lower() for n in names]
     has_loss = any("loss" in n for n in lower if _stream_of(n) not in ("val", "test"))
     has_val = any(_stream_of(n) in ("val", "test") for n in lower)
-    for (raw_name, s, e, unit), name, low in zip(found, names, lower):
+    for (raw_name, s, e, unit, name_start), name, low in zip(found, names, lower):
         stream = _stream_of(low)
         if low in _STREAMS and not any("loss" in n for n in lower if n != low):
             name, stream = f"{name} loss", _STREAMS[low]                 # `250 val 3.2`
@@ -323,4 +326,4 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str]]
         value = text[s:e]
         const = to_const(value) if not any(c.isdigit() for c in value) else None
         column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
-        out.values.append(Value(column, s, e, const))
+        out.values.append(Value(column, s, e, const, name_start))

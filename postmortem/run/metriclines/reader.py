@@ -90,13 +90,19 @@ def place(groups: list[Group], source: Source) -> Lines:
     elif note:
         source.extras["step_from"] = note
     keep &= np.isfinite(step)
-    _dedupe(groups, pos, step, keep, source)
+    head = np.arange(n) < (counted[0] if len(counted) else n)
+    _dedupe(groups, pos, step, keep, head, source)
     return Lines(groups, rows, gid, pos, step, keep, int(counted[0]) if len(counted) else None)
 
 
 def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: np.ndarray,
-            source: Source) -> None:
-    """The same step printed again by a line with the same columns (every rank, micro-batches)."""
+            head: np.ndarray, source: Source) -> None:
+    """The same step printed again by a line with the same columns (every rank, micro-batches).
+
+    The first of them is kept, unless it is a `head` line (before any step counter: given
+    the first step by guess) and the next one is the step's own (OLMo's pre-train system
+    metrics, then the same names under `[step=10/...]`): that one is dropped unsaid, as the
+    preamble's values are (`_preamble`), being no repeat."""
     dropped = 0
     kinds: dict[tuple, list[np.ndarray]] = {}
     for g, p in zip(groups, pos):
@@ -110,8 +116,9 @@ def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: 
         s = step[p]
         again = np.flatnonzero(s[1:] == s[:-1]) + 1
         if len(again):
-            keep[p[again]] = False
-            dropped += len(again)
+            guessed = head[p[again - 1]] & ~head[p[again]]
+            keep[p[np.where(guessed, again - 1, again)]] = False
+            dropped += int((~guessed).sum())
     if dropped:
         source.warn(f"{dropped} line(s) repeat the step of the line before them (every rank "
                     f"printing, or micro-batches of one step): the first of each is kept")
