@@ -81,7 +81,7 @@ def test_a_val_loss_is_compared_with_the_train_loss_logged_just_before_it(tmp_pa
     rows = [{"step": s, "loss": v} for s, v in zip(range(500, 3001, 500), (1.0, 0.5, 0.1, 0.03, 0.012, 0.008))]
     rows.append({"step": 3100, "val_loss": 0.0075})
     a7 = checks(analyze(write(tmp_path, rows)))["A7"]
-    assert a7.status == "pass" and "train 0.008 (step 3000)" in a7.detail
+    assert a7.status == "pass" and "vs train 0.008 at step 3100 (the train loss at step 3000)" in a7.detail
 
 
 def test_an_overfit_is_judged_on_the_last_epochs_not_the_whole_run(tmp_path):
@@ -91,12 +91,12 @@ def test_an_overfit_is_judged_on_the_last_epochs_not_the_whole_run(tmp_path):
     rows = [{"step": e, "loss": float(v), "val_loss": 0.3} for e, v in enumerate(train)]
     a7 = checks(analyze(write(tmp_path, rows)))["A7"]
     last = float(np.median(train[-5:]))
-    assert a7.status == "fail" and f"train {last:.4g} (the median of steps 24-28)" in a7.detail
+    assert a7.status == "fail" and f"vs train {last:.4g} at step 28 (the median train loss of steps 24-28)" in a7.detail
 
 
 def test_the_lain_val_at_3100_is_compared_with_the_train_loss_at_3000(real_runs):
     a7 = checks(analyze(read_run(real_runs / "hf-trainer-tb-serial-lain" / "runs")))["A7"]
-    assert a7.status == "pass" and "0.0081 (step 3000)" in a7.detail and "leak" not in a7.detail
+    assert a7.status == "pass" and "vs train 0.0081 at step 3100 (the train loss at step 3000)" in a7.detail and "leak" not in a7.detail
 
 
 # --- 4. a dead gradient is no learning, never evidence of an LR too high -------------
@@ -239,7 +239,7 @@ def test_a_val_loss_is_compared_with_the_train_loss_of_its_own_segment(tmp_path)
     rows = [{"step": s, "loss": 2.0} for s in range(0, 301)] + [{"step": 300, "val_loss": 2.1}]
     rows += [{"step": s, "loss": 5.0} for s in range(250, 401)]          # a restart from step 250
     a7 = checks(analyze(write(tmp_path, rows)))["A7"]
-    assert a7.status == "pass" and "vs train 2 (the median of steps 296-300)" in a7.detail
+    assert a7.status == "pass" and "vs train 2 at step 300 (the median train loss of steps 296-300)" in a7.detail
 
 
 def test_bad_init_still_cites_the_weight_norm_growth_of_a8():

@@ -202,7 +202,8 @@ def train_level_at(ctx: Context, step: int, segment: int) -> tuple[float, str] |
     if lo >= end:                         # nothing that near: the nearest line before (or after)
         lo, end = (end - 1, end) if end else (0, 1)
     near, at = tl[lo:end], ts[lo:end]
-    where = f"step {at[0]}" if len(near) == 1 else f"the median of steps {at[0]}-{at[-1]}"
+    where = f"the train loss at step {at[0]}" if len(near) == 1 else \
+        f"the median train loss of steps {at[0]}-{at[-1]}"
     return float(np.median(near)), where
 
 
@@ -218,9 +219,9 @@ def a_val_gap(ctx: Context) -> Outcome:
     t, where = level
     gap = (v - t) / abs(t)
     if gap < -ctx.th.val_gap_max:
-        return "fail", f"val {_fmt(v)} at step {step} far below train {_fmt(t)} ({where}): a leak?"
+        return "fail", f"val {_fmt(v)} far below train {_fmt(t)} at step {step}: a leak? ({where})"
     ok = gap <= ctx.th.val_gap_max
-    return ("pass" if ok else "fail"), f"val {_fmt(v)} at step {step} vs train {_fmt(t)} ({where})"
+    return ("pass" if ok else "fail"), f"val {_fmt(v)} vs train {_fmt(t)} at step {step} ({where})"
 
 
 def a_weight_growth(ctx: Context) -> Outcome:
