@@ -141,3 +141,50 @@ def test_commit_keeps_the_run_relative_to_the_knowledge_base(tmp_path):
     assert "\nrun: run\n" in committed.read_text()
     r = postmortem_in(tmp_path / "drafts", "verify", committed, "--run", HEALTHY)
     assert r.returncode == 0 and "no baseline" not in r.stdout, r.stdout
+
+
+def _problems(doc: Path) -> list[str]:
+    r = postmortem("check", doc)
+    assert r.returncode == 1, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_a_run_known_to_be_fp32_rules_out_fp16_overflow_in_the_draft(tmp_path):
+    doc = tmp_path / "d.md"
+    assert postmortem("new", SAMPLE, "--learner", "ada", "-o", doc).returncode == 0
+    assert ("| loss | the run is fp32 (manifest.json says so): no fp16 loss scale to overflow |  "
+            "| fp16-overflow |") in doc.read_text()
+    assert not [p for p in _problems(doc) if "fp16-overflow" in p]
+
+
+def test_an_unknown_dtype_rules_nothing_out(tmp_path):
+    table = tmp_path / "run.csv"                 # the same steps, without the manifest's dtype
+    assert postmortem("export", SAMPLE, "-o", table).returncode == 0
+    doc = tmp_path / "d.md"
+    assert postmortem("new", table, "--learner", "ada", "-o", doc).returncode == 0
+    assert "no fp16 loss scale" not in doc.read_text()
+
+
+def test_check_shows_how_to_dismiss_and_the_form_it_shows_is_taken(tmp_path):
+    doc = tmp_path / "d.md"
+    assert postmortem("new", SAMPLE, "--learner", "ada", "-o", doc).returncode == 0
+    said = [p for p in _problems(doc) if "nothing rules out lr-discontinuity" in p]
+    assert len(said) == 1 and "`3. ~~**lr-discontinuity**~~ [lr] ... (dismissed: the reason)`" in said[0]
+    form = said[0].split("`")[-2]
+    line = next(x for x in doc.read_text().splitlines() if x.startswith("3. **lr-discontinuity**"))
+    written = form.replace("...", line.split("] ", 1)[1]).replace("the reason", "the LR is smooth there")
+    doc.write_text(doc.read_text().replace(line, written))
+    assert not [p for p in _problems(doc) if "lr-discontinuity" in p]
+
+
+def test_the_readme_shows_the_markdown_forms_check_reads():
+    """The headless way to argue (a row under `rules out`, a dismissal) is in the README, in
+    the form the parser takes."""
+    import re
+
+    from postmortem.document.markdown import _HYP
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```markdown\n(.*?)```", readme, re.S)[1]
+    dismissed = [m for line in block.splitlines() if (m := _HYP.match(line.split(". ", 1)[-1])) and m["why"]]
+    assert dismissed and "| panel | observation | favors | rules out |" in block
+    assert "(dismissed:" in readme and "`d`" in readme

@@ -109,15 +109,23 @@ ROWS = [Evidence("batch", "the batch swapped: no spike", favors=["long-tail-toke
         Evidence("loss", "faithful to the run")]
 
 
+def plain_row(pm) -> tuple[str, str]:
+    """The row a draft of an fp32 run has before any replay: fp16-overflow ruled out."""
+    return pm.evidence[0].panel, pm.evidence[0].observation
+
+
 def test_the_draft_is_handed_a_replay():
     log = read_run(RUN)
     inc = analyze(log).incidents[0]
     plain = draft(log, "ana", inc.step, today=date(2026, 11, 22))
-    assert plain.evidence == [] and plain.hypotheses[0].pattern == inc.hypotheses[0].pattern
+    # an fp32 run (its manifest says so) has no loss scale to overflow: the one row a plain draft has
+    assert [e.rules_out for e in plain.evidence] == [["fp16-overflow"]]
+    assert plain.hypotheses[0].pattern == inc.hypotheses[0].pattern
     done = replay_of(inc, ROWS)
     pm = draft(log, "ana", inc.step, today=date(2026, 11, 22), replayed=done)
     # only the rows that tell causes apart; the hypotheses in the replay's order
-    assert [(e.panel, e.observation) for e in pm.evidence] == [("batch", "the batch swapped: no spike")]
+    assert [(e.panel, e.observation) for e in pm.evidence] == [("batch", "the batch swapped: no spike"),
+                                                               plain_row(plain)]
     assert done.arms["swap-batch"].losses[251] == math.inf          # a diverged arm survives the JSON line
     assert pm.pattern == done.hypotheses[0].pattern
     kept = [h.pattern for h in done.hypotheses]
@@ -133,7 +141,7 @@ def test_a_replay_applied_to_a_document_adds_once_and_keeps_the_authors_words():
                                               *pm.hypotheses[1:]]})
     done = replay_of(inc, ROWS)
     once = apply_replay(pm, done)
-    assert [e.observation for e in once.evidence] == ["the batch swapped: no spike"]
+    assert [e.observation for e in once.evidence] == [pm.evidence[0].observation, "the batch swapped: no spike"]
     assert apply_replay(once, done).evidence == once.evidence          # applied twice: no row twice
     assert once.hypotheses[-1].dismissed == "ruled out"                  # dismissed ones go last
     assert once.hypotheses[0].pattern == last.pattern

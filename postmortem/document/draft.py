@@ -55,6 +55,8 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
         entry = headline(log, h)
         if entry is not None:
             hyps.append(entry)
+    if any(h.pattern == "fp16-overflow" for h in hyps):
+        evidence += precision_rules_out(log, evidence)
     # the learner the TUI guesses (the login name) may not be a plain name: made one; the
     # CLI refuses a bad --learner before it gets here, and commit checks the one typed
     return PostMortem(run_id=log.run_id, learner=safe_name(learner) if learner else "",
@@ -77,6 +79,30 @@ def headline(log: RunLog, h) -> HypothesisEntry | None:
             panel = cited[0].panel if panel_has_data(log, cited[0].panel) else "loss"
             return HypothesisEntry(pattern=h.pattern, panel=panel, observation=lead + cited[0].observation)
     return None
+
+
+def dtype_origin(log: RunLog) -> str:
+    """Where the run's dtype was read: the manifest, a configuration file beside the log, or
+    the log's own lines."""
+    extras = log.source.extras
+    said = extras.get("facts_from", {}).get("dtype")
+    if said:
+        return said
+    if log.manifest is not None and log.manifest.dtype:
+        return "manifest.json"
+    return extras.get("dtype_from", "the log")
+
+
+def precision_rules_out(log: RunLog, evidence: list[Evidence]) -> list[Evidence]:
+    """A run known (from its manifest, configuration or log) to train in fp32 or bf16 has no
+    fp16 loss scale to overflow: one row ruling fp16-overflow out, unless one does already.
+    A run whose dtype is not known gets none: the author has to argue it."""
+    if log.dtype not in ("fp32", "bf16") or any("fp16-overflow" in e.rules_out for e in evidence):
+        return []
+    panel = "loss-scale" if panel_has_data(log, "loss-scale") else "loss"
+    return [Evidence(panel=panel, observation=f"the run is {log.dtype} ({dtype_origin(log)} says so): "
+                                              "no fp16 loss scale to overflow",
+                     favors=[], rules_out=["fp16-overflow"])]
 
 
 def evidence_rows(rows: list[Evidence]) -> list[Evidence]:

@@ -125,13 +125,12 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             problems.append(Problem("Discriminating evidence", f"no row favors the root cause's pattern {root}"))
         if root in ruled_out:
             problems.append(Problem("Discriminating evidence", f"a row rules out the root cause's pattern {root}"))
-        for h in pm.hypotheses:
+        for rank, h in enumerate(pm.hypotheses, 1):
             if h.pattern == root and h.dismissed:
                 problems.append(Problem("Hypotheses", f"the root cause's pattern {root} is dismissed"))
             # a dismissal carries its reason in section 2: it is the author's argument
             elif h.pattern != root and h.pattern not in ruled_out and not h.dismissed:
-                problems.append(Problem("Discriminating evidence", f"nothing rules out {h.pattern} "
-                                        "(a row that rules it out, or dismiss it with a reason)"))
+                problems.append(Problem("Discriminating evidence", not_ruled_out(rank, h)))
     # 4-7
     if not pm.root_cause:
         problems.append(Problem("Root cause", "empty"))
@@ -159,6 +158,12 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             seen.add(str(p))
             out.append(p)
     return out
+
+
+def not_ruled_out(rank: int, h) -> str:
+    """What to write for a hypothesis nothing rules out, in the Markdown the check reads."""
+    return (f"nothing rules out {h.pattern}: a row here with {h.pattern} under `rules out`, or "
+            f"dismiss it in section 2 as `{rank}. ~~**{h.pattern}**~~ [{h.panel}] ... (dismissed: the reason)`")
 
 
 def _against_run(pm: PostMortem, run_log) -> list[Problem]:
