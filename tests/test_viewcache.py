@@ -123,8 +123,8 @@ async def test_the_dashboard_paints_the_kept_view_then_the_fresh_one(cache, run)
     app = PostmortemApp(str(run))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
-        while app.dashboard.view is None or not app.dashboard.view.incidents:   # the fresh view
-            await pilot.pause()
+        # handed over means the fresh view painted, its panels in: nothing more to wait for
+        assert app.dashboard.view.incidents and app.screen.query(MetricPanel)
         table = app.screen.query_one("#incidents")
         assert table.border_title == "incidents" and table.row_count == 1
         assert app.dashboard.incident.step == 250

@@ -148,7 +148,9 @@ class DashboardScreen(Screen):
                 for i, (panel, column, steps, values, log_scale, gray)
                 in enumerate(shown_panels(view, self.app.size.height))]
 
-    def show(self, view: FirstView, composed: bool = False) -> None:
+    def show(self, view: FirstView, composed: bool = False, fetch: bool = True):
+        """Paint `view` (its panels mounted unless `composed`); then fetch the whole run, unless
+        told not to (it is here). Returns the panels' mounting, to await, or None."""
         self.view = view
         self.segment = view.segment
         mounting = None if composed else self.query_one("#panels").mount(*self.panels_of(view))
@@ -163,8 +165,9 @@ class DashboardScreen(Screen):
         self.fit_panels()
         self.session.current = view.largest
         self.mark(view.largest)
-        if self.session.log is None:
+        if fetch and self.session.log is None:
             self.call_next(self.fetch_after_paint, mounting)
+        return mounting
 
     async def fetch_after_paint(self, mounting=None) -> None:
         """The whole run fetched once the frame holding the panels is drawn: its unpickling
@@ -182,10 +185,11 @@ class DashboardScreen(Screen):
         if message.view is not None:          # what was painted was kept from before, and is stale
             self.session.view = message.view
             await self.query_one("#panels").remove_children()
-            # the run is here before the fresh view is shown (it fetches nothing then), and
-            # both before the keys that waited for the run act
-            self.session.log, self.session.analysis = message.log, message.analysis
-            self.show(message.view)
+            # the fresh panels are in before the run is handed over, and both before the keys
+            # that waited for the run act
+            mounting = self.show(message.view, fetch=False)
+            if mounting is not None:
+                await mounting
         self.have_run(message.log, message.analysis)
 
     def have_run(self, log, analysis) -> None:
