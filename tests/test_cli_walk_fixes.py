@@ -188,3 +188,30 @@ def test_the_readme_shows_the_markdown_forms_check_reads():
     dismissed = [m for line in block.splitlines() if (m := _HYP.match(line.split(". ", 1)[-1])) and m["why"]]
     assert dismissed and "| panel | observation | favors | rules out |" in block
     assert "(dismissed:" in readme and "`d`" in readme
+
+
+def _readme() -> str:
+    """The README with its line breaks as spaces (a claim may wrap)."""
+    return " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_the_readme_says_the_spike_thresholds_the_code_uses():
+    from postmortem.diagnose.thresholds import Thresholds
+    th, readme = Thresholds(), _readme()
+    assert "mean + 3 std" not in readme
+    assert (f"a loss {th.spike_sigma:g} times the noise above the mean of the {th.spike_window} steps "
+            "before it") in readme
+    assert f"at least {th.spike_min_rise:.0%} above that mean" in readme
+    assert f"recovery to mean + {th.recovery_sigma:g} std within {th.recovery_window} steps" in readme
+
+
+def test_the_readme_says_what_the_sample_manifests_record():
+    import json
+    readme = _readme()
+    recorded = {k for m in (ROOT / "sample_runs").glob("*/manifest.json")
+                for k in json.loads(m.read_text())["versions"]}
+    if "cpu_capability" not in recorded:           # the replay cannot be held to 1e-5 on them
+        reason = "the manifest does not say which CPU kernels recorded the run"
+        assert reason in (ROOT / "postmortem" / "replay" / "engine.py").read_text()
+        assert f"(`within 0.01: {reason}`)" in readme
+        assert "0.0 for the sample runs" not in readme
