@@ -2,7 +2,6 @@
 log that starts late, a val loss far from the train losses of long ago, a dead gradient,
 a sparse log's neighbours, a loss scale logged far apart, and restarts that are resumes."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,18 +9,7 @@ import pytest
 
 from postmortem.diagnose.analyze import analyze
 from postmortem.run import read_run
-
-
-def write(path: Path, rows: list[dict], manifest: dict | None = None):
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    if manifest is not None:
-        (path / "manifest.json").write_text(json.dumps(manifest))
-    return read_run(path)
-
-
-def checks(result) -> dict:
-    return {c.id: c for c in result.checks}
+from test_diagnose_cases import checks, write
 
 
 # --- 1. a divergence's peak is where its highest loss is ------------------------------
