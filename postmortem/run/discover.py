@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,27 @@ def _json_keys(line: bytes) -> set[str]:
     return set(obj) if isinstance(obj, dict) else set()
 
 
+_JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+_JSON_KEY = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:')
+
+
+def _cut_json_record(path: Path, line: bytes) -> bool:
+    """The file's only line is a JSON object cut short (a JSONL file caught mid-write): it
+    is JSONL by its name or by the step key it shows, and its reader says it is cut."""
+    if not line.lstrip().startswith(b'{"') or _json_keys(line) or not _only_line_unended(path):
+        return False
+    if path.suffix.lower() in _JSONL_SUFFIXES:
+        return True
+    keys = {k.decode("utf-8", "replace") for k in _JSON_KEY.findall(line)}
+    return bool(keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES})
+
+
+def _only_line_unended(path: Path, limit: int = 4 << 20) -> bool:
+    """Whether the file is one line with no newline at its end."""
+    with open(path, "rb") as f:
+        return not f.readline(limit).endswith(b"\n") and not f.read(1)
+
+
 def classify_file(path: Path) -> str | None:
     """The format of one file, by content first and by name where content is ambiguous."""
     head = _magic(path, 4096).removeprefix(b"\xef\xbb\xbf")
@@ -83,8 +105,9 @@ def classify_file(path: Path) -> str | None:
     if text.startswith(b"{") and hf.is_trainer_state(path):
         return "hf-trainer-state"
     if text.startswith(b"{"):
-        keys = _json_keys(_first_line(path, text))
-        if keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES}:
+        line = _first_line(path, text)
+        keys = _json_keys(line)
+        if keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES} or _cut_json_record(path, line):
             return "jsonl"
     first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lower()
     cells = [c.strip().strip('"') for c in first_line.split(",")]

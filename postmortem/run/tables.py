@@ -388,6 +388,9 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
         if _whole_object(raw[cut:]):        # a crash's last record, complete but for its newline
             raw += b"\n"
         else:
+            if not raw[:cut].strip():
+                raise RunReadError(path, "its only line is incomplete (file still being written, "
+                                         "or cut short?): no complete JSON line to read")
             source.warn(f"{path.name}: last line is incomplete (file still being written?); dropped it")
             raw = raw[:cut]
     sentinel = b"NaN" in raw or b"Infinity" in raw
