@@ -316,13 +316,29 @@ def _by_name_digits(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed,
     pos[:, 0::2], pos[:, 1::2] = cutter.run_s[run], cutter.run_e[run]
     digits, _ = cutter.numbers_at(pos.ravel(), False)
     # the number and its length: `l01` and `l1` name two columns
-    key = np.concatenate([digits.reshape(len(rows), len(at)), pos[:, 1::2] - pos[:, 0::2]], axis=1)
-    kinds, which = np.unique(key, axis=0, return_inverse=True)
-    if len(kinds) == 1:
+    key = digits.reshape(len(rows), len(at)) * 64 + (pos[:, 1::2] - pos[:, 0::2])
+    if (key == key[0]).all():       # the common case (`top1_acc`, `fp16`): one name on every line
         return None
-    which = which.ravel()
-    firsts = np.unique(which, return_index=True)[1]
-    return [rows[which == k] for k in np.argsort(firsts)]     # in the order the file shows them
+    which = np.zeros(len(rows), dtype=np.int64)
+    for column in key.T:            # a name's digits, then the next name's, as one id
+        ids, n = _ids(column)
+        which = _ids(which * n + ids)[0]
+    parts = np.split(rows[np.argsort(which, kind="stable")], np.cumsum(np.bincount(which))[:-1])
+    return sorted(parts, key=lambda part: part[0])        # in the order the file shows them
+
+
+def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's rank among the distinct values, and their count: by a table where the
+    values are small counts (no sort), by np.unique where not."""
+    if values.dtype.kind == "i" or (np.isfinite(values).all() and (values == np.floor(values)).all()):
+        small = values.astype(np.int64)
+        if small.min() >= 0 and small.max() < 1 << 22:
+            seen = np.zeros(int(small.max()) + 1, dtype=np.int64)
+            seen[small] = 1
+            rank = np.cumsum(seen) - 1
+            return rank[small], int(rank[-1]) + 1
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return inverse.ravel(), len(uniq)
 
 
 def _name_runs(rep_runs: list[tuple[int, int]], text: str, parsed: Parsed) -> list[int]:
