@@ -15,7 +15,8 @@ def _block_log(tmp_path):
     lines = ["2025-01-01 10:00:00.000\thost:0\tolmo.train:990\tINFO\tPre-train system metrics",
              "    System/Peak GPU Memory (MB)=173.0"]
     for step in range(10, 60, 10):
-        lines.append(f"2025-01-01 10:00:{step:02d}.000\thost:0\tolmo.train:990\tINFO\t[step={step}/1000,epoch=0]")
+        lines.append(f"2025-01-01 10:00:{step:02d}.000\thost:0\tolmo.train:990\tINFO\t"
+                     f"[step={step}/1000,epoch=0]")
         lines += [f"    train/CrossEntropyLoss={10 - step / 100:.2f}",
                   f"    layer0/grad_l1_norm={step + 0.1:.1f}",
                   f"    layer0/grad_l2_norm={step + 0.2:.1f}",

@@ -4,8 +4,9 @@ Scripts print their own source at the top of their log (modded-nanogpt dumps the
 training script), and tracebacks and warnings quote lines of it. A line of code holds
 `name=value` pairs and numbers (`Muon(..., lr=0.1*args.learning_rate)`, `g.size(0)`,
 `{train_loss.item():.4f}`), but a metric value is a number a logger printed, never an
-operand; a printed model (`(ff_out): Linear(in_features=1024, ...)`) is no metric either. A line is code by its shape (`is_code`); a line of a dump that looks like a
-log line (`val_loss = 0.0`) is code by where it sits: among lines of code (`dumps`).
+operand; a printed model (`(ff_out): Linear(in_features=1024, ...)`) is no metric either.
+A line is code by its shape (`is_code`); a line of a dump that looks like a log line
+(`val_loss = 0.0`) is code by where it sits: among lines of code (`dumps`).
 """
 
 from __future__ import annotations
