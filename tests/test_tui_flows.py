@@ -337,3 +337,26 @@ async def test_a_restored_draft_can_be_set_aside_to_start_over(tmp_path):
         await pilot.pause()
         editor.settle()                         # the debounced save and lint, now
         assert read(path).lesson == "a new lesson"
+
+
+@pytest.mark.asyncio
+async def test_the_commit_screen_keeps_the_run_relative_to_the_knowledge_base(repo, tmp_path):
+    """A run inside the knowledge base's repository is committed as a path from its root (the
+    post-mortem travels with a clone), as `postmortem commit` does."""
+    import shutil
+
+    from textual.app import App
+
+    from worked_example import as_learners
+    run = repo / "runs" / "long-tail-token"
+    shutil.copytree(SAMPLE, run)
+    pm = read(as_learners(tmp_path / "draft")).model_copy(update={"run": str(run)})
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = CommitScreen(pm, [], repo)
+        await app.push_screen(screen)
+        screen.query_one("#learner").value = "ada"
+        await pilot.pause()
+        screen.commit()
+        assert screen.committed is not None, str(screen.query_one("#commit-plan").render())
+    assert read(screen.committed.postmortem).run == "runs/long-tail-token"

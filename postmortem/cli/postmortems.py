@@ -174,14 +174,12 @@ def cmd_commit(args) -> int:
 
 
 def _run_as_committed(path: str, pm, run: str | None, start: Path, learner: str) -> str | None:
-    """The front matter's `run` for the document's place in the knowledge base: relative to
-    that repository when the run is in it (the draft may have been written elsewhere)."""
-    from postmortem.document.runpath import locate, stored
-    from postmortem.kb.repo import kb_root
+    """The front matter's `run` for the document's place in the knowledge base (the draft may
+    have been written elsewhere): the run found from the draft, else --run."""
+    from postmortem.document.runpath import locate
+    from postmortem.kb.repo import run_as_committed
     found = locate(pm.run, path)[0] or (Path(run) if run else None)
-    if found is None:
-        return pm.run           # kept as written: verify says where it looked
-    return stored(found, kb_root(start) / "learners" / learner / "postmortems" / pm.filename)
+    return run_as_committed(pm, learner, start, found)
 
 
 def _refuse_another_learner(path: str, pm, learner: str) -> None:

@@ -387,6 +387,17 @@ def ignore_drafts_at(root: Path) -> bool:
         return False
 
 
+def run_as_committed(pm: PostMortem, learner: str, start: Path, run: Path | None) -> str | None:
+    """The front matter's `run` for the post-mortem's place in the knowledge base (both front
+    ends commit it so): relative to that repository when the run is inside it, else absolute
+    (document.runpath.stored). `run`: where the run was found; None keeps it as written, and
+    verify says where it looked."""
+    from postmortem.document.runpath import stored
+    if run is None:
+        return pm.run
+    return stored(run, kb_root(start) / "learners" / learner / "postmortems" / pm.filename)
+
+
 def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool = False,
            init: bool = False, figure: bytes | None = None) -> Committed:
     """Write `rendered` as the learner's post-mortem, add or replace its lesson row, and

@@ -103,10 +103,12 @@ class CommitScreen(Screen):
 
         from postmortem.document.markdown import render
         from postmortem.kb.lessons import KBError
-        from postmortem.kb.repo import commit
+        from postmortem.kb.repo import commit, run_as_committed
         figure = self._figure()
-        pm = self.pm.model_copy(update={"learner": self._learner(),
-                                        "figure": self.pm.figure_filename if figure else None})
+        learner, run = self._learner(), self.pm.run     # the run as this process read it
+        pm = self.pm.model_copy(update={
+            "learner": learner, "figure": self.pm.figure_filename if figure else None,
+            "run": run_as_committed(self.pm, learner, self.root, Path(run) if run and Path(run).exists() else None)})
         out = self.query_one("#commit-plan", Static)
         try:
             done = commit(pm, render(pm), pm.learner, self.root, figure=figure)
