@@ -548,20 +548,23 @@ async def test_zoomed_every_panel_spans_the_incident_window_logged_there_or_not(
     the loss panel (not an axis of plotext's own choosing)."""
     import json
     rows = [{"step": s, "loss": 2.0 - s / 1e4 + (3.0 if s == 500 else 0)} for s in range(1000)]
-    rows[0]["lr"] = 0.1
+    rows[0]["lr"], rows[0]["grad_norm"] = 0.1, 1.0              # a linear and a log-scale panel
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     app = PostmortemApp(session=Session.read(str(tmp_path)))
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
         await pilot.press("z")
+        await pilot.pause()
         panels = {p.panel: p.drawing(p.size.width) for p in app.screen.query(MetricPanel)}
-        assert set(panels) == {"loss", "lr"}
-        assert panels["lr"].line is None                         # nothing logged in the window
-        assert panels["loss"].xlim == panels["lr"].xlim == (400, 550)
+        assert set(panels) == {"loss", "lr", "grad-norm"}
+        assert panels["lr"].line is None and panels["grad-norm"].line is None     # nothing in the window
+        assert panels["loss"].xlim == panels["lr"].xlim == panels["grad-norm"].xlim == (400, 550)
+        assert panels["loss"].yticks is not None                 # a log scale's own values, not log10
         assert panels["loss"].xticks == panels["lr"].xticks and min(panels["lr"].xticks) == 400
         assert ("500" in str(app.screen.query_one("#status").render()))
         await pilot.press("z")
-        assert all(p.drawing(p.size.width).xlim is None for p in app.screen.query(MetricPanel))
+        unzoomed = {p.panel: p.drawing(p.size.width) for p in app.screen.query(MetricPanel)}
+        assert all(d.xlim is None for d in unzoomed.values()) and unzoomed["loss"].yticks is not None
 
 
 def test_the_preview_shows_the_front_matter_as_a_yaml_block():

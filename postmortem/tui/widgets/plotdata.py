@@ -82,12 +82,12 @@ def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Dra
         # whole steps on x (a set, not np.unique: see decimate); on a log scale the metric's
         # own values on y, not their log10
         xticks = sorted({int(x) for x in np.linspace(all_s.min(), all_s.max(), 5).round()})
-    if window is not None:          # the window's steps, logged there or not (a sparse metric)
-        xticks = sorted({int(x) for x in np.linspace(*window, 5).round()})
         if log_scale:
             lo, hi = float(all_v.min()), float(all_v.max())
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
             yticks = (ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
+    if window is not None:          # the window's steps, logged there or not (a sparse metric)
+        xticks = sorted({int(x) for x in np.linspace(*window, 5).round()})
     # the cursor first: on the marked step (where the dashboard opens) the mark is what shows
     vlines = [(cursor, "blue")] if cursor is not None else []
     shown = window or ((s[0], s[-1]) if len(s) else None)
