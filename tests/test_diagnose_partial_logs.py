@@ -119,6 +119,18 @@ def test_the_olmo_zero_gradient_is_not_evidence_for_lr_too_high(real_runs):
         assert not any("dead" in o.observation for o in lr.supported_by)
 
 
+def test_a_dead_gradient_is_one_fact_for_bad_init_not_two(real_runs):
+    """A first grad norm of 0 in a gradient dead at every step is the dead gradient again: it
+    is cited once, and bad-init, a leaf that only partly fits a graph that does not learn,
+    is not claimed with high confidence on it alone."""
+    result = analyze(read_run(real_runs / "olmo-console-20m-zero-gradnorm-flatloss" / "train_fresh.log"))
+    assert checks(result)["A2"].status == "fail"                  # the check itself still says so
+    [inc] = result.incidents
+    init = next(h for h in inc.hypotheses if h.pattern == "bad-init")
+    assert [o.panel for o in init.supported_by] == ["grad-norm"] and "dead" in init.supported_by[0].observation
+    assert inc.confidence == "low"
+
+
 # --- 5. "around the incident" is a line away on a sparse log --------------------------
 
 def sparse_fp16_rows(every: int) -> list[dict]:

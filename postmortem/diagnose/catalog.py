@@ -192,10 +192,14 @@ def _bad_init(ctx, ev, f, e) -> None:
         e.add(False, "w_late", "loss", f"the incident is at step {ev.step}, long after the start")
         return
     checks = _checks(ctx)
+    a5 = checks.get("A5")
+    dead = a5 is not None and a5.status == "fail" and a5.leaf == "bad-init"      # A5: a dead gradient only
     for cid, w, panel in (("A1", "w_start_loss", "loss"), ("A2", "w_first_grad", "grad-norm"),
                           ("A5", "w_dead_grad", "grad-norm"), ("A8", "w_weight_growth", "weight-norm")):
         c = checks.get(cid)
-        if c and c.status == "fail" and (cid != "A5" or c.leaf == "bad-init"):    # A5: a dead gradient only
+        # a first grad norm of ~0 in a gradient dead everywhere is the same fact, counted once
+        same_fact = cid == "A2" and dead and ctx.series("grad_norm", 0)[1][0] < ctx.th.first_grad_norm_min
+        if c and c.status == "fail" and (cid != "A5" or dead) and not same_fact:
             e.add(True, w, panel, c.detail)
         elif c and c.status == "pass" and cid in ("A1", "A2"):
             e.add(False, w, panel, c.detail, half=True)
