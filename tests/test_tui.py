@@ -583,3 +583,34 @@ def test_the_preview_shows_the_front_matter_as_a_yaml_block():
     headings = [t for t in tokens if t.type == "heading_open"]
     assert len(headings) >= 7                              # the seven sections follow, as written
     assert previewed("no front matter") == "no front matter"
+
+
+@pytest.mark.asyncio
+async def test_the_cursor_and_the_zoom_stay_within_the_steps_logged():
+    app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "long-tail-token")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        for _ in range(20):
+            await pilot.press("shift+right")
+        assert app.dashboard.cursor == 399                      # the last step, not 450
+        for _ in range(50):
+            await pilot.press("shift+left")
+        assert app.dashboard.cursor == 0
+    app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "bad-init")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        assert app.dashboard.incident.step == 0
+        await pilot.press("z")
+        lo, hi = app.screen.query_one("#panel-loss", MetricPanel).window
+        assert lo == 0 and hi > 0                              # no axis of negative steps
+
+
+@pytest.mark.asyncio
+async def test_a_run_with_no_incident_has_a_cursor_to_read_values_with():
+    app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "healthy")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        status = lambda: str(app.screen.query_one("#status").render())   # noqa: E731
+        assert "no incident (no NaN, no spike, no divergence)" in status() and "cursor 399  loss=" in status()
+        await pilot.press("left", "left")
+        assert app.dashboard.cursor == 397 and "cursor 397  loss=" in status()

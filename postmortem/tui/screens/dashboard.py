@@ -257,6 +257,8 @@ class DashboardScreen(Screen):
                 table.move_cursor(row=self.session.current)
         if inc is not None and self.cursor is None:       # on the incident, drawn with it
             self.cursor = inc.step
+        elif self.cursor is None and self.logged_steps() is not None:   # no incident: on the last step
+            self.cursor = self.logged_steps()[1]
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
@@ -265,10 +267,21 @@ class DashboardScreen(Screen):
         self.update_status()
 
     def _window(self) -> tuple[int, int] | None:
+        """The zoom: 100 steps before the incident to 50 after its peak, within the steps logged."""
         inc = self.incident
         if inc is None:
             return None
-        return inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
+        lo, hi = inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
+        first, last = self.logged_steps() or (lo, hi)
+        return max(lo, first), max(min(hi, last), max(lo, first) + 1)
+
+    def logged_steps(self) -> tuple[int, int] | None:
+        """The first and last step the panels draw (none: None): the cursor stays within them."""
+        spans = [(steps[0], steps[-1]) for _, _, steps, _, _ in self.view.panels if len(steps)] \
+            if self.view is not None else []
+        if not spans:
+            return None
+        return int(min(a for a, _ in spans)), int(max(b for _, b in spans))
 
     def update_status(self) -> None:
         if self.view is not None:
@@ -280,13 +293,14 @@ class DashboardScreen(Screen):
     def status_text(self, panels) -> str:
         """The incident marked, the cursor and each panel's value there."""
         view = self.view
-        if not view.incidents:
-            if not any(column == "loss" for _, column, *_ in view.panels):     # nothing judged it
-                return f"{view.run_id}: no incident in what was read, but no loss was read (--loss COLUMN names it)"
-            return f"{view.run_id}: no incident (no NaN, no spike, no divergence)"
-        inc, current = self.incident, self.session.current
         values = "  ".join(f"{p.column}={_at(p.value_at(self.cursor), self.cursor)}" for p in panels
                            if self.cursor is not None)
+        at = f"  cursor {self.cursor}  {values}" if self.cursor is not None else ""
+        if not view.incidents:
+            if not any(column == "loss" for _, column, *_ in view.panels):     # nothing judged it
+                return f"{view.run_id}: no incident in what was read, but no loss was read (--loss COLUMN names it){at}"
+            return f"{view.run_id}: no incident (no NaN, no spike, no divergence){at}"
+        inc, current = self.incident, self.session.current
         which = ", the largest" if len(view.incidents) > 1 and current == view.largest else ""
         if view.resumed:
             which += f", segment {self.segment}"
@@ -302,7 +316,8 @@ class DashboardScreen(Screen):
     def action_move(self, delta: int) -> None:
         if self.cursor is None:
             return
-        self.cursor += delta
+        first, last = self.logged_steps() or (self.cursor + delta, self.cursor + delta)
+        self.cursor = min(max(self.cursor + delta, first), last)
         for panel in self.query(MetricPanel):
             panel.cursor = self.cursor
             panel.redraw()
