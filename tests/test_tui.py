@@ -614,3 +614,31 @@ async def test_a_run_with_no_incident_has_a_cursor_to_read_values_with():
         assert "no incident (no NaN, no spike, no divergence)" in status() and "cursor 399  loss=" in status()
         await pilot.press("left", "left")
         assert app.dashboard.cursor == 397 and "cursor 397  loss=" in status()
+
+
+@pytest.mark.asyncio
+async def test_the_commit_screen_offers_git_init_only_where_there_is_no_repository(tmp_path):
+    import git
+    from textual.app import App
+
+    from postmortem.document.markdown import read
+    from postmortem.tui.screens.commit import CommitScreen
+    from worked_example import as_learners
+    pm = read(as_learners(tmp_path / "draft"))
+    for where, repository in (("plain", False), ("repo", True)):
+        folder = tmp_path / where
+        folder.mkdir()
+        if repository:
+            git.Repo.init(folder)
+        app = App()
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = CommitScreen(pm, [], folder)
+            await app.push_screen(screen)
+            await pilot.pause()
+            keys = {b.key for _, b, enabled, _ in screen.active_bindings.values() if enabled}
+            assert ("f3" in keys) is (not repository), (where, keys)
+            if not repository:
+                await pilot.press("f3")
+                await pilot.pause()
+                assert (folder / ".git").is_dir() and screen.ready
+                assert "f3" not in {b.key for _, b, enabled, _ in screen.active_bindings.values() if enabled}

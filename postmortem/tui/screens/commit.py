@@ -26,6 +26,13 @@ class CommitScreen(Screen):
         self.pm, self.problems, self.root, self.draft = pm, problems, root, draft
         self.on_commit = on_commit or (lambda done: None)
         self.committed = None
+        self.no_repository = False         # f3 (git init here) is offered only then
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """f3 is shown and acts only where there is no repository to commit to."""
+        if action == "init":
+            return self.no_repository and not self.problems and self.committed is None
+        return True
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="commit"):
@@ -67,10 +74,12 @@ class CommitScreen(Screen):
         try:
             todo = plan(self.pm, self._learner(), open_repo(self.root), self._figure() is not None)
         except KBError as err:
-            hint = "  (f3 makes one here)" if "not in a git repository" in str(err) else ""
+            self.set_no_repository("not in a git repository" in str(err))
+            hint = "  (f3 makes one here)" if self.no_repository else ""
             out.update(f"[red]{escape(str(err))}[/red]{hint}")
             self.ready = False
             return
+        self.set_no_repository(False)
         self.ready = True
         out.update("\n".join([
             "[b]Ready.[/b] Enter commits exactly these files:", "",
@@ -80,6 +89,11 @@ class CommitScreen(Screen):
             *([f"  add     .gitattributes  (`{escape(ATTRIBUTE)}`: lessons files merge by union)"]
               if todo.attributes else []), "",
             f"in {escape(str(todo.root))}, with the message:", f"  {escape(todo.message)}"]))
+
+    def set_no_repository(self, none: bool) -> None:
+        if none != self.no_repository:
+            self.no_repository = none
+            self.refresh_bindings()
 
     def _figure(self) -> bytes | None:
         """The figure the draft shows, from beside the draft (the editor drew it there)."""
