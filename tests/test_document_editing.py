@@ -9,7 +9,8 @@ from postmortem.diagnose.analyze import analyze
 from postmortem.document import sections
 from postmortem.document.draft import apply_replay, draft
 from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
-from postmortem.document.markdown import read, render
+from postmortem.document.lint import check_text
+from postmortem.document.markdown import parse, read, render
 from postmortem.diagnose.models import Evidence
 from postmortem.replay.models import ArmResult, ReplayResult
 from postmortem.run import read_run
@@ -150,3 +151,43 @@ def test_a_replay_applied_to_a_document_adds_once_and_keeps_the_authors_words():
                                  "pattern": "bad-data"})
     theirs = apply_replay(mine, done)
     assert theirs.symptoms.unusual_tokens == "mine" and theirs.pattern == "bad-data"
+
+
+def test_verification_facts_on_one_line_split_by_slashes_are_read_as_the_hint_shows():
+    pm = read(EXAMPLE)
+    one = "seed: 0 / epsilon: 0.05 / through step: 300 / expect: step 250 loss < 1.5"
+    got = sections.collect(pm, {**sections.texts(pm), "verification": one}, pm.hypotheses, pm.pattern, "")
+    v = got.verification
+    assert (v.seed, v.epsilon, v.through_step, [e.text for e in v.expectations]) == (0, 0.05, 300, ["step 250 loss < 1.5"])
+    assert got.unreadable == {}
+    text = render(got)
+    assert "TODO" not in text and not [p for p in check_text(text, parse(text)) if p.section == "Verification"]
+    lines = "seed: 0\nepsilon: 0.05"                                   # one a line still reads
+    assert sections.collect(pm, {**sections.texts(pm), "verification": lines}, [], "", "").verification.epsilon == 0.05
+
+
+def test_a_line_that_cannot_be_read_is_kept_in_the_document_and_named_by_the_check():
+    pm = read(EXAMPLE)
+    mine = "the fp16 loss scale was too high at 262144 and overflowed at step 250"
+    areas = {**sections.texts(pm), "evidence": mine + "\n" + sections.texts(pm)["evidence"],
+             "verification": "seed: 0 / epsilon: zero\nthrough step: 300"}
+    got = sections.collect(pm, areas, pm.hypotheses, pm.pattern, "")
+    assert got.unreadable == {"Discriminating evidence": [(1, mine)], "Verification": [(1, "seed: 0 / epsilon: zero")]}
+    assert len(got.evidence) == len(pm.evidence) and got.verification.through_step == 300
+    text = render(got)
+    assert mine in text and "- seed: 0 / epsilon: zero" in text                # in the document, as typed
+    back = parse(text)
+    assert render(back) == text
+    said = [str(p) for p in check_text(text, back)]
+    assert f"Discriminating evidence: line {len(pm.evidence) + 1} of section 3 could not be read: {mine}" in said
+    assert "Verification: line 2 of section 6 could not be read: seed: 0 / epsilon: zero" in said
+    assert not any("TODO" in p for p in said)
+
+
+def test_a_section_6_with_only_an_unreadable_line_says_so_not_todo():
+    pm = blank(read(EXAMPLE))
+    got = sections.collect(pm, {**sections.texts(pm), "verification": "seed zero"}, [], "", "")
+    text = render(got)
+    said = [str(p) for p in check_text(text, parse(text)) if p.section == "Verification"]
+    assert said == ["Verification: line 1 of section 6 could not be read: seed zero",
+                    "Verification: empty: seed, epsilon, through step, expectations"]

@@ -76,6 +76,7 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             problems.append(Problem(name, "section missing"))
         elif PLACEHOLDER in secs[name].words():
             problems.append(Problem(name, f"still has a {PLACEHOLDER} placeholder"))
+    problems += unreadable(pm)
     # 1. Symptoms: filled, numbers only, and (with the run) equal to what the run says
     rows = {r[0]: r[1] for r in _table(secs.get("Symptoms", [])) if len(r) >= 2}
     if all(v in _NOTHING for v in rows.values()):
@@ -158,6 +159,12 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             seen.add(str(p))
             out.append(p)
     return out
+
+
+def unreadable(pm: PostMortem) -> list[Problem]:
+    """Each line of a section that could not be read, named with its number and as typed."""
+    return [Problem(name, f"line {n} of section {SECTIONS.index(name) + 1} could not be read: {line}")
+            for name, lines in pm.unreadable.items() if name in SECTIONS for n, line in lines]
 
 
 def not_ruled_out(rank: int, h) -> str:

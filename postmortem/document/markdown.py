@@ -60,16 +60,32 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
         f"{i}. " + (f"~~**{h.pattern}**~~" if h.dismissed else f"**{h.pattern}**")
         + f" [{h.panel}] {h.observation}" + (f" (dismissed: {h.dismissed})" if h.dismissed else "")
         for i, h in enumerate(pm.hypotheses, 1)) or _TODO["hypotheses"]
-    ev = "\n".join(f"| {_cell(e.panel)} | {_cell(e.observation)} | {_cell(', '.join(e.favors))} | "
-                   f"{_cell(', '.join(e.rules_out))} |" for e in pm.evidence) or _TODO["evidence"]
+    ev = evidence_text(pm)
     rem = "\n".join(f"- {r}" for r in pm.remediation) or _TODO["remediation"]
-    ver = "\n".join(f"- {line}" for line in pm.verification.lines()) or _TODO["verification"]
+    ver = "\n".join(f"- {line}" for line in [*pm.verification.lines(), *unreadable_lines(pm, "Verification")]
+                    ) or _TODO["verification"]
     lesson = (f"Pattern: `{pm.pattern}`\n\n" if pm.pattern else "") + (pm.lesson or _TODO["lesson"])
     return Template(template.read_text()).substitute(
         front_matter=yaml.safe_dump(front, sort_keys=False).strip(), run_id=pm.run_id,
         incident=pm.incident, spike_step=pm.spike_step, symptoms=sym, hypotheses=hyps, evidence=ev,
         root_cause=pm.root_cause or _TODO["root_cause"], remediation=rem, verification=ver,
         lesson=lesson, figure=f"\n![{figure_alt(pm.spike_step)}]({pm.figure})\n" if pm.figure else "")
+
+
+def unreadable_lines(pm: PostMortem, section: str) -> list[str]:
+    """The lines of a section that could not be read, as typed."""
+    return [line for _, line in pm.unreadable.get(section, [])]
+
+
+def evidence_text(pm: PostMortem) -> str:
+    """Section 3's table rows, then each line that is not a row as a quote of its own (kept,
+    as typed, for the check to name); the TODO row only when the author wrote nothing."""
+    rows = "\n".join(f"| {_cell(e.panel)} | {_cell(e.observation)} | {_cell(', '.join(e.favors))} | "
+                     f"{_cell(', '.join(e.rules_out))} |" for e in pm.evidence)
+    quotes = "\n\n".join(f"> {line}" for line in unreadable_lines(pm, "Discriminating evidence"))
+    if not quotes:
+        return rows or _TODO["evidence"]
+    return f"{rows}\n\n{quotes}"
 
 
 # --- parsing -------------------------------------------------------------------------
@@ -269,6 +285,13 @@ def _text(sec: Section | None) -> str:
     return "\n".join(t.content for t in (sec or _EMPTY).tokens if t.type == "inline").strip()
 
 
+def quoted(sec: Section | None, after: int) -> list[tuple[int, str]]:
+    """The quoted lines of a section (`> ...`: section 3's lines that are not rows), numbered
+    after its `after` rows."""
+    lines = [ln.strip()[1:].strip() for ln in (sec or _EMPTY).lines if ln.strip().startswith(">")]
+    return [(after + k, line) for k, line in enumerate((ln for ln in lines if ln), 1)]
+
+
 def _todo(s: str) -> bool:
     return s.strip().startswith(PLACEHOLDER)
 
@@ -323,14 +346,13 @@ def parse(text: str) -> PostMortem:
                        "favors": [f] if f and "," not in f else split_patterns(f),
                        "rules_out": [r] if r and "," not in r else split_patterns(r)})
     data["evidence"] = ev
+    unreadable = {"Discriminating evidence": quoted(secs.get("Discriminating evidence"), len(ev))}
     data["figure"] = figure_of(body)
     root = _text(secs.get("Root cause", []))
     data["root_cause"] = "" if _todo(root) else root
     data["remediation"] = [r for r in _items(secs.get("Remediation", [])) if not _todo(r)]
-    try:
-        data["verification"] = Verification.from_lines(_items(secs.get("Verification", [])))
-    except ValueError as err:
-        raise DocumentError(f"Verification: {err}") from None
+    data["verification"], unreadable["Verification"] = Verification.read(_items(secs.get("Verification", [])))
+    data["unreadable"] = {k: v for k, v in unreadable.items() if v}
     lesson = "\n".join(line for line in _text(secs.get("Lesson", [])).split("\n")
                        if not line.startswith("Pattern:")).strip()
     data["lesson"] = "" if _todo(lesson) else lesson

@@ -80,25 +80,68 @@ class Verification(BaseModel):
 
     @classmethod
     def from_lines(cls, lines: list[str], strict: bool = True) -> "Verification":
-        """The inverse of `lines`; a line that does not parse raises ValueError when strict,
-        and is left out otherwise (an author still typing)."""
+        """The inverse of `lines`; a line that does not read raises ValueError when strict,
+        and is left out otherwise (an author still typing: `unreadable` says which)."""
+        done, unreadable = cls.read(lines)
+        if strict and unreadable:
+            line = unreadable[0][1]
+            raise ValueError(f"{line!r}: {why_unreadable(line)}")
+        return done
+
+    @classmethod
+    def read(cls, lines: list[str]) -> tuple["Verification", list[tuple[int, str]]]:
+        """The facts of the lines, one a line or several on one line split by ` / ` (as the
+        editor's hint shows them), and the lines that do not read as (line number, line):
+        a line reads whole or not at all. Blank lines and the draft's TODO are skipped."""
         data: dict = {"expectations": []}
-        for line in lines:
-            key, _, value = line.partition(":")
-            key, value = key.strip().lower(), value.strip()
+        unreadable = []
+        for n, line in enumerate(lines, 1):
+            if not line.strip() or line.strip().startswith(PLACEHOLDER):
+                continue
+            got: dict = {"expectations": []}
             try:
-                if key == "seed":
-                    data["seed"] = int(value)
-                elif key == "epsilon":
-                    data["epsilon"] = float(value)
-                elif key == "through step":
-                    data["through_step"] = int(value)
-                elif key == "expect":
-                    data["expectations"].append(Expectation(text=value))
-            except ValueError as err:
-                if strict:
-                    raise ValueError(f"{line!r}: {str(err).splitlines()[-1]}") from None
-        return cls(**data)
+                for fact in facts(line):
+                    read_fact(fact, got)
+            except ValueError:
+                unreadable.append((n, line.strip()))
+                continue
+            data["expectations"] += got.pop("expectations")
+            data.update(got)
+        return cls(**data), unreadable
+
+
+_FACT_SPLIT = re.compile(r"\s+/\s+")
+
+
+def facts(line: str) -> list[str]:
+    """`seed: 0 / epsilon: 0.05` -> ["seed: 0", "epsilon: 0.05"]; one fact alone is itself."""
+    return [f for f in _FACT_SPLIT.split(line.strip()) if f]
+
+
+def read_fact(fact: str, data: dict) -> None:
+    """One `key: value` of section 6 into `data`; ValueError when it does not read."""
+    key, _, value = fact.partition(":")
+    key, value = key.strip().lower(), value.strip()
+    if key == "seed":
+        data["seed"] = int(value)
+    elif key == "epsilon":
+        data["epsilon"] = float(value)
+    elif key == "through step":
+        data["through_step"] = int(value)
+    elif key == "expect":
+        data["expectations"].append(Expectation(text=value))
+    else:
+        raise ValueError(f"{key!r} is not seed, epsilon, through step or expect")
+
+
+def why_unreadable(line: str) -> str:
+    """What is wrong with a line of section 6 that does not read (its first bad fact)."""
+    for fact in facts(line):
+        try:
+            read_fact(fact, {"expectations": []})
+        except ValueError as err:
+            return str(err).splitlines()[-1]
+    return "it does not read"
 
 
 def split_patterns(text: str) -> list[str]:
@@ -127,6 +170,9 @@ class PostMortem(BaseModel):
     lesson: str = ""
     signature: Signature | None = None      # written when drafted: `similar` compares documents only
     figure: str | None = None               # the PNG beside the document, a path relative to it
+    # section name -> the lines of it that could not be read, as (line number, line): kept,
+    # written into the document, and reported by the check (nothing typed is dropped)
+    unreadable: dict[str, list[tuple[int, str]]] = {}
 
     @field_validator("figure")
     @classmethod

@@ -31,31 +31,45 @@ def texts(pm: PostMortem) -> dict[str, str]:
             "verification": "\n".join(pm.verification.lines()), "lesson": pm.lesson}
 
 
+def row_of(line: str) -> Evidence | None:
+    """`panel | observation | favors, ... | rules out, ...` as a row; None for a line without
+    a panel and an observation (the author is still typing it, or wrote prose)."""
+    parts = [p.strip() for p in line.split("|")]
+    if len(parts) < 2 or not parts[0]:
+        return None
+    parts += [""] * (4 - len(parts))
+    return Evidence(panel=parts[0], observation=parts[1],
+                    favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3]))
+
+
 def evidence_of(text: str) -> list[Evidence]:
-    """`panel | observation | favors, ... | rules out, ...` a line; a line without a panel
-    and an observation is left out (the author is still typing it)."""
-    rows = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) >= 2 and parts[0]:
-            parts += [""] * (4 - len(parts))
-            rows.append(Evidence(panel=parts[0], observation=parts[1],
-                                 favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3])))
-    return rows
+    """The rows of section 3's text; a line that is not a row is left out (see unreadable_rows)."""
+    return [row for row in map(row_of, text.splitlines()) if row is not None]
+
+
+def unreadable_rows(text: str) -> list[tuple[int, str]]:
+    """The lines of section 3's text that are not rows, as (line number, line); blank lines
+    are not counted as such."""
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1)
+            if line.strip() and row_of(line) is None]
 
 
 def collect(pm: PostMortem, areas: dict[str, str], hypotheses: list[HypothesisEntry], pattern: str,
             unusual_tokens: str) -> PostMortem:
     """The document as the inputs say it now: `areas` the texts of sections 3-7, `pattern` and
-    `unusual_tokens` as typed, `hypotheses` section 2. Lines that do not parse are left out."""
+    `unusual_tokens` as typed, `hypotheses` section 2. Lines that do not read are kept apart,
+    in `unreadable`, for the document to hold and the check to name."""
     tokens = unusual_tokens.strip() or None
+    verification, unread_facts = Verification.read(areas["verification"].splitlines())
+    unreadable = {SECTION_OF["evidence"]: unreadable_rows(areas["evidence"]),
+                  SECTION_OF["verification"]: unread_facts}
     return pm.model_copy(update={
         "symptoms": pm.symptoms.model_copy(update={"unusual_tokens": tokens}),
         "hypotheses": list(hypotheses),
         "pattern": pattern.strip() or None, "evidence": evidence_of(areas["evidence"]),
         "root_cause": areas["root_cause"].strip(), "lesson": areas["lesson"].strip(),
         "remediation": [r.strip() for r in areas["remediation"].splitlines() if r.strip()],
-        "verification": Verification.from_lines(areas["verification"].splitlines(), strict=False)})
+        "verification": verification, "unreadable": {k: v for k, v in unreadable.items() if v}})
 
 
 def first_empty(pm: PostMortem) -> str:

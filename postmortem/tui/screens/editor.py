@@ -269,8 +269,11 @@ class EditorScreen(Screen):
     def relint(self) -> None:
         from postmortem.document.lint import check_text
         from postmortem.document.markdown import parse, render
-        text = render(self.collect())
-        problems = check_text(text, parse(text), self.run_log, where=self.path.parent)
+        pm = self.collect()
+        text = render(pm)
+        # the lines that could not be read, numbered as the author sees them here
+        read_back = parse(text).model_copy(update={"unreadable": pm.unreadable})
+        problems = check_text(text, read_back, self.run_log, where=self.path.parent)
         bad = {p.section for p in problems}
         wide = self.size.width >= 100          # at 80 columns: the numbers only
         self.query_one("#sections", Static).update(" ".join(
