@@ -191,3 +191,14 @@ def test_a_section_6_with_only_an_unreadable_line_says_so_not_todo():
     said = [str(p) for p in check_text(text, parse(text)) if p.section == "Verification"]
     assert said == ["Verification: line 1 of section 6 could not be read: seed zero",
                     "Verification: empty: seed, epsilon, through step, expectations"]
+
+
+def test_a_replay_applied_keeps_a_typed_line_that_is_not_a_row_in_its_place():
+    log = read_run(RUN)
+    inc = analyze(log).incidents[0]
+    pm = draft(log, "ana", inc.step, today=date(2026, 11, 22))
+    mine = "the fp16 loss scale was too high at 262144 and overflowed at step 250"
+    row = sections.texts(pm)["evidence"]
+    typed = sections.collect(pm, {**sections.texts(pm), "evidence": f"{mine}\n{row}"}, pm.hypotheses, "", "")
+    shown = sections.texts(apply_replay(typed, replay_of(inc, ROWS)))["evidence"].splitlines()
+    assert shown[:2] == [mine, row] and shown[2].startswith("batch | the batch swapped")

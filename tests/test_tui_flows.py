@@ -1,6 +1,7 @@
 """The TUI's flows through Textual's Pilot, from a spike to a committed post-mortem: a real
 replay of the mini-GPT sample in a child process, a real git repository, the files read back."""
 
+import json
 import os
 import time
 from pathlib import Path
@@ -9,7 +10,7 @@ import git
 import pytest
 
 from pilots import opened
-from postmortem.document.drafts import draft_path
+from postmortem.document.drafts import draft_path, typed_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.screens.commit import CommitScreen
@@ -360,3 +361,39 @@ async def test_the_commit_screen_keeps_the_run_relative_to_the_knowledge_base(re
         screen.commit()
         assert screen.committed is not None, str(screen.query_one("#commit-plan").render())
     assert read(screen.committed.postmortem).run == "runs/long-tail-token"
+
+
+@pytest.mark.asyncio
+async def test_a_replay_taken_back_into_the_editor_keeps_every_line_typed_in_its_place(tmp_path):
+    from postmortem.diagnose.models import Evidence
+    from postmortem.replay.models import ReplayResult
+    mine = "the fp16 loss scale was too high at 262144 and overflowed at step 250"
+    app = PostmortemApp(str(SAMPLE), kb_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.press("e")
+        editor = app.screen
+        row = editor.query_one("#evidence").text.splitlines()[0]
+        editor.query_one("#evidence").text = f"{mine}\n{row}"
+        editor.query_one("#verification").text = "seed: 0 / epsilon: zero"
+        await pilot.pause()
+        editor.settle()
+        await pilot.press("escape")
+        inc = app.session.incident_at(250)
+        rows = [Evidence("batch", "the batch swapped: no spike", favors=["long-tail-token"]),
+                Evidence("loss", "faithful to the run", rules_out=["bad-init"])]
+        app.session.replays[250] = ReplayResult(
+            run_id=app.session.log.run_id, incident_step=250, checkpoint=200, device="cpu",
+            faithful_max_diff=0.0, faithful=True, arms={}, probes={}, evidence=rows,
+            hypotheses=list(inc.hypotheses))
+        await pilot.press("e")                    # reopened: the kept replay merged in on mount
+        editor = app.screen
+        await pilot.pause()
+        shown = editor.query_one("#evidence").text.splitlines()
+        assert shown[:2] == [mine, row] and len(shown) == 4
+        assert editor.query_one("#verification").text == "seed: 0 / epsilon: zero"
+        editor.settle()
+        typed = json.loads(typed_path(draft_path(tmp_path, editor.pm)).read_text())
+        assert typed["evidence"].splitlines()[0] == mine
+        assert mine in draft_path(tmp_path, editor.pm).read_text()
+        assert f"line 1 of section 3 could not be read: {mine}" in [p.problem for p in editor.problems]

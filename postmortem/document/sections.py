@@ -24,11 +24,24 @@ SHORT = dict(zip(SECTIONS, ("Symptoms", "Hypotheses", "Evidence", "Root cause", 
 
 
 def texts(pm: PostMortem) -> dict[str, str]:
-    """Sections 3-7 of the document as the editor shows them, by area."""
-    return {"evidence": "\n".join(f"{e.panel} | {e.observation} | {', '.join(e.favors)} | "
-                                  f"{', '.join(e.rules_out)}" for e in pm.evidence),
+    """Sections 3-7 of the document as the editor shows them, by area; a line that could not
+    be read is back in its place, as typed."""
+    rows = [f"{e.panel} | {e.observation} | {', '.join(e.favors)} | {', '.join(e.rules_out)}"
+            for e in pm.evidence]
+    return {"evidence": "\n".join(in_place(rows, pm.unreadable.get(SECTION_OF["evidence"], []))),
             "root_cause": pm.root_cause, "remediation": "\n".join(pm.remediation),
-            "verification": "\n".join(pm.verification.lines()), "lesson": pm.lesson}
+            "verification": "\n".join(in_place(pm.verification.lines(),
+                                               pm.unreadable.get(SECTION_OF["verification"], []))),
+            "lesson": pm.lesson}
+
+
+def in_place(lines: list[str], unreadable: list[tuple[int, str]]) -> list[str]:
+    """`lines` with each (line number, line) that could not be read put back at its number
+    (after the others when the text has grown shorter)."""
+    out = list(lines)
+    for n, line in sorted(unreadable):
+        out.insert(n - 1, line)
+    return out
 
 
 def row_of(line: str) -> Evidence | None:
