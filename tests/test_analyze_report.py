@@ -55,3 +55,13 @@ def test_many_incidents_say_which_are_in_full_and_why(real_runs):
     assert named == sorted(rows, key=lambda n: -rows[n])[:5]
     shown = [int(m[1]) for m in re.finditer(r"^(\d+)\. spike .*, severity [\d.]+\)", r.stdout, re.M)]
     assert shown == named
+
+
+def test_a_loss_scale_cascade_is_called_one(real_runs):
+    """The scale halving again and again is a cascade to the reader; the JSON keeps the
+    contract's kind, "spike" of loss_scale."""
+    run = real_runs / "issue-chinese-transformer-xl-7-lossscale-nan"
+    text = postmortem("analyze", run).stdout
+    assert "cascade of loss_scale at step 500" in text and "spike of loss_scale" not in text
+    kinds = {(i["kind"], i["metric"]) for i in json.loads(postmortem("analyze", run, "--json").stdout)["incidents"]}
+    assert ("spike", "loss_scale") in kinds

@@ -163,7 +163,7 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
             table.add_column(col, justify="right" if col in ("#", "step", "peak", "rise", "severity") else "left")
         for n, inc in enumerate(incidents[:LISTED], 1):
             peak = inc.symptoms.peak_loss if inc.metric == "loss" else None
-            table.add_row(str(n), inc.kind, inc.metric, str(inc.step), _num(peak),
+            table.add_row(str(n), inc.shown_kind, inc.metric, str(inc.step), _num(peak),
                           f"x{inc.rise:.2f}" if inc.rise else "-", _severity(inc),
                           inc.hypotheses[0].pattern if inc.hypotheses and inc.hypotheses[0].score > 0 else "-")
         con.print(table)
@@ -179,7 +179,7 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
         conf = " [yellow](low confidence)[/]" if inc.confidence == "low" else ""
         rise = f", x{inc.rise:.2f} over the level before" if inc.rise else ""
         severity = f", severity {_severity(inc)}" if inc.severity is not None else ""
-        con.print(f"\n[bold]{n}. {inc.kind}[/] of {inc.metric} at step {inc.step} ({where}"
+        con.print(f"\n[bold]{n}. {inc.shown_kind}[/] of {inc.metric} at step {inc.step} ({where}"
                   f"{len(inc.related)} related{rise}{severity}){conf}")
         sym = inc.symptoms.model_dump()
         for line in _items("   ", [f"{k}={_num(v)}" for k, v in sym.items() if v is not None],

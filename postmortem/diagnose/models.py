@@ -94,6 +94,12 @@ class Incident(BaseModel):
     severity: float | None = None
     headline: bool = True             # False for a grad-norm blip during warmup
 
+    @property
+    def shown_kind(self) -> str:
+        """The kind in the user's words: a spike of the loss scale is its fall, a cascade of
+        overflows (`kind` stays "spike", as the JSON contract names it)."""
+        return "cascade" if self.kind == "spike" and self.metric == "loss_scale" else self.kind
+
     def priority(self) -> tuple[int, int, float]:
         """For picking the incident to look at first: a non-finite loss, then any other
         non-finite value, then the most severe; warmup blips and a bad start last."""

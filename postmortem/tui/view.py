@@ -69,7 +69,7 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
     # a top cause only where it has support (a score of 0 is none: `analyze` says "no
     # convincing cause" there too)
     tops = [i.hypotheses[0] if i.hypotheses and i.hypotheses[0].score > 0 else None for i in result.incidents]
-    incidents = [IncidentRow(i.step, i.kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
+    incidents = [IncidentRow(i.step, i.shown_kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
                              top.pattern if top else None, top.score if top else None)
                  for i, top in zip(result.incidents, tops)]
     checks = [CheckRow(c.id, c.status, c.detail, c.leaf) for c in result.checks]

@@ -39,7 +39,7 @@ class LessonsScreen(Screen):
         if self.incident is not None:
             similar = FittedTable(Col("score", 5), Col("run", 18), Col("pattern", 22, wrap=True),
                                   Col("why", text=True), Col("post-mortem", 48, optional=True), id="similar")
-            similar.border_title = f"past incidents like this run's {self.incident.kind} at step {self.incident.step}"
+            similar.border_title = f"past incidents like this run's {self.incident.shown_kind} at step {self.incident.step}"
             yield similar
         yield Static("", id="status")
         yield Footer(compact=True)

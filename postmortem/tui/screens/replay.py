@@ -39,7 +39,7 @@ class ReplayScreen(Screen):
     def compose(self) -> ComposeResult:
         inc = self.incident
         yield Header()
-        yield Static(escape(f"replay of {self.runlog.run_id}: {inc.kind} at step {inc.step}"), id="replay-title")
+        yield Static(escape(f"replay of {self.runlog.run_id}: {inc.shown_kind} at step {inc.step}"), id="replay-title")
         if self.missing:
             yield Static(escape(f"This run cannot be replayed: {self.missing}"), id="replay-missing")
         else:
