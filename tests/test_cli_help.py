@@ -234,8 +234,14 @@ def test_json_of_the_postmortem_commands(capsys, tmp_path, monkeypatch):
     assert Path(done["postmortem"]).name == EXAMPLE.name
     lessons = one_json(capsys, "lessons", "--repo", kb, "--json")
     assert lessons["count"] == 1 and lessons["patterns"][0]["pattern"] == "long-tail-token"
-    similar = one_json(capsys, "similar", SAMPLE, "--repo", kb, "--json")
+    assert one_json(capsys, "similar", SAMPLE, "--repo", kb, "--json") == []    # its own write-up left out
+    twin = tmp_path / "twin"                       # the same incident under another run id
+    shutil.copytree(SAMPLE, twin)
+    manifest = json.loads((twin / "manifest.json").read_text())
+    (twin / "manifest.json").write_text(json.dumps({**manifest, "run_id": "19-spike-twin"}))
+    similar = one_json(capsys, "similar", twin, "--repo", kb, "--json")
     assert similar[0]["run_id"] == "19-spike-001"
+    assert set(similar[0]) == {"score", "postmortem", "run_id", "pattern", "why"}
     verified = one_json(capsys, "verify", doc, "--run", SAMPLE, "--baseline", SAMPLE, "--json", code=1)
     said = {o["expectation"]: o for o in verified["outcomes"]}
     assert verified["ok"] is False and said["step 250 loss < 2.0"]["ok"] is False    # the spike is there

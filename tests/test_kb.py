@@ -160,9 +160,17 @@ def test_lessons_filters_and_similar(kb):
     assert out.index("long-tail-token (1)") >= 0 and "numerics (1)" in out
     assert "log(0)" in pm("lessons", "--search", "LOG(0)", cwd=root).stdout
     assert "19-spike-001" not in pm("lessons", "--learner", "bob", cwd=root).stdout
-    r = pm("similar", ROOT / "sample_runs" / "long-tail-token", "--json", cwd=root)
+    # the same incident in another run (a copy under another id) finds the post-mortem first
+    twin = root.parent / "twin"
+    shutil.copytree(ROOT / "sample_runs" / "long-tail-token", twin)
+    manifest = json.loads((twin / "manifest.json").read_text())
+    (twin / "manifest.json").write_text(json.dumps({**manifest, "run_id": "19-spike-twin"}))
+    r = pm("similar", twin, "--json", cwd=root)
     matches = json.loads(r.stdout)
     assert matches[0]["run_id"] == "19-spike-001" and matches[0]["score"] > 0.8
     assert any(w.startswith("pattern: match") for w in matches[0]["why"])
     other = json.loads(pm("similar", ROOT / "sample_runs" / "lr-discontinuity", "--json", cwd=root).stdout)
     assert other[0]["score"] < matches[0]["score"]
+    # the run written up is not like itself: its own post-mortem is left out, as on the lessons screen
+    own = json.loads(pm("similar", ROOT / "sample_runs" / "long-tail-token", "--json", cwd=root).stdout)
+    assert "19-spike-001" not in [m["run_id"] for m in own]

@@ -217,20 +217,27 @@ def cmd_lessons(args) -> int:
 
 def cmd_similar(args) -> int:
     from postmortem.kb.repo import kb_root
-    from postmortem.kb.similar import find_similar, of_document
+    from postmortem.kb.similar import find_similar, of_document, this_incident
     root = kb_root(Path(args.repo or "."))
     target = Path(args.target)
     if target.suffix == ".md" and target.is_file():
         own = _doc(args.target)
-        sig = of_document(own)
+        sig, skip = of_document(own), this_incident(own.run_id, own.spike_step)
     else:
-        from postmortem.diagnose.signature import of_run
+        from postmortem.diagnose.analyze import analyze
+        from postmortem.diagnose.models import worst
+        from postmortem.diagnose.signature import of_incident
         from postmortem.run import read_run
-        own, sig = None, of_run(read_run(target))
+        log = read_run(target)
+        incidents = analyze(log).incidents
+        if not incidents:
+            raise IncidentError(f"{target}: no incident to compare")
+        inc = incidents[worst(incidents)]          # the one the dashboard opens on
+        sig, skip = of_incident(inc, log.manifest), this_incident(log.run_id, inc.step)
         if sig.peak_ratio is None and sig.recovery is None:
             raise IncidentError(f"{target}: no incident to compare")
-    matches = find_similar(root, sig, skip=lambda pm: own is not None and pm.run_id == own.run_id
-                           and pm.date == own.date)[:args.top]
+    # this very incident, already written up, is left out, as the lessons screen leaves it out
+    matches = find_similar(root, sig, skip=skip)[:args.top]
     if args.json:
         print(json.dumps([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
                            "pattern": m.pm.pattern, "why": m.why} for m in matches], indent=2))

@@ -85,3 +85,9 @@ def find_similar(root: Path, mine: Signature, skip=lambda pm: False) -> list[Mat
             found.append(Match(score, path, pm, why))
     found.sort(key=lambda m: -m.score)
     return found
+
+
+def this_incident(run_id: str, step: int | None):
+    """The `skip` of find_similar for an incident being looked at: its own post-mortems (the
+    run's, at the incident's step) are no past incident like it. Both front ends use it."""
+    return lambda pm: pm.run_id == run_id and (step is None or pm.spike_step == step)

@@ -68,11 +68,10 @@ class LessonsScreen(Screen):
         """Every past post-mortem scored against this incident (documents only, but many:
         off the UI thread)."""
         from postmortem.diagnose.signature import of_incident
-        from postmortem.kb.similar import find_similar
+        from postmortem.kb.similar import find_similar, this_incident
         mine = of_incident(self.incident, self.run_log.manifest)
         # this very incident, already written up, is left out
-        found = find_similar(self.root, mine, skip=lambda pm: pm.run_id == self.run_log.run_id
-                             and pm.spike_step == self.incident.step)
+        found = find_similar(self.root, mine, skip=this_incident(self.run_log.run_id, self.incident.step))
         self.app.call_from_thread(self.show_similar, [(m.score, m.path, m.pm, m.why) for m in found])
 
     def show_similar(self, found) -> None:
