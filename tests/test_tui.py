@@ -222,7 +222,8 @@ def test_the_loader_foresees_the_width_of_every_panel(columns, rows):
     assert set(shown) == {panel_width(columns, rows, len(shown))}
 
 
-def test_the_app_paints_its_first_frame_before_importing_numpy(tmp_path):
+@pytest.mark.parametrize("sample", ["long-tail-token", "healthy"])      # an incident, and none
+def test_the_app_paints_its_first_frame_before_importing_numpy(tmp_path, sample):
     code = f"""
 import asyncio, sys
 from textual.app import App
@@ -230,7 +231,7 @@ from postmortem.tui.app import PostmortemApp
 from postmortem.tui.loader import Loader
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
-run = {str(ROOT / "sample_runs" / "long-tail-token")!r}
+run = {str(ROOT / "sample_runs" / sample)!r}
 app = PostmortemApp(run, loader=Loader(run, terminal=(120, 40)))
 seen = {{}}
 

@@ -91,8 +91,7 @@ def series(log, history, column: str):
     import numpy as np
     if column not in history:
         return np.array([], dtype=np.int64), np.array([])
-    logged = history[column].notna().to_numpy() | log.nan_mask(column)[history.index.to_numpy()]
-    rows = history[logged]
+    rows = history[log.logged_mask(column)[history.index.to_numpy()]]     # history keeps the run's row labels
     return rows.step.to_numpy(), rows[column].to_numpy(dtype=float)
 
 
@@ -133,15 +132,30 @@ def panel_width(columns: int, rows: int, panels: int) -> int:
     return width - 2 - (2 if scrolls else 0)
 
 
+def logged_steps(view: FirstView) -> tuple[int, int] | None:
+    """The first and last step the panels draw (none: None): the cursor stays within them."""
+    spans = [(steps[0], steps[-1]) for _, _, steps, _, _ in view.panels if len(steps)]
+    if not spans:
+        return None
+    return int(min(a for a, _ in spans)), int(max(b for _, b in spans))
+
+
+def first_cursor(view: FirstView) -> int | None:
+    """Where the cursor opens: on the largest incident, else on the last step logged."""
+    if view.incidents:
+        return view.incidents[view.largest].step
+    steps = logged_steps(view)
+    return steps[1] if steps else None
+
+
 def with_drawings(view: FirstView, columns: int, rows: int) -> FirstView:
     """`view` with each panel's first plot made for a terminal of `columns` x `rows`: the
-    largest incident marked, the cursor on it, not zoomed."""
+    largest incident marked, the cursor where the dashboard opens it, not zoomed."""
     from postmortem.tui.widgets.plotdata import drawing, points, spacing
     shown = shown_panels(view, rows)
     width = panel_width(columns, rows, len(shown))
-    step = view.incidents[view.largest].step if view.incidents else None
-    marks = (step,) if step is not None else ()
-    key = (width, None, marks, step)
+    marks = (view.incidents[view.largest].step,) if view.incidents else ()
+    key = (width, None, marks, first_cursor(view))
     drawings = {}
     for _, column, steps, values, log_scale, gray in shown:
         run = points(steps, values, max(20, width - 10), None, list(marks), log_scale, spacing(steps))

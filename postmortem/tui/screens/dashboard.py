@@ -16,7 +16,8 @@ from postmortem.numbers import number
 from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
-from postmortem.tui.view import PANEL_ROWS, FirstView, segment_history, series, shown_panels
+from postmortem.tui.view import (PANEL_ROWS, FirstView, first_cursor, logged_steps, segment_history, series,
+                                 shown_panels)
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -78,7 +79,7 @@ class DashboardScreen(Screen):
         status = "reading..."
         if view is not None:
             self.view, self.segment, self.session.current = view, view.segment, view.largest
-            self.cursor = self.incident.step if self.incident else None
+            self.cursor = first_cursor(view)
             status = self.status_text(panels)
         yield Header(show_clock=False)
         with Horizontal(id="body"):
@@ -255,10 +256,8 @@ class DashboardScreen(Screen):
             table = self.query_one("#incidents", DataTable)
             if table.cursor_row != self.session.current:          # n/p: the list follows
                 table.move_cursor(row=self.session.current)
-        if inc is not None and self.cursor is None:       # on the incident, drawn with it
-            self.cursor = inc.step
-        elif self.cursor is None and self.logged_steps() is not None:   # no incident: on the last step
-            self.cursor = self.logged_steps()[1]
+        if self.cursor is None:           # on the incident (drawn with it), else the last step
+            self.cursor = inc.step if inc is not None else first_cursor(self.view)
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
@@ -272,16 +271,9 @@ class DashboardScreen(Screen):
         if inc is None:
             return None
         lo, hi = inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
-        first, last = self.logged_steps() or (lo, hi)
+        first, last = logged_steps(self.view) or (lo, hi)
         return max(lo, first), max(min(hi, last), max(lo, first) + 1)
 
-    def logged_steps(self) -> tuple[int, int] | None:
-        """The first and last step the panels draw (none: None): the cursor stays within them."""
-        spans = [(steps[0], steps[-1]) for _, _, steps, _, _ in self.view.panels if len(steps)] \
-            if self.view is not None else []
-        if not spans:
-            return None
-        return int(min(a for a, _ in spans)), int(max(b for _, b in spans))
 
     def update_status(self) -> None:
         if self.view is not None:
@@ -316,7 +308,7 @@ class DashboardScreen(Screen):
     def action_move(self, delta: int) -> None:
         if self.cursor is None:
             return
-        first, last = self.logged_steps() or (self.cursor + delta, self.cursor + delta)
+        first, last = logged_steps(self.view) or (self.cursor + delta, self.cursor + delta)
         self.cursor = min(max(self.cursor + delta, first), last)
         for panel in self.query(MetricPanel):
             panel.cursor = self.cursor
