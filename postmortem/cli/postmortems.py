@@ -40,7 +40,7 @@ def cmd_new(args) -> int:
     _learner(args.learner)
     log = read_run(args.run, **read_options(args))
     against = [read_run(other) for other in args.against or []]
-    inc = _incident(log, args.step, against)
+    inc = incident_near(log, args.step, against)
     done = None
     if args.replay:
         # the replay runs here, and the document is handed its result
@@ -66,13 +66,13 @@ def cmd_new(args) -> int:
     return 0
 
 
-def _incident(log, step: int | None, against: list):
+def incident_near(log, step: int | None, against: list = (), path: str | None = None):
     """The incident nearest --step (the largest without one), said on stderr when it is not
-    at the step asked."""
+    at the step asked (`new` and `replay`); `path`: the run as named in a refusal."""
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import nearest_note, pick_incident
     incidents = analyze(log, against=against).incidents
-    inc = pick_incident(incidents, step, log.source.path)
+    inc = pick_incident(incidents, step, path or log.source.path)
     note = nearest_note(incidents, step, inc)
     if note:
         print(f"postmortem: {note}", file=sys.stderr)
@@ -93,13 +93,12 @@ def _with_figure(pm, out: Path, log, replayed=None):
     return pm.model_copy(update={"figure": path.name})
 
 
-def _figure_to_commit(path: str, pm, run: str | None) -> bytes | None:
+def _figure_to_commit(path: str, pm, run) -> bytes | None:
     """The PNG the document shows (the check found it beside the document); a document that
-    shows none gets one drawn from its run when the run and matplotlib are at hand."""
+    shows none gets one drawn from its run (`run`: where it is, or None) when the run and
+    matplotlib are at hand."""
     if pm.figure:
         return (Path(path).parent / pm.figure).read_bytes()
-    from postmortem.document.runpath import locate
-    run = run or locate(pm.run, path)[0]
     if run is None:
         return None
     from postmortem.document import figure
@@ -151,9 +150,12 @@ def cmd_commit(args) -> int:
         print(f"postmortem: not committed: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     pm.learner = args.learner
-    pm.run = _run_as_committed(args.file, pm, run, Path(args.repo or "."), args.learner)
+    from postmortem.document.runpath import locate
+    from postmortem.kb.repo import run_as_committed
+    found = locate(pm.run, args.file)[0]          # the run the draft names, found once
+    pm.run = run_as_committed(pm, args.learner, Path(args.repo or "."), found or (Path(run) if run else None))
     from postmortem.document.markdown import render
-    figure = _figure_to_commit(args.file, pm, run)
+    figure = _figure_to_commit(args.file, pm, run or found)
     pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None})
     try:
         done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init, figure)
@@ -171,15 +173,6 @@ def cmd_commit(args) -> int:
     for note in done.notes:
         print(f"  {note}")
     return 0
-
-
-def _run_as_committed(path: str, pm, run: str | None, start: Path, learner: str) -> str | None:
-    """The front matter's `run` for the document's place in the knowledge base (the draft may
-    have been written elsewhere): the run found from the draft, else --run."""
-    from postmortem.document.runpath import locate
-    from postmortem.kb.repo import run_as_committed
-    found = locate(pm.run, path)[0] or (Path(run) if run else None)
-    return run_as_committed(pm, learner, start, found)
 
 
 def _refuse_another_learner(path: str, pm, learner: str) -> None:

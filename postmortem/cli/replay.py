@@ -12,8 +12,7 @@ def cmd_replay(args) -> int:
     """Replay the steps around an incident; a rich progress bar; Ctrl-C cancels cleanly."""
     import threading
 
-    from postmortem.diagnose.analyze import analyze
-    from postmortem.document.draft import nearest_note, pick_incident
+    from postmortem.cli.postmortems import incident_near
     from postmortem.replay.arms import NAMES as ARMS
     from postmortem.replay.distributed import check_nproc, check_world, launch
     from postmortem.replay.engine import Replayer
@@ -29,11 +28,7 @@ def cmd_replay(args) -> int:
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
     log = read_run(args.run, format=args.format)
-    incidents = analyze(log).incidents
-    inc = pick_incident(incidents, args.step, args.run)
-    note = nearest_note(incidents, args.step, inc)
-    if note:
-        print(f"postmortem: {note}", file=sys.stderr)
+    inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event
+from postmortem.diagnose.detect import Event, overlaps
 from postmortem.diagnose.models import Analysis, Incident, RunSummary
 from postmortem.diagnose.patterns import rank
 from postmortem.diagnose.symptoms import symptoms
@@ -85,11 +85,6 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
         merged = [(e, []) for e in _bad_start(ctx, checks)]
     merged.sort(key=lambda m: (m[0].segment, m[0].step))
     return merged
-
-
-def overlaps(a: Event, b: Event, margin: int = 20) -> bool:
-    """Two events of one segment within `margin` steps of each other's span."""
-    return a.segment == b.segment and a.step <= b.last + margin and b.step - margin <= a.last
 
 
 def _severity(ctx: Context, ev: Event) -> float | None:

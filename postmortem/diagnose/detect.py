@@ -43,6 +43,11 @@ class Event:
         return max(self.step, self.peak_step if self.end_step is None else self.end_step)
 
 
+def overlaps(a: Event, b: Event, margin: int = 20) -> bool:
+    """Two events of one segment within `margin` steps of each other's span."""
+    return a.segment == b.segment and a.step <= b.last + margin and b.step - margin <= a.last
+
+
 def _group(steps: np.ndarray, flagged: np.ndarray, gap: int) -> list[np.ndarray]:
     """Indices of flagged points, split where consecutive flags are more than `gap` apart."""
     idx = np.flatnonzero(flagged)

@@ -11,7 +11,7 @@ import numpy as np
 
 from postmortem.diagnose.catalog import CATALOG
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event
+from postmortem.diagnose.detect import Event, overlaps
 from postmortem.diagnose.models import Hypothesis, Observation
 from postmortem.diagnose.series import between
 from postmortem.numbers import number
@@ -93,7 +93,7 @@ def nearest_cascade(ctx: Context, ev: Event) -> Event | None:
     the nearest; of two as near, the one before it (a cause comes first)."""
     margin = ctx.around(ev.segment)
     near = [(max(0, c.step - ev.last, ev.step - c.last), c.step > ev.step, c) for c in ctx.cascades
-            if c.segment == ev.segment and c.step <= ev.last + margin and ev.step - margin <= c.last]
+            if overlaps(c, ev, margin)]
     return min(near, key=lambda t: t[:2])[2] if near else None
 
 

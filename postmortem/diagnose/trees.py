@@ -279,7 +279,9 @@ def b_nonfinite_dtype(ctx: Context) -> Outcome:
     dtype = ctx.log.dtype
     if dtype is None:
         return skip("dtype unknown")
-    return "fail", f"non-finite values in a {dtype} run"
+    # in fp16 the node's own leaf (an overflow); in any other dtype the numbers themselves
+    return ("fail", f"non-finite values in a {dtype} run") if dtype == "fp16" else \
+        ("fail", f"non-finite values in a {dtype} run", "numerics")
 
 
 def b_loss_spike(ctx: Context) -> Outcome:
@@ -429,10 +431,7 @@ def walk(ctx: Context) -> list[Check]:
     for node in (*TREE_A, *TREE_B):
         status, detail, *elsewhere = node.test(ctx)
         th = ", ".join(f"{t}={getattr(ctx.th, t)}" for t in node.thresholds) or None
-        if node.id == "B1.1" and status == "fail" and ctx.log.dtype not in ("fp16",):
-            leaf = "numerics"
-        else:
-            leaf = (elsewhere[0] if elsewhere else node.leaf) if status == "fail" else None
+        leaf = (elsewhere[0] if elsewhere else node.leaf) if status == "fail" else None
         question = node.question.format(**{t: getattr(ctx.th, t) for t in type(ctx.th).model_fields})
         out.append(Check(id=node.id, question=question, status=status, detail=detail,
                          threshold=th, leaf=leaf))

@@ -33,14 +33,13 @@ def nearest_note(incidents: list[Incident], step: int | None, taken: Incident) -
 
 
 def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None = None,
-          incidents: list[Incident] | None = None, against: list[RunLog] = (),
-          replayed=None) -> PostMortem:
+          incidents: list[Incident] | None = None, replayed=None) -> PostMortem:
     """The draft. `incidents`: the run's analysis when the caller has it already (the TUI),
-    so it is not run twice; `against`: runs over the same data for the analysis (see analyze);
+    so it is not run twice (`postmortem new` analyzes with --against there);
     `replayed`: a replay of the incident (a ReplayResult), whose evidence fills section 3 and
     whose ranking orders the hypotheses. The document never runs the replay: it is handed one."""
     if incidents is None:
-        incidents = analyze(log, against=against).incidents
+        incidents = analyze(log).incidents
     inc = pick_incident(incidents, step, log.source.path)
     evidence = []
     if replayed is not None:

@@ -79,16 +79,6 @@ class Verification(BaseModel):
         return [x for x in out if x] + [f"expect: {e.text}" for e in self.expectations]
 
     @classmethod
-    def from_lines(cls, lines: list[str], strict: bool = True) -> "Verification":
-        """The inverse of `lines`; a line that does not read raises ValueError when strict,
-        and is left out otherwise (an author still typing: `unreadable` says which)."""
-        done, unreadable = cls.read(lines)
-        if strict and unreadable:
-            line = unreadable[0][1]
-            raise ValueError(f"{line!r}: {why_unreadable(line)}")
-        return done
-
-    @classmethod
     def read(cls, lines: list[str]) -> tuple["Verification", list[tuple[int, str]]]:
         """The facts of the lines, one a line or several on one line split by ` / ` (as the
         editor's hint shows them), and the lines that do not read as (line number, line):
@@ -132,16 +122,6 @@ def read_fact(fact: str, data: dict) -> None:
         data["expectations"].append(Expectation(text=value))
     else:
         raise ValueError(f"{key!r} is not seed, epsilon, through step or expect")
-
-
-def why_unreadable(line: str) -> str:
-    """What is wrong with a line of section 6 that does not read (its first bad fact)."""
-    for fact in facts(line):
-        try:
-            read_fact(fact, {"expectations": []})
-        except ValueError as err:
-            return str(err).splitlines()[-1]
-    return "it does not read"
 
 
 def split_patterns(text: str) -> list[str]:
