@@ -55,16 +55,17 @@ def row_of(line: str) -> Evidence | None:
                     favors=split_patterns(parts[2]), rules_out=split_patterns(parts[3]))
 
 
-def evidence_of(text: str) -> list[Evidence]:
-    """The rows of section 3's text; a line that is not a row is left out (see unreadable_rows)."""
-    return [row for row in map(row_of, text.splitlines()) if row is not None]
-
-
-def unreadable_rows(text: str) -> list[tuple[int, str]]:
-    """The lines of section 3's text that are not rows, as (line number, line); blank lines
-    are not counted as such."""
-    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1)
-            if line.strip() and row_of(line) is None]
+def read_rows(text: str) -> tuple[list[Evidence], list[tuple[int, str]]]:
+    """Section 3's text in one pass: its rows, and the lines that are not rows as (line
+    number, line); blank lines are neither."""
+    rows, unreadable = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        row = row_of(line)
+        if row is not None:
+            rows.append(row)
+        elif line.strip():
+            unreadable.append((n, line.strip()))
+    return rows, unreadable
 
 
 def collect(pm: PostMortem, areas: dict[str, str], hypotheses: list[HypothesisEntry], pattern: str,
@@ -74,12 +75,12 @@ def collect(pm: PostMortem, areas: dict[str, str], hypotheses: list[HypothesisEn
     in `unreadable`, for the document to hold and the check to name."""
     tokens = unusual_tokens.strip() or None
     verification, unread_facts = Verification.read(areas["verification"].splitlines())
-    unreadable = {SECTION_OF["evidence"]: unreadable_rows(areas["evidence"]),
-                  SECTION_OF["verification"]: unread_facts}
+    evidence, unread_rows = read_rows(areas["evidence"])
+    unreadable = {SECTION_OF["evidence"]: unread_rows, SECTION_OF["verification"]: unread_facts}
     return pm.model_copy(update={
         "symptoms": pm.symptoms.model_copy(update={"unusual_tokens": tokens}),
         "hypotheses": list(hypotheses),
-        "pattern": pattern.strip() or None, "evidence": evidence_of(areas["evidence"]),
+        "pattern": pattern.strip() or None, "evidence": evidence,
         "root_cause": areas["root_cause"].strip(), "lesson": areas["lesson"].strip(),
         "remediation": [r.strip() for r in areas["remediation"].splitlines() if r.strip()],
         "verification": verification, "unreadable": {k: v for k, v in unreadable.items() if v}})
