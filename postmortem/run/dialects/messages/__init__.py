@@ -1,0 +1,1 @@
+"""Events: overflow, skipped step, loss scale, resume, checkpoint load; one module per framework."""

@@ -1,0 +1,1 @@
+"""Progress and eval lines, one module per framework (see postmortem.run.dialects)."""
