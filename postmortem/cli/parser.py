@@ -8,18 +8,19 @@ import os
 import sys
 
 from postmortem import __version__
-from postmortem.cli import postmortems, replay, runs
+from postmortem.cli import init, postmortems, replay, runs
 from postmortem.cli.options import Help, Parser
 
 SESSION = """\
 a typical session:
+  postmortem init --kb ~/postmortems --learner ada   # once: where post-mortems go, and as whom
   postmortem info runs/r17                      # what was read: format, steps, metrics
   postmortem analyze runs/r17                   # the checklists, the incidents, their causes
   postmortem tui runs/r17                       # the same on a dashboard; r replays, e writes
   postmortem replay runs/r17 --step 4200        # the steps around it again, in counterfactual arms
-  postmortem new runs/r17 --learner ada         # a draft post-mortem of the incident
-  postmortem check 2026-11-23-r17.md            # what is left to fill in
-  postmortem commit 2026-11-23-r17.md --learner ada   # into learners/ada/, with its lesson
+  postmortem new runs/r17                       # a draft post-mortem of the incident
+  postmortem check 2026-11-23-r17.md            # what is left to fill in, the numbers against the run
+  postmortem commit 2026-11-23-r17.md           # into learners/ada/ of ~/postmortems, with its lesson
   postmortem lessons --pattern long-tail        # what everyone learned
 every command that prints a result takes --json (one JSON document on stdout)."""
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.register(sub)
     postmortems.register(sub)
     replay.register(sub)
+    init.register(sub)
     return parser
 
 

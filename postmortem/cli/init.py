@@ -1,0 +1,54 @@
+"""`postmortem init`: where the knowledge base is and who the learner is, kept in the config
+file once so that every command and the dashboard find them from any folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from postmortem.cli.options import command
+
+
+def cmd_init(args) -> int:
+    from postmortem.errors import KBError
+    from postmortem.kb import settings
+    from postmortem.kb.repo import kb_root, open_repo
+    wrote = None
+    if args.kb is not None:
+        folder = Path(args.kb).expanduser()
+        if settings.is_own_checkout(folder):
+            raise KBError(f"{args.kb} is inside postmortem's own checkout: name a folder of its own")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise KBError(f"cannot make {args.kb}: {err.strerror or err}") from None
+        made = kb_root(folder) == folder.absolute() and not (folder / ".git").exists()
+        open_repo(folder, init=True)
+        if made:
+            print(f"made a git repository in {folder.absolute()}", file=sys.stderr)
+        wrote = settings.remember(kb=kb_root(folder))
+    if args.learner is not None:
+        wrote = settings.remember(learner=args.learner)
+    now = settings.resolve()
+    if wrote:
+        print(f"wrote {wrote}", file=sys.stderr)
+    print(f"knowledge base: {kb_root(now.kb)}  (from {now.kb_from})")
+    print(f"learner: {now.learner or 'nobody yet: postmortem init --learner NAME'}"
+          + (f"  (from {now.learner_from})" if now.learner_from else ""))
+    if not now.chosen:
+        print("post-mortems go to the git repository you stand in: "
+              "`postmortem init --kb DIR` names one for every folder")
+    return 0
+
+
+def register(sub) -> None:
+    p = command(sub, "init", "name the knowledge base and the learner, once for every folder",
+                "Name the knowledge-base folder (a git repository, made when it is not one) and who you\n"
+                "are, in the config file ($XDG_CONFIG_HOME/postmortem/config.toml). `new`, `commit`,\n"
+                "`lessons`, `similar` and the dashboard use them from any folder; --kb/--learner and\n"
+                "POSTMORTEM_KB/POSTMORTEM_LEARNER override them. Without options: what is in force.",
+                ("postmortem init --kb ~/postmortems --learner ada",
+                 "postmortem init                      # where post-mortems go, and as whom"))
+    p.add_argument("--kb", metavar="DIR", help="the knowledge base: made (with git init) when it is not there")
+    p.add_argument("--learner", metavar="NAME", help="who you are: your post-mortems go to learners/NAME/")
+    p.set_defaults(func=cmd_init)
