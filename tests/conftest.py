@@ -38,6 +38,16 @@ def _own_cache(tmp_path_factory):
         os.environ["XDG_CACHE_HOME"] = before
 
 
+@pytest.fixture(autouse=True)
+def _own_settings(tmp_path_factory, monkeypatch):
+    """No test reads or writes the knowledge base and learner of whoever runs the tests
+    (kb/settings.py): its own config and state folders, and no POSTMORTEM_KB/_LEARNER."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.delenv("POSTMORTEM_KB", raising=False)
+    monkeypatch.delenv("POSTMORTEM_LEARNER", raising=False)
+
+
 @pytest.fixture(scope="session")
 def real_runs() -> Path:
     if not REAL_RUNS.is_dir():
