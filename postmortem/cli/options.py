@@ -57,10 +57,19 @@ def run_command(sub, name: str, help: str, description: str | None = None,
                 example: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """A command whose first argument is a run, read as detected or as `--format` says."""
     p = command(sub, name, help, description, example)
-    p.add_argument("run", metavar="RUN", help="a run directory or a log file")
+    p.add_argument("run", metavar="RUN", help="a run directory or a log file, or a store of runs "
+                                            "(mlruns/, mlflow.db, http://host:port, lightning_logs/, ...)")
     add_format(p)
     add_columns(p)
+    add_run_id(p)
     return p
+
+
+def add_run_id(p: argparse.ArgumentParser) -> None:
+    """--run ID: one run of a store that holds several (`postmortem runs STORE` lists them)."""
+    p.add_argument("--run", dest="run_id", metavar="ID",
+                   help="the run to read in a store of several (an MLflow store or server, lightning_logs/, "
+                        "a TensorBoard logdir, wandb/, a work dir): its id, name or folder")
 
 
 def add_format(p: argparse.ArgumentParser) -> None:
@@ -69,7 +78,14 @@ def add_format(p: argparse.ArgumentParser) -> None:
 
 
 def add_repo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repo", metavar="DIR", help="the knowledge-base repository (default: the one you stand in)")
+    p.add_argument("--kb", "--repo", dest="kb", metavar="DIR",
+                   help="the knowledge-base repository (default: POSTMORTEM_KB, else the one `postmortem "
+                        "init` named, else the git repository you stand in)")
+
+
+def add_learner(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--learner", metavar="NAME",
+                   help=f"{what} (default: POSTMORTEM_LEARNER, else the one `postmortem init` named)")
 
 
 def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -90,7 +106,7 @@ def add_columns(p: argparse.ArgumentParser, step_flag: bool = True) -> None:
 def read_options(args) -> dict:
     """read_run's keywords from the parsed arguments."""
     return {"format": getattr(args, "format", None), "loss": getattr(args, "loss", None),
-            "step": getattr(args, "step_column", None)}
+            "step": getattr(args, "step_column", None), "run": getattr(args, "run_id", None)}
 
 
 def add_against(p: argparse.ArgumentParser) -> None:

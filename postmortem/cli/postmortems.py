@@ -7,8 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import add_against, add_columns, add_format, add_json, add_repo, command, read_options
+from postmortem.cli.options import (add_against, add_columns, add_format, add_run_id, add_json, add_learner, add_repo,
+                                    command, read_options)
 from postmortem.errors import DocumentError, IncidentError, KBError
+
+NOT_CHECKED = "not checked against the run"     # what a commit told --no-run-check records
 
 
 def _doc(path: str):
@@ -24,6 +27,18 @@ def _learner(name: str | None) -> str | None:
     return None if name is None else check_learner(name)
 
 
+def _settings(args):
+    """The knowledge base and the learner in force (kb.settings: flag, variable, config file)."""
+    from postmortem.kb.settings import resolve
+    return resolve(getattr(args, "kb", None), _learner(getattr(args, "learner", None)))
+
+
+def _learner_needed(settings) -> str:
+    if settings.learner is None:
+        raise KBError("who is writing? --learner NAME, or once for all: postmortem init --learner NAME")
+    return settings.learner
+
+
 def _json(data) -> None:
     """The one JSON document a command prints on stdout with --json."""
     print(json.dumps(data, indent=2, allow_nan=False, default=str))
@@ -37,7 +52,7 @@ def cmd_new(args) -> int:
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
-    _learner(args.learner)
+    learner = _learner_needed(_settings(args))
     log = read_run(args.run, **read_options(args))
     against = [read_run(other) for other in args.against or []]
     inc = incident_near(log, args.step, against)
@@ -46,7 +61,7 @@ def cmd_new(args) -> int:
         # the replay runs here, and the document is handed its result
         from postmortem.replay.engine import Replayer
         done = Replayer(log, inc, "cpu").replay()
-    pm = draft(log, args.learner, inc.step, incidents=[inc], replayed=done)
+    pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
         raise DocumentError(f"{out}: exists; --force overwrites it")
@@ -111,25 +126,48 @@ def _figure_to_commit(path: str, pm, run) -> bytes | None:
         return None
 
 
-def _problems(path: str, run: str | None):
+def run_to_check(path: str, pm, given: str | None, unchecked: bool):
+    """(the run whose numbers the Symptoms are compared with, or None; the problem when it
+    cannot be found): --run, else the front matter's `run`, found as `verify` finds it."""
+    from postmortem.document.lint import Problem, listed
+    from postmortem.document.runpath import locate
+    if given or unchecked:
+        return (Path(given) if given else None), None
+    ways = "--run RUN names it, or --no-run-check goes without the comparison"
+    if not pm.run:
+        return None, Problem("Symptoms", f"numbers not checked: the document names no run "
+                                         f"(front matter `run`); {ways}")
+    found, tried = locate(pm.run, path)
+    if found is None:
+        return None, Problem("Symptoms", f"numbers not checked: front matter `run: {pm.run}` is not at "
+                                         f"{listed([str(p) for p in tried])}; {ways}")
+    return found, None
+
+
+def _problems(path: str, given: str | None, unchecked: bool = False):
+    """(the document, its problems, the run its numbers were compared with or None)."""
     from postmortem.document.lint import check_text
     pm = _doc(path)
+    run, missing = run_to_check(path, pm, given, unchecked)
     log = None
-    if run:
+    if run is not None:
         from postmortem.run import read_run
         log = read_run(run)
-    return pm, check_text(Path(path).read_text(encoding="utf-8"), pm, log, where=Path(path).parent)
+    problems = check_text(Path(path).read_text(encoding="utf-8"), pm, log, where=Path(path).parent)
+    return pm, ([missing] if missing else []) + problems, run
 
 
 def cmd_check(args) -> int:
-    _, problems = _problems(args.file, args.run)
+    _, problems, run = _problems(args.file, args.run, args.no_run_check)
     if args.json:
-        _json({"ok": not problems, "problems": _problem_list(problems)})
+        _json({"ok": not problems, "problems": _problem_list(problems),
+               "run": str(run) if run is not None else None})
     else:
         for p in problems:
             print(p)
         if not problems:
-            print(f"{args.file}: complete" + (" and true to the run" if args.run else ""))
+            print(f"{args.file}: complete" + (f" and true to the run {run}" if run is not None
+                                               else f"; numbers {NOT_CHECKED} (--no-run-check)"))
     return 1 if problems else 0
 
 
@@ -137,10 +175,11 @@ def cmd_commit(args) -> int:
     import git
 
     from postmortem.kb.repo import commit
-    _learner(args.learner)
-    run = args.run
-    pm, problems = _problems(args.file, run)
-    _refuse_another_learner(args.file, pm, args.learner)
+    settings = _settings(args)
+    pm, problems, run = _problems(args.file, args.run, args.no_run_check)
+    learner = args.learner and settings.learner or pm.learner or _learner_needed(settings)
+    _refuse_another_learner(args.file, pm, learner)
+    root = _kb_to_write(settings)
     if problems:
         if args.json:
             _json({"committed": False, "problems": _problem_list(problems)})
@@ -149,16 +188,17 @@ def cmd_commit(args) -> int:
                 print(p)
         print(f"postmortem: not committed: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    pm.learner = args.learner
+    pm.learner = learner
     from postmortem.document.runpath import locate
     from postmortem.kb.repo import run_as_committed
-    found = locate(pm.run, args.file)[0]          # the run the draft names, found once
-    pm.run = run_as_committed(pm, args.learner, Path(args.repo or "."), found or (Path(run) if run else None))
+    found = run or locate(pm.run, args.file)[0]          # the run the draft names, found once
+    pm.run = run_as_committed(pm, learner, root, found)
     from postmortem.document.markdown import render
-    figure = _figure_to_commit(args.file, pm, run or found)
-    pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None})
+    figure = _figure_to_commit(args.file, pm, found)
+    pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None,
+                               "numbers": NOT_CHECKED if run is None else None})
     try:
-        done = commit(pm, render(pm), args.learner, Path(args.repo or "."), args.amend, args.init, figure)
+        done = commit(pm, render(pm), learner, root, args.amend, args.init, figure)
     except KBError as err:
         raise KBError(f"{args.file}: {err}") from None
     except git.GitCommandError as err:
@@ -175,6 +215,16 @@ def cmd_commit(args) -> int:
     return 0
 
 
+def _kb_to_write(settings) -> Path:
+    """The knowledge base a commit goes to: the one named, else the repository you stand in,
+    but never postmortem's own checkout unless it is named (--kb)."""
+    from postmortem.kb.settings import is_own_checkout
+    if not settings.chosen and is_own_checkout(settings.kb):
+        raise KBError(f"{settings.kb} is postmortem's own checkout, not a knowledge base: "
+                      "`postmortem init --kb DIR` names yours once (or --kb DIR, or POSTMORTEM_KB)")
+    return settings.kb
+
+
 def _refuse_another_learner(path: str, pm, learner: str) -> None:
     """A draft is committed as its own learner's: --learner names the same one (a draft
     without one takes it). Another name is refused, never moved silently to their folder."""
@@ -187,7 +237,8 @@ def cmd_lessons(args) -> int:
     from postmortem.kb.lessons import group_by_pattern, query, read_all
     from postmortem.kb.repo import kb_root
     _learner(args.learner)
-    root = kb_root(Path(args.repo or "."))
+    from postmortem.kb.settings import resolve
+    root = kb_root(resolve(args.kb).kb)        # --learner here filters; it names no one
     # the TUI's filter, spelled as options: pattern:X learner:Y and free text
     asked = " ".join(x for x in (args.pattern and f"pattern:{args.pattern}",
                                  args.learner and f"learner:{args.learner}", args.search) if x)
@@ -211,7 +262,8 @@ def cmd_lessons(args) -> int:
 def cmd_similar(args) -> int:
     from postmortem.kb.repo import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
-    root = kb_root(Path(args.repo or "."))
+    from postmortem.kb.settings import resolve
+    root = kb_root(resolve(args.kb).kb)
     target = Path(args.target)
     if target.suffix == ".md" and target.is_file():
         own = _doc(args.target)
@@ -278,6 +330,15 @@ def _baseline(path: str, pm, given: str | None):
     return read_run(found), None
 
 
+def _add_run_check(p) -> None:
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--run", metavar="RUN", help="compare the Symptoms with this run (default: the run "
+                                                  "the front matter names)")
+    how.add_argument("--no-run-check", action="store_true",
+                     help="do not compare the Symptoms with the run (a commit records `numbers: "
+                          f"{NOT_CHECKED}` in its front matter)")
+
+
 def register(sub) -> None:
     p = command(sub, "new", "write a draft post-mortem of a run's incident",
                 "Write a draft post-mortem (Markdown) of one incident of RUN: the Symptoms are the run's\n"
@@ -286,13 +347,13 @@ def register(sub) -> None:
                  "postmortem new runs/r17 --learner ada --step 4200 -o spike.md",
                  "postmortem new runs/r17 --learner ada --replay  # replay first: section 3 filled"))
     p.add_argument("run", metavar="RUN", help="a run directory or a log file")
-    p.add_argument("--learner", required=True, metavar="NAME",
-                   help="who writes it: the post-mortem goes to learners/NAME/ when committed")
+    add_learner(p, "who writes it: the post-mortem goes to learners/NAME/ when committed")
     p.add_argument("--step", type=int, help="the incident nearest this step, said when not at it "
                                             "(default: the largest, the one the dashboard opens on)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write it (default: DATE-RUN.md here)")
     add_format(p)
     add_columns(p, step_flag=False)         # --step here is the incident's step
+    add_run_id(p)
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     p.add_argument("--replay", action="store_true",
                    help="replay the incident first and fill section 3 with its evidence")
@@ -300,28 +361,30 @@ def register(sub) -> None:
     add_json(p, "what was written")
     p.set_defaults(func=cmd_new)
     p = command(sub, "check", "lint a post-mortem: complete, true to the run, argued",
-                "Lint a post-mortem: every section filled, the hypotheses argued, and with --run the\n"
-                "Symptoms recomputed from the run and compared. Exit 0 when clean, 1 with problems.",
+                "Lint a post-mortem: every section filled, the hypotheses argued, and the Symptoms\n"
+                "recomputed from the run its front matter names (`run`) and compared. A run that cannot\n"
+                "be found is a problem. Exit 0 when clean, 1 with problems.",
                 ("postmortem check 2026-11-23-r17.md",
-                 "postmortem check 2026-11-23-r17.md --run runs/r17   # the numbers too"))
+                 "postmortem check 2026-11-23-r17.md --run runs/r17   # the run moved"))
     p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
-    p.add_argument("--run", metavar="RUN", help="recompute the Symptoms from this run and compare")
+    _add_run_check(p)
     add_json(p, '{"ok": ..., "problems": [...]}')
     p.set_defaults(func=cmd_check)
     p = command(sub, "commit", "check, write learners/<name>/..., append the lesson, git commit",
-                "Check a post-mortem, then write it and its figure to learners/NAME/postmortems/ of the\n"
-                "knowledge-base repository, append its lesson to learners/NAME/lessons.md and git commit\n"
-                "them, all or nothing.\n"
+                "Check a post-mortem (its numbers against its run, as `check` does), then write it and\n"
+                "its figure to learners/NAME/postmortems/ of the knowledge base, append its lesson to\n"
+                "learners/NAME/lessons.md and git commit them, all or nothing.\n"
                 "Exit 1 without committing when `check` finds problems.",
-                ("postmortem commit 2026-11-23-r17.md --learner ada",
-                 "postmortem commit 2026-11-23-r17.md --learner ada --run runs/r17 --repo ~/kb",
-                 "postmortem commit 2026-11-23-r17.md --learner ada --amend  # replace it"))
+                ("postmortem commit 2026-11-23-r17.md",
+                 "postmortem commit 2026-11-23-r17.md --learner ada --run runs/r17 --kb ~/kb",
+                 "postmortem commit 2026-11-23-r17.md --amend  # replace it"))
     p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
-    p.add_argument("--learner", required=True, metavar="NAME", help="whose learners/NAME/ it goes to")
-    p.add_argument("--run", metavar="RUN", help="check the Symptoms against this run first")
+    add_learner(p, "whose learners/NAME/ it goes to; the draft's own `learner` when not given")
+    _add_run_check(p)
     add_repo(p)
     p.add_argument("--amend", action="store_true", help="replace the post-mortem of the same run and date")
-    p.add_argument("--init", action="store_true", help="make a git repository here if there is none")
+    p.add_argument("--init", action="store_true",
+                   help="make a git repository in the knowledge-base folder if there is none")
     add_json(p, "what was committed (or the problems)")
     p.set_defaults(func=cmd_commit)
     p = command(sub, "lessons", "lessons across learners, grouped by pattern",

@@ -140,6 +140,7 @@ class PostMortem(BaseModel):
     spike_step: int | None = None
     date: Date
     run: str | None = None                  # where the run was read from
+    numbers: str | None = None              # "not checked against the run": committed --no-run-check
     incident: Literal["nan", "spike", "divergence", "bad-start"] = "spike"
     symptoms: Symptoms
     hypotheses: list[HypothesisEntry] = []
