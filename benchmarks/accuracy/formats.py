@@ -176,6 +176,8 @@ def write_megatron(records, meta, out: Path, interval: int = 10) -> Rows:
             "clip_grad": 0.0, "adam_beta1": cfg.get("betas", [0.9, 0.999])[0],
             "adam_beta2": cfg.get("betas", [0.9, 0.999])[1], "log_interval": interval,
             "loss_scale_window": 40, "seed": meta.get("seed", 0)}
+    if fp16:
+        args.update({k: cfg[k] for k in ("loss_scale", "initial_loss_scale", "min_loss_scale") if k in cfg})
     lines = ["using world size: 1, data-parallel size: 1, tensor-model-parallel size: 1",
              "------------------------ arguments ------------------------"]
     lines += [f"  {k} {'.' * max(3, 48 - len(k))} {v}" for k, v in sorted(args.items())]
@@ -271,6 +273,52 @@ def write_hf_console(records, meta, out: Path, interval: int = 10) -> Rows:
     return rows
 
 
+def write_epochs(records, meta, out: Path, interval: int = 50) -> Rows:
+    """Keras' CSVLogger: one row per epoch (`interval` steps), numbered from 0, the epoch's mean
+    loss, the LR and the epoch's last validation loss."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines, rows = ["epoch,loss,lr,val_loss"], []
+    groups = [list(range(k, min(k + interval, len(records)))) for k in range(0, len(records), interval)]
+    for epoch, g in enumerate(groups):
+        if len(g) < interval // 2:
+            break                              # a last partial epoch is not written
+        last = records[g[-1]]
+        evals = [records[i]["val_loss"] for i in g if "val_loss" in records[i]]
+        lines.append(f"{epoch},{_f(_mean_loss(records, g), '.6f')},{last['lr']:.6g},"
+                     f"{_f(evals[-1], '.6f') if evals else ''}")
+        rows.append((epoch, g))
+    (out / "training.log.csv").write_text("\n".join(lines) + "\n")
+    return rows
+
+
+def write_deepspeed(records, meta, out: Path, interval: int = 10) -> Rows:
+    """DeepSpeed's engine log with no loss in it: `[Rank 0] step=N, skipped=K, lr=[..]` every
+    `interval` steps (K: the skipped steps so far) and the loss scaler's OVERFLOW line at every
+    skipped step (at its floor the scale is 'reduced' to itself)."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = "[2024-05-01 10:00:00,000] [INFO]"
+    lines = [f"{stamp} [config.py:1000:print] DeepSpeedEngine configuration:",
+             f"{stamp} [config.py:1004:print]   fp16_enabled ................. {meta['dtype'] == 'fp16'}",
+             f"{stamp} [config.py:1004:print]   loss_scale ................... "
+             f"{meta['config'].get('loss_scale') or 0}"]
+    rows, skipped = [], 0
+    for g in _groups(records, interval, 1):
+        for i in g:
+            r = records[i]
+            if r.get("skipped"):
+                skipped += 1
+                nxt = records[i + 1]["loss_scale"] if i + 1 < len(records) else r["loss_scale"] / 2
+                lines.append(f"{stamp} [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                             f"Skipping step. Attempted loss scale: {r['loss_scale']:g}, reducing to {nxt:g}")
+        last = records[g[-1]]
+        lines.append(f"{stamp} [logging.py:96:log_dist] [Rank 0] step={last['step'] + 1}, skipped={skipped}, "
+                     f"lr=[{last['lr']:.6e}], mom=[(0.9, 0.95)]")
+        rows.append((last["step"] + 1, g))
+    (out / "deepspeed.log").write_text("\n".join(lines) + "\n")
+    return rows
+
+
 WRITERS = {"jsonl": write_jsonl, "csv": write_csv, "hf-trainer-state": write_hf_trainer_state,
            "tensorboard": write_tensorboard, "megatron": write_megatron, "nanogpt": write_nanogpt,
-           "llm.c": write_llmc, "hf-console": write_hf_console}
+           "llm.c": write_llmc, "hf-console": write_hf_console, "epochs": write_epochs,
+           "deepspeed": write_deepspeed}

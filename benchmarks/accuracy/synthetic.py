@@ -30,7 +30,10 @@ TRUTH = {
     "optimizer-reset": ("spike", "loss", "optimizer-reset"),
     "numerics": ("nan", "loss", "numerics"),
     "schedule-misconfigured": ("divergence", "loss", "schedule-misconfigured"),
+    "fp16-persistent": ("spike", "loss_scale", "fp16-overflow"),
 }
+# the short run's second incident: the LR climbing from `climb_from` on, against its config
+CLIMB = ("divergence", "loss", "schedule-misconfigured")
 
 
 def specs(seed: int):
@@ -55,6 +58,51 @@ def specs(seed: int):
                                  betas=(0.9, 0.999), **{**base, "lr": 0.06, "min_lr": 0.006})),
         ("numerics", Spec(kind="numerics", at=at, **base)),
         ("schedule-misconfigured", Spec(kind="schedule-misconfigured", factor=35, **base)),
+    ]
+
+
+def judge_specs(seed: int):
+    """(run name, Spec, formats) of the runs that judge what was read (issue 25): short logs,
+    epoch logs, static and collapsed loss scales, a cascade with no loss, an LR rising against
+    a cosine config, and their clean controls; noise levels and formats move with the seed."""
+    from trainer2 import Spec
+
+    rng = np.random.default_rng(seed + 500)
+    lr = float(rng.choice([3e-3, 4e-3, 5e-3]))
+    batch = int(rng.choice([32, 64, 128]))                 # the short runs' noise level
+    at = int(rng.choice([150, 200, 250]))
+    base = dict(seed=seed, lr=lr, min_lr=lr / 10, corpus_seed=seed % 3)
+    pick = lambda options, k=2: [options[j] for j in rng.permutation(len(options))[:k]]  # noqa: E731
+    every = lambda fmts, n=1: [(f, n) for f in fmts]  # noqa: E731
+    sgd = {**base, "lr": 0.3, "min_lr": 0.03}
+    static = dict(dtype="fp16", scale_growth=1.0, scale_backoff=1.0, init_scale=2.0 ** 16)
+    return [
+        # SGD (no Adam to absorb the LR): x8-10 for one step, then a climb to x6-8 from step 30
+        ("short", Spec(kind="short", steps=60, warmup=3, batch=batch, at=int(rng.choice([3, 4, 5])), length=1,
+                       factor=float(rng.choice([8, 10])), climb_from=30, climb_factor=float(rng.choice([6, 8])),
+                       optimizer="sgd", **{**base, "lr": 0.5, "min_lr": 0.05}), every(pick(["jsonl", "llm.c", "csv", "megatron", "nanogpt"], 3))),
+        ("short-healthy", Spec(kind="healthy", steps=60, warmup=3, batch=batch, **base),
+         every(pick(["jsonl", "llm.c", "csv", "megatron", "nanogpt"]))),
+        ("short-noisy-healthy", Spec(kind="healthy", steps=60, warmup=3, batch=12, **base),
+         every(pick(["jsonl", "llm.c", "csv", "megatron", "nanogpt"]))),
+        ("epochs-divergence", Spec(kind="schedule-misconfigured", schedule="cosine", steps=600,
+                                   factor=float(rng.choice([25, 35])), **base), [("epochs", 50)]),
+        ("epochs-healthy", Spec(kind="healthy", schedule="cosine", steps=600, batch=48, **base), [("epochs", 50)]),
+        ("cosine-rising", Spec(kind="schedule-misconfigured", schedule="cosine", factor=float(rng.choice([15, 25])),
+                               **base), every(pick(["jsonl", "llm.c", "csv", "tensorboard"])) + [("megatron", 10)]),
+        ("fp16-static-healthy", Spec(kind="healthy", steps=400, **static, **base),
+         every(pick(["jsonl", "csv", "llm.c"], 1)) + [("megatron", 10)]),
+        ("fp16-static-overflow", Spec(kind="fp16-overflow", optimizer="sgd", at=at, length=12, factor=0.2, steps=400,
+                                      **static, **sgd), every(pick(["jsonl", "csv"], 1)) + [("megatron", 10)]),
+        ("fp16-floor", Spec(kind="fp16-persistent", dtype="fp16", at=at, steps=400, overflow_share=0.6,
+                            scale_floor=1.0, **base), [("jsonl", 1), ("megatron", 10), ("deepspeed", 10)]),
+        ("fp16-collapsed", Spec(kind="fp16-persistent", dtype="fp16", at=0, steps=300, overflow_share=0.1,
+                                init_scale=2.0 ** -int(rng.choice([8, 12, 16])), **base),
+         every(pick(["jsonl", "csv"], 1)) + [("megatron", 10)]),
+        ("fp16-cascade-noloss", Spec(kind="fp16-overflow", dtype="fp16", optimizer="sgd", at=at, length=12,
+                                     factor=0.15 + 0.05 * (seed % 2), **sgd), [("deepspeed", 10)]),
+        ("fp16-sawtooth-healthy", Spec(kind="healthy", dtype="fp16", steps=500, growth_interval=20, **base),
+         [("deepspeed", 10), ("jsonl", 1)]),
     ]
 
 
@@ -86,6 +134,8 @@ def _smoothed_min(loss: np.ndarray, start: int, w: int = 25) -> int:
 
 def true_incidents(spec, records: list[dict]) -> list[dict]:
     """Each true incident as record indices: onset and the range it may be found in."""
+    if spec.kind == "short":
+        return _short_incidents(spec, records)
     if spec.kind not in TRUTH:
         return []
     kind, metric, cause = TRUTH[spec.kind]
@@ -95,6 +145,11 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
         onset = next(i for i in range(1, len(steps)) if steps[i] <= steps[i - 1])
         lo, hi = onset, onset + 30
         optional = not reset_visible(records, onset)
+    elif spec.kind == "fp16-persistent":
+        # from the first overflow after it began; a log that begins already collapsed, at once
+        onset = next(i for i, r in enumerate(records) if r["step"] >= spec.at and r.get("skipped"))
+        onset = 0 if spec.init_scale < 1 else onset
+        lo, hi = onset, onset + 30
     elif spec.kind == "fp16-overflow":
         onset = next(i for i, r in enumerate(records) if r["step"] >= spec.at and r.get("skipped"))
         lo, hi = onset, spec.at + spec.length + 30
@@ -111,6 +166,22 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
     return [{"kind": kind, "metric": metric, "cause": cause, "onset": onset,
              "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured",
              "optional": optional}]
+
+
+def _short_incidents(spec, records: list[dict]) -> list[dict]:
+    """The short run's two: the LR x factor for `length` steps at `at` (a spike), and the climb
+    of the LR from `climb_from` on (a divergence to the log's end)."""
+    loss = np.array([r["loss"] for r in records])
+    spike = {"kind": "spike", "metric": "loss", "cause": "lr-discontinuity", "onset": spec.at,
+             "range": [spec.at, spec.at + spec.length + 3], "wide": False, "optional": False}
+    onset = _smoothed_min(loss, spec.climb_from, w=5)
+    # a climb that the batch noise hides (the last 10 losses within two noise units of the 10
+    # before the climb) is no required incident
+    noise = np.std(np.diff(loss[spec.climb_from - 15:spec.climb_from])) / np.sqrt(2)
+    rise = np.mean(loss[-10:]) - np.mean(loss[spec.climb_from - 10:spec.climb_from])
+    climb = {"kind": CLIMB[0], "metric": CLIMB[1], "cause": CLIMB[2], "onset": onset,
+             "range": [spec.climb_from, len(records) - 1], "wide": True, "optional": bool(rise < 2 * noise)}
+    return [spike, climb]
 
 
 def reset_visible(records: list[dict], onset: int, k: int = 10) -> bool:
@@ -157,8 +228,12 @@ def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
         b = b if b is not None else len(rows) - 1
         if k0 is None:
             continue
-        unit = max(1, interval) if fmt != "hf-console" else 1
-        tol = max(3, 2 * unit) if not inc["wide"] else max(25, (rows[b][0] - rows[a][0]) // 4)
+        unit = max(1, interval) if fmt not in ("hf-console", "epochs") else 1
+        # a slow rise: a quarter of its range, at least 25 steps (an eighth of a log too short
+        # for that: a 60-step or 12-epoch one) and two lines
+        whole = rows[-1][0] - rows[0][0]
+        tol = max(3, 2 * unit) if not inc["wide"] else max(min(25, whole // 8), (rows[b][0] - rows[a][0]) // 4,
+                                                             2 * unit)
         incidents.append({"kind": inc["kind"], "metric": inc["metric"], "cause": inc["cause"],
                           **({"optional": True, "note": "the reset's rise is below the loss noise"}
                              if inc["optional"] else {}),
@@ -194,39 +269,61 @@ def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
     import torch
 
     from formats import WRITERS
-    from trainer2 import train
 
     torch.set_num_threads(1)
     code = _code_hash()
     out = []
     bases = {}
-    for seed in seeds:
-        for i, (kind, spec) in enumerate(specs(seed)):
-            fmts = _formats(i, seed, spec)
-            name = f"lab2-{kind}-s{seed}"
-            key = hashlib.sha256(json.dumps([code, asdict(spec), fmts], default=str).encode()).hexdigest()[:12]
-            dirs = [cache / "runs" / f"{name}-{f.replace('.', '')}" for f, _ in fmts]
-            if all(label_path(d).exists() and json.loads(label_path(d).read_text()).get("key") == key
-                   for d in dirs):
-                out += dirs
-                continue
-            log(f"training {name} ({spec.dtype}, {spec.steps} steps) -> {', '.join(f for f, _ in fmts)}")
-            base = None
-            if spec.kind == "fine-tune":
-                if seed not in bases:
-                    bases[seed] = train(replace(spec, kind="healthy", steps=spec.base_steps, seed=seed + 1000,
-                                                dtype="fp32", warmup=30, lr=spec.lr * 4, min_lr=spec.lr / 2.5)).model
-                base = bases[seed]
-            result = train(spec, base)
-            meta = {**result.meta, "seed": seed}
-            for (fmt, interval), d in zip(fmts, dirs):
-                tmp = d.with_name(d.name + ".tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                rows = WRITERS[fmt](result.records, meta, tmp, interval=interval)
-                label = {**label_for(d.name, fmt, interval, spec, result.records, rows), "key": key}
-                shutil.rmtree(d, ignore_errors=True)
-                os.replace(tmp, d)
-                label_path(d).parent.mkdir(parents=True, exist_ok=True)
-                label_path(d).write_text(json.dumps(label, indent=2) + "\n")
-                out.append(d)
+    runs = [(seed, i, kind, spec, _formats(i, seed, spec)) for seed in seeds
+            for i, (kind, spec) in enumerate(specs(seed))]
+    runs += [(seed, 100 + i, kind, spec, fmts) for seed in seeds
+             for i, (kind, spec, fmts) in enumerate(judge_specs(seed))]
+    for seed, i, kind, spec, fmts in runs:
+        name = f"lab2-{kind}-s{seed}"
+        key = hashlib.sha256(json.dumps([code, asdict(spec), fmts], default=str).encode()).hexdigest()[:12]
+        dirs = [cache / "runs" / f"{name}-{f.replace('.', '')}" for f, _ in fmts]
+        if all(label_path(d).exists() and json.loads(label_path(d).read_text()).get("key") == key
+               for d in dirs):
+            out += dirs
+            continue
+        result = _trained(spec, seed, cache, bases, log, name, fmts)
+        meta = {**result.meta, "seed": seed}
+        for (fmt, interval), d in zip(fmts, dirs):
+            tmp = d.with_name(d.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            rows = WRITERS[fmt](result.records, meta, tmp, interval=interval)
+            label = {**label_for(d.name, fmt, interval, spec, result.records, rows), "key": key}
+            shutil.rmtree(d, ignore_errors=True)
+            os.replace(tmp, d)
+            label_path(d).parent.mkdir(parents=True, exist_ok=True)
+            label_path(d).write_text(json.dumps(label, indent=2) + "\n")
+            out.append(d)
     return out
+
+
+def _trained(spec, seed: int, cache: Path, bases: dict, log, name: str, fmts):
+    """The trained run's records, cached by the trainer's source and the spec (training is the
+    slow part; writing the formats and the labels again is not)."""
+    import pickle
+
+    from trainer2 import Result, train
+
+    h = hashlib.sha256((HERE / "trainer2.py").read_bytes())
+    h.update(json.dumps(asdict(spec), default=str).encode())
+    path = cache / "records" / f"{name}-{h.hexdigest()[:12]}.pkl"
+    if path.exists():
+        records, meta = pickle.loads(path.read_bytes())
+        return Result(spec, records, None, meta)
+    log(f"training {name} ({spec.dtype}, {spec.steps} steps) -> {', '.join(f for f, _ in fmts)}")
+    base = None
+    if spec.kind == "fine-tune":
+        if seed not in bases:
+            bases[seed] = train(replace(spec, kind="healthy", steps=spec.base_steps, seed=seed + 1000,
+                                        dtype="fp32", warmup=30, lr=spec.lr * 4, min_lr=spec.lr / 2.5)).model
+        base = bases[seed]
+    result = train(spec, base)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps((result.records, result.meta)))
+    os.replace(tmp, path)
+    return result

@@ -25,7 +25,8 @@ VOCAB = len(ALPHABET)                          # 65; ln V = 4.17
 INDEX = {c: i for i, c in enumerate(ALPHABET)}
 
 KINDS = ("healthy", "long-tail-token", "fp16-overflow", "lr-discontinuity", "optimizer-reset",
-         "numerics", "schedule-misconfigured", "noisy-healthy", "fine-tune")
+         "numerics", "schedule-misconfigured", "noisy-healthy", "fine-tune", "short",
+         "fp16-persistent")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,18 @@ class Spec:
     corpus_seed: int = 0
     eval_every: int = 50
     base_steps: int = 400          # fine-tune: steps of the pretraining run it starts from
+    schedule: str = "linear"       # the configured decay: linear | cosine
+    # short: the LR climbs from this step on, towards climb_factor x lr at the last step
+    climb_from: int = 0
+    climb_factor: float = 1.0
+    # the loss scaler: growth 2 / backoff 0.5 is dynamic scaling; 1 / 1 a static --loss-scale
+    # (overflowing steps are still skipped); scale_floor: DeepSpeed's min_loss_scale
+    scale_growth: float = 2.0
+    scale_backoff: float = 0.5
+    scale_floor: float = 0.0
+    # fp16-persistent: the share of steps (from `at` on) whose activations overflow fp16 at any
+    # scale (a sum-for-mean bug x `factor`)
+    overflow_share: float = 0.0
 
 
 # --- corpus ---------------------------------------------------------------------------------
@@ -122,18 +135,24 @@ class CharMLP(nn.Module):
 # --- schedule -------------------------------------------------------------------------------
 
 def scheduled_lr(spec: Spec, step: int) -> float:
-    """What the config says: linear warmup, then linear decay to min_lr."""
+    """What the config says: linear warmup, then linear (or cosine) decay to min_lr."""
     if step < spec.warmup:
         return spec.lr * (step + 1) / spec.warmup
     progress = min(1.0, (step - spec.warmup) / max(1, spec.steps - spec.warmup))
+    if spec.schedule == "cosine":
+        return spec.min_lr + (spec.lr - spec.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
     return spec.lr - (spec.lr - spec.min_lr) * progress
 
 
 def applied_lr(spec: Spec, step: int) -> float:
     """The LR the run really used, with the injected scheduler bugs."""
     lr = scheduled_lr(spec, step)
-    if spec.kind == "lr-discontinuity" and spec.at <= step < spec.at + spec.length:
+    if spec.kind in ("lr-discontinuity", "short") and spec.at <= step < spec.at + spec.length:
         lr *= spec.factor
+    if spec.climb_from and step >= spec.climb_from:
+        # a warm restart gone wrong: the LR climbs for 15 steps, then holds
+        progress = min(1.0, (step - spec.climb_from) / 15)
+        lr = scheduled_lr(spec, spec.climb_from) * (1 + (spec.climb_factor - 1) * progress)
     if spec.kind == "schedule-misconfigured" and step >= spec.warmup:
         # The decay's progress used with the wrong sign: the LR climbs towards factor x lr.
         progress = (step - spec.warmup) / max(1, spec.steps - spec.warmup)
@@ -210,6 +229,8 @@ def train(spec: Spec, base: CharMLP | None = None) -> Result:
     fp16 = spec.dtype == "fp16"
     scaler = torch.amp.GradScaler("cpu", enabled=fp16, init_scale=spec.init_scale,
                                   growth_interval=spec.growth_interval)
+    static = spec.scale_growth == 1.0 and spec.scale_backoff == 1.0     # a fixed --loss-scale
+    overflow_rng = np.random.default_rng(spec.seed * 13 + 1)
     records: list[dict] = []
     checkpoints: dict[int, dict] = {}
     crash = spec.at if spec.kind == "optimizer-reset" else None
@@ -236,6 +257,9 @@ def train(spec: Spec, base: CharMLP | None = None) -> Result:
         if spec.kind == "fp16-overflow" and spec.at <= step < spec.at + spec.length:
             # The loss-weighting bug: a sum where a mean was meant, gradients x batch.
             train_loss = per_token.sum() * spec.factor
+        elif spec.kind == "fp16-persistent" and step >= spec.at and overflow_rng.random() < spec.overflow_share:
+            # activations out of fp16's range whatever the scale: inf in the gradients
+            train_loss = loss * float("inf")
         else:
             train_loss = loss
         scaler.scale(train_loss).backward()
@@ -243,13 +267,18 @@ def train(spec: Spec, base: CharMLP | None = None) -> Result:
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")))
         scale_before = scaler.get_scale() if fp16 else None
         scaler.step(opt)
+        skipped = bool(fp16 and not math.isfinite(grad_norm))
         scaler.update()
+        if fp16 and static:
+            scaler.update(new_scale=spec.init_scale)       # skips, never halves nor grows
+        elif fp16 and spec.scale_floor and scaler.get_scale() < spec.scale_floor:
+            scaler.update(new_scale=spec.scale_floor)      # at the floor: skips, no halving
         opt.zero_grad(set_to_none=True)
         row = {"step": step, "loss": float(loss.detach()), "grad_norm": grad_norm, "lr": lr,
                "tokens": (step + 1) * spec.batch, "time_ms": (time.perf_counter() - t0) * 1e3}
         if fp16:
             row["loss_scale"] = scale_before
-            row["skipped"] = int(scaler.get_scale() < scale_before)
+            row["skipped"] = int(skipped or scaler.get_scale() < scale_before)
         if step % spec.eval_every == 0 or step == spec.steps - 1:
             row["val_loss"] = _val_loss(model, data, fp16)
         records.append(row)
@@ -267,12 +296,17 @@ def _val_loss(model: CharMLP, data: _Data, fp16: bool) -> float:
 
 def _meta(spec: Spec) -> dict:
     """The run's config as a manifest carries it: what the user configured, not the bug."""
+    # Megatron's arguments: --loss-scale fixes the scale (static); unset, the scaler is dynamic
+    scaling = {} if spec.dtype != "fp16" else (
+        {"loss_scale": spec.init_scale} if spec.scale_growth == 1 and spec.scale_backoff == 1 else
+        {"loss_scale": None, "initial_loss_scale": spec.init_scale,
+         **({"min_loss_scale": spec.scale_floor} if spec.scale_floor else {})})
     return {"vocab_size": VOCAB, "dtype": spec.dtype,
             "config": {"lr_max": spec.lr, "min_lr": spec.min_lr, "warmup_steps": spec.warmup,
-                       "schedule": "linear", "total_steps": spec.steps, "batch_size": spec.batch,
+                       "schedule": spec.schedule, "total_steps": spec.steps, "batch_size": spec.batch,
                        "clip": None, "weight_decay": 0.0, "optimizer": spec.optimizer,
                        **({"betas": list(spec.betas)} if spec.optimizer == "adam" else {"momentum": 0.9}), "context": spec.context, "hidden": spec.hidden,
-                       "init_from": "pretrained" if spec.kind == "fine-tune" else None}}
+                       "init_from": "pretrained" if spec.kind == "fine-tune" else None, **scaling}}
 
 
 def ln_vocab() -> float:

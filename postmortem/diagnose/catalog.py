@@ -83,12 +83,18 @@ def _fp16(ctx, ev, f, e) -> None:
     if dtype in ("bf16", "fp32"):
         e.add(False, "w_dtype_rules_out", "loss-scale", f"the run is {dtype}: no fp16 overflow")
     elif dtype == "fp16":
-        e.add(True, "w_dtype", "loss-scale", "the run is fp16 with dynamic loss scaling")
+        # said as the series and the config show it: a static scale is no dynamic scaling
+        e.add(True, "w_dtype", "loss-scale", f"the run is fp16 with {ctx.scale_regime.said}")
     if f.cascade is not None:
+        from postmortem.diagnose.scaler import persistent_words
         c = f.cascade
-        what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings)"
-                if c.notes["from"] == c.notes["from"] else f"{c.notes['skipped']:.0f} overflow skips")
+        what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings"
+                + (f", {c.notes['skipped']:.0f} steps skipped" if c.notes.get("skipped") else "") + ")"
+                if c.notes["from"] == c.notes["from"] and c.notes.get("halvings") else
+                f"{(c.notes.get('skipped') or 0):.0f} overflowing steps skipped")
         e.add(True, "w_cascade", "loss-scale", f"{what} {cascade_span(c)}")
+        if c.notes.get("persistent"):
+            e.add(True, "w_cascade", "loss-scale", persistent_words(c))
     elif ctx.has("loss_scale"):
         probes = [p for p in ctx.probes if abs(p - ev.step) <= ctx.around(ev.segment)]
         e.add(False, "w_no_cascade", "loss-scale", "no loss-scale cascade around the incident"

@@ -117,7 +117,32 @@ class Context:
 
     @cached_property
     def scaler(self):
-        return detect.scaler_events(self.log, self.th, self.overflows)
+        """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
+        of its own, or marks the cascade it is part of."""
+        from postmortem.diagnose.scaler import persistent
+        cascades, probes, drops = detect.scaler_events(self.log, self.th, self.overflows)
+        for p in persistent(self.log, self.th, self.skips):
+            host = next((c for c in cascades if detect.overlaps(c, p, self.th.cascade_gap)), None)
+            if host is None:
+                cascades.append(p)
+                continue
+            host.notes.update(persistent=p.notes["persistent"], at_start=p.notes["at_start"],
+                              floor=p.notes["to"], persistent_step=p.step)
+            host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
+        cascades.sort(key=lambda c: (c.segment, c.step))
+        return cascades, probes, drops
+
+    @cached_property
+    def skips(self) -> np.ndarray:
+        """The loss scaler's skipped steps per row (counted, or an overflowing grad norm)."""
+        from postmortem.diagnose.nan import skip_counts
+        return skip_counts(self.log) + self.overflows
+
+    @cached_property
+    def scale_regime(self):
+        """Static or dynamic loss scaling (scaler.regime)."""
+        from postmortem.diagnose.scaler import regime
+        return regime(self.log, self.skips)
 
     @property
     def cascades(self):

@@ -354,7 +354,9 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
                 # fallen across a hole, then steady: how fast it fell is not known
                 drops += [{"after": c[5], "step": c[0], "from": float(c[3]), "to": float(c[4]),
                            "halvings": c[1], "segment": int(seg)} for c in holes]
-            elif max(halvings, skipped) >= th.cascade_halvings and not startup(start):
+            # (the start-up calibration never takes the scale below 1: that is overflow)
+            elif max(halvings, skipped) >= th.cascade_halvings and (
+                    not startup(start) or min((c[4] for c in cluster if np.isfinite(c[4])), default=1.0) < 1.0):
                 scales = [c for c in cluster if np.isfinite(c[3])]
                 frm = scales[0][3] if scales else np.nan
                 to = scales[-1][4] if scales else np.nan

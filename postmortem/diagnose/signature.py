@@ -11,6 +11,9 @@ from postmortem.diagnose.models import Symptoms
 
 class Signature(BaseModel):
     pattern: str | None = None
+    # what happened, in the user's words (nan | spike | cascade | divergence | bad-start): a NaN
+    # is like a NaN before it is like anything in the same dtype
+    kind: str | None = None
     dtype: str | None = None
     phase: str | None = None          # warmup | early | mid | late, from the run's schedule
     grad_lead: int | None = None      # steps the grad-norm spike came before the loss spike
@@ -36,14 +39,14 @@ def phase_of(step: int | None, manifest) -> str | None:
 
 
 def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int | None = None,
-              phase: str | None = None, rise: float | None = None) -> Signature:
+              phase: str | None = None, rise: float | None = None, kind: str | None = None) -> Signature:
     """`rise`: the incident's own (the analysis'); without it (a document that carries no
     signature) the peak loss over the EMA before it stands in."""
     if rise is None and sym.peak_loss and sym.pre_spike_loss_ema50:
         rise = round(sym.peak_loss / sym.pre_spike_loss_ema50, 3)
     rec = None if sym.recovery_loss is None else (
         "did not recover" if sym.recovery_loss == "did not recover" else "recovered")
-    return Signature(pattern=pattern, dtype=sym.dtype, phase=phase or phase_of(sym.spike_step, manifest),
+    return Signature(pattern=pattern, kind=kind, dtype=sym.dtype, phase=phase or phase_of(sym.spike_step, manifest),
                      grad_lead=grad_lead, rise=rise, recovery=rec)
 
 
@@ -58,7 +61,7 @@ def grad_lead(incident) -> int | None:
 def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
     """The signature of an incident already found (no second analysis)."""
     top = inc.hypotheses[0].pattern if inc.hypotheses else None
-    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise)
+    return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise, kind=inc.shown_kind)
 
 
 def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:

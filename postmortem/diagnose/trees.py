@@ -321,17 +321,22 @@ def b_grad_spike(ctx: Context) -> Outcome:
 
 
 def b_loss_scale(ctx: Context) -> Outcome:
-    if not ctx.has("loss_scale"):
+    from postmortem.diagnose.scaler import persistent_words
+    if not ctx.has("loss_scale") and not ctx.skips.any():
         return skip("no loss scale logged (bf16 or fp32, or not printed)")
     ev, probes = ctx.cascades, ctx.probes
     routine = (f"{len(probes)} routine probe(s) (one overflow, then normal training)" if probes
                else "no routine probe") + _scale_drops(ctx.scale_drops)
+    how = ctx.scale_regime.said
     if not ev:
-        return "pass", f"no cascade; {routine}"
+        return "pass", f"no cascade; {routine}; {how}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
-        f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings)"
-        if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)"
-        for e in ev[:4]) + f"; {routine}"
+        persistent_words(e) if e.notes.get("persistent") and e.notes.get("halvings") == 0 else
+        (f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings"
+         + (f", {e.notes['skipped']:.0f} skipped" if e.notes.get("skipped") else "") + ")"
+         if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)")
+        + (f"; {persistent_words(e)}" if e.notes.get("persistent") == "below-1" else "")
+        for e in ev[:4]) + f"; {routine}; {how}"
 
 
 def _scale_drops(drops: list[dict]) -> str:

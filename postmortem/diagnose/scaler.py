@@ -1,0 +1,119 @@
+"""Tree B §3 Q3.2, what the loss scale says beyond a cascade: is the scaling static or
+dynamic, and is the overflow persistent (a scale collapsed below 1, or held at its floor
+while steps are still skipped)? Judged on halvings and skips, never on the scale's size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from postmortem.diagnose.detect import Event
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import RunLog
+
+
+@dataclass(frozen=True)
+class Regime:
+    """How the run scaled its loss: `static` True (a fixed scale), False (dynamic), None
+    (not known), and the words that say where that was read."""
+
+    static: bool | None
+    said: str
+
+
+def _config(log: RunLog, *names):
+    c = log.manifest.config if log.manifest and log.manifest.config else None
+    extra = getattr(c, "model_extra", None) or {}
+    for name in names:
+        v = getattr(c, name, None) if c is not None else None
+        v = extra.get(name) if v is None else v
+        if v is not None:
+            return name, v
+    return None, None
+
+
+def regime(log: RunLog, skips: np.ndarray) -> Regime:
+    """Static or dynamic scaling, from the scale series (one value all run with overflows
+    skipped: static; a scale that moves: dynamic) and the config (`loss_scale` > 0 is a fixed
+    scale in Megatron and DeepSpeed; 0 or unset with a dynamic scaler's settings, dynamic)."""
+    key, fixed = _config(log, "loss_scale", "static_loss_scale")
+    dyn_key, dyn = _config(log, "initial_loss_scale", "initial_scale_power", "min_loss_scale",
+                           "dynamic_loss_scale", "loss_scale_window")
+    f = log.frame
+    values = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else np.empty(0)
+    values = values[np.isfinite(values) & (values > 0)]
+    moves = len(values) > 1 and bool((values != values[0]).any())
+    if moves:
+        up = int((values[1:] > values[:-1]).sum())
+        down = int((values[1:] < values[:-1]).sum())
+        return Regime(False, f"dynamic loss scaling (the logged scale moves: {down} fall(s), {up} rise(s))")
+    if isinstance(fixed, (int, float)) and not isinstance(fixed, bool) and fixed > 0:
+        return Regime(True, f"a static loss scale of {fixed:g} (config {key}): dynamic scaling is not engaged")
+    if len(values) >= 3:
+        skipped = int(skips.sum())
+        also = f", {skipped} overflowing step(s) skipped at that scale" if skipped else ""
+        return Regime(True, f"a static loss scale of {values[0]:g} (one value on all {len(values)} logged "
+                            f"lines{also}): dynamic scaling is not engaged")
+    if dyn is not None or (isinstance(fixed, (int, float)) and fixed == 0):
+        return Regime(False, f"dynamic loss scaling (config {dyn_key or key})")
+    return Regime(None, "loss scaling of unknown kind (no scale logged, none configured)")
+
+
+def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
+    """Persistent overflow, per segment: the scale below 1 (the scaler has halved from its
+    usual 2^16 at least 16 times; a log that begins there has done so before it), or steps
+    still skipped at the scale's floor (it cannot halve any further: DeepSpeed's 'already at
+    minimum'). Dated where the scale first went below 1 (the log's first line when it begins
+    there), or at the first skip at the floor."""
+    f = log.frame
+    if "loss_scale" not in f:
+        return []
+    _, floor = _config(log, "min_loss_scale", "min_scale")
+    out = []
+    seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
+    sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan)
+    for seg in np.unique(seg_all):
+        rows = np.flatnonzero((seg_all == seg) & np.isfinite(sc_all) & (sc_all > 0))
+        if len(rows) < 2:
+            continue
+        sc, st = sc_all[rows], st_all[rows]
+        # skips counted on the rows with a scale (those between two of them go to the later)
+        sk = np.add.reduceat(skips[rows[0]:rows[-1] + 1], rows - rows[0]) if len(rows) else np.zeros(0)
+        below = np.flatnonzero(sc < 1.0)
+        if len(below):
+            i = int(below[0])
+            halvings = float(np.log2(max(sc[:i + 1].max(), 1.0) / sc.min()))
+            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[int(np.argmin(sc))]),
+                             float(sc.min()), float(sc[i]), notes={
+                                 "from": float(sc[i]), "to": float(sc.min()), "halvings": halvings,
+                                 "skipped": float(sk[i:].sum()) or None, "after": int(st[i - 1]) if i else None,
+                                 "persistent": "below-1", "at_start": i == 0, "sparse": False},
+                             severity=float(th.spike_sigma * max(halvings, th.cascade_halvings) / th.cascade_halvings)))
+            continue
+        # at the floor (the configured min_loss_scale, else Megatron's and DeepSpeed's default
+        # of 1): steps still skipped while the scale cannot halve any more
+        low = float(floor) if isinstance(floor, (int, float)) and floor > 0 else 1.0
+        held = (sc <= low) & (sk > 0)
+        if int(sk[held].sum()) >= th.cascade_halvings:
+            i = int(np.flatnonzero(held)[0])
+            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[np.flatnonzero(held)[-1]]),
+                             float(low), float(sc[i]), notes={
+                                 "from": float(sc.max()), "to": float(low), "halvings": 0.0,
+                                 "skipped": float(sk[held].sum()), "after": None, "persistent": "floor",
+                                 "at_start": False, "sparse": False},
+                             severity=float(th.spike_sigma * sk[held].sum() / th.cascade_halvings)))
+    return out
+
+
+def persistent_words(e: Event) -> str:
+    """A persistent overflow in words, with the fix it calls for (not the cascade's)."""
+    n = e.notes
+    if n.get("persistent") == "below-1":
+        where = "when the log begins" if n.get("at_start") else f"from step {e.step}"
+        return (f"loss scale below 1 {where} ({n['from']:g}, down to {n['to']:g}): persistent overflow, "
+                "the scaler has halved again and again and the gradients still overflow; no scale "
+                "fixes it: find the activation out of fp16's range, or train in bf16")
+    return (f"{n['skipped']:.0f} step(s) skipped at the scale's floor ({n['to']:g}) from step {e.step}: "
+            "persistent overflow, the scale cannot go lower; activations overflow fp16 at any scale: "
+            "find the overflowing module, or train in bf16")
