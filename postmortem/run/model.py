@@ -64,6 +64,9 @@ class Source:
     # Facts about the log that are not per-step metrics (HF summary row, eval-only
     # rows without a step, the args a text log printed).
     extras: dict[str, Any] = field(default_factory=dict)
+    # Positions (line, row or record numbers, as Series.order) where a resume message says a
+    # new launch starts, though the steps may go on (`assemble.build_runlog` splits there).
+    resumes: list[int] = field(default_factory=list)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -1,35 +1,298 @@
-"""Loss-scaler overflow lines: a skipped step, and the loss scale after it.
+"""Frameworks' event messages in a line: overflows, skipped steps, loss-scale changes, resumes.
 
-DeepSpeed (`OVERFLOW! Rank 0 Skipping step. Attempted loss scale: X, reducing to Y`,
-`Reducing dynamic loss scale from X to Y`), fairseq (`overflow detected, setting
-loss scale to: Y`) and apex amp (`Gradient overflow.  Skipping step, loss scaler 0
-reducing loss scale to Y`). A rank other than 0 reporting the same overflow is
-not counted twice.
+The words come from the catalogue (`postmortem.run.dialects`, kinds overflow / skipped /
+scale / resume / checkpoint), each entry read from the framework's own source. A line is
+tested against the entries' keywords first (one substring test each), so a log without
+such messages pays almost nothing.
+
+`place` puts a run of messages that carry no step of their own on steps: the scaler
+reports a skipped step before the trainer prints the step line that follows, so the
+messages between the step lines L and N are the steps just before N, one each
+(N-k+1..N), as far as the steps between L and N allow; where they do not, the first
+ones share the first step left (their count kept, the scale after the last of them).
+Messages after the last step line take L+1, L+2, ...; a log of messages alone, 1, 2, ...
 """
 
 from __future__ import annotations
 
-import re
+import math
+from dataclasses import dataclass
 
-_N = r"([-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|inf|nan))"
-_PATTERNS = [
-    re.compile(r"overflow!.*?Attempted loss scale:\s*" + _N + r"(?:, reducing to\s*" + _N + r")?", re.I),
-    re.compile(r"Reducing dynamic loss scale from\s*" + _N + r"\s*to\s*" + _N),
-    re.compile(r"overflow detected, setting loss scale to:?\s*" + _N),
-    re.compile(r"Gradient overflow\.?\s*Skipping step,.*?reducing loss scale to\s*" + _N),
-]
-_RANK = re.compile(r"OVERFLOW! Rank (\d+)")
+import numpy as np
+
+from postmortem.run.dialects import Dialect, catalogue
+
+EVENT_KINDS = ("overflow", "skipped", "scale", "resume", "checkpoint")
+# kinds that are one skipped optimizer step each
+SKIPS = ("overflow", "skipped")
+
+_ENTRIES: list[Dialect] | None = None
+_KEYWORDS: tuple[str, ...] = ()
 
 
-def find_overflow(text: str) -> dict | None:
-    """{'scale': span of the new scale or None, 'rank': span of the rank or None}."""
-    if "verflow" not in text and "Reducing dynamic" not in text:
+def entries() -> list[Dialect]:
+    """The event dialects, most specific first (a hysteresis line before the bare OVERFLOW)."""
+    global _ENTRIES, _KEYWORDS
+    if _ENTRIES is None:
+        found = [d for d in catalogue() if d.kind in EVENT_KINDS]
+        _ENTRIES = sorted(found, key=lambda d: -len(d.pattern.pattern))
+        _KEYWORDS = tuple(sorted({k for d in found for k in d.keywords}))
+    return _ENTRIES
+
+
+def find_event(text: str) -> dict | None:
+    """The first event message in `text`: {'dialect', 'kind', 'start', and the spans of its
+    values: 'scale', 'prev_scale', 'rank', 'step' (None where the message has none)}."""
+    dialects = entries()
+    if not any(k in text for k in _KEYWORDS):
         return None
-    for p in _PATTERNS:
-        m = p.search(text)
-        if m:
-            last = m.lastindex or 0
-            scale = m.span(last) if last and m.group(last) and (last > 1 or p is not _PATTERNS[0]) else None
-            rank = _RANK.search(text)
-            return {"scale": scale, "rank": rank.span(1) if rank else None}
-    return None
+    best = None
+    for d in dialects:
+        m = d.search(text)
+        if m and (best is None or m.start() < best[1].start()):
+            best = (d, m)
+    if best is None:
+        return None
+    d, m = best
+    names = m.re.groupindex
+    out = {"dialect": d.id, "kind": d.kind, "start": m.start()}
+    for name in ("scale", "prev_scale", "rank", "step"):
+        out[name] = m.span(name) if name in names and m.group(name) is not None else None
+    return out
+
+
+# the older name: pairs.parse asks for it
+find_overflow = find_event
+
+
+def number(text: str) -> float:
+    """A scale as printed, `inf` and `nan` included."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+@dataclass
+class Event:
+    """One message: where it is (`order`), its own step (NaN: none), what it says."""
+
+    order: int
+    dialect: str
+    kind: str
+    step: float = math.nan
+    scale: float = math.nan
+    prev: float = math.nan
+    rank: float = math.nan
+
+
+def merge_repeats(events: list[Event], adjacent: list[bool]) -> tuple[list[Event], int, int]:
+    """One event per thing that happened: a message of another rank is not counted (rank 0,
+    or the lowest rank that spoke, is); a message said again right after itself with the same
+    values (every rank printing it, without a rank of its own) is one; DeepSpeed's
+    `Grad overflow on iteration N` is the first of the messages its scaler prints for one
+    overflow, and `Reducing ... from X to Y` beside `Attempted loss scale: X, reducing to Y`
+    is the same halving. `adjacent[i]`: nothing but messages between event i-1 and i.
+    Returns the events kept, and how many were other ranks' and repeats."""
+    ranks = [e.rank for e in events if not math.isnan(e.rank)]
+    low = min(ranks) if ranks else math.nan
+    kept: list[Event] = []
+    others = repeats = 0
+    pending_marker = False
+    for e, near in zip(events, adjacent):
+        if not math.isnan(e.rank) and e.rank != low:
+            others += 1
+            continue
+        if e.dialect == "deepspeed.grad_overflow":
+            pending_marker = True
+            continue
+        prev = kept[-1] if kept else None
+        same = (prev is not None and near and prev.kind == e.kind
+                and _eq(prev.scale, e.scale) and _eq(prev.prev, e.prev) and _eq(prev.step, e.step)
+                and (prev.dialect == e.dialect or not math.isnan(e.scale)))
+        if same and not pending_marker and math.isnan(e.rank):
+            repeats += 1
+            continue
+        pending_marker = False
+        kept.append(e)
+    return kept, others, repeats
+
+
+def _eq(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def place(events: list[Event], next_step: list[float], last_step: list[float]) -> list[float]:
+    """The step of each event (see the module's docstring). `next_step[i]` / `last_step[i]`:
+    the step of the step line after / before event i (NaN: none)."""
+    steps = [math.nan] * len(events)
+    i = 0
+    while i < len(events):
+        e = events[i]
+        if not math.isnan(e.step):
+            steps[i] = e.step
+            i += 1
+            continue
+        # a run of events without a step of their own, between the same two step lines
+        j = i
+        while (j < len(events) and math.isnan(events[j].step)
+               and _eq(next_step[j], next_step[i]) and _eq(last_step[j], last_step[i])):
+            j += 1
+        run = list(range(i, j))
+        skips = [k for k in run if events[k].kind in SKIPS]
+        hi, lo = next_step[i], last_step[i]
+        if math.isnan(hi):
+            start = (lo + 1) if not math.isnan(lo) else 1.0
+            slots = [start + n for n in range(len(skips))]
+        else:
+            low = lo + 1 if not math.isnan(lo) else 0.0
+            room = max(int(hi - low + 1), 1)
+            n = len(skips)
+            slots = [max(hi - n + 1 + m, hi - room + 1) for m in range(n)]
+        at = dict(zip(skips, slots))
+        last = slots[0] if slots else (hi if not math.isnan(hi) else (lo if not math.isnan(lo) else 1.0))
+        for k in run:
+            if k in at:
+                last = at[k]
+            # other messages (a scale raised, a resume) go with the skip before them, or
+            # the first step left
+            steps[k] = at.get(k, last if k > skips[0] else (slots[0] if slots else last)) if skips else last
+        i = j
+    return steps
+
+
+def crowded(steps: list[float], events: list[Event]) -> int:
+    """Skips that share a step with another skip (more of them than steps between lines)."""
+    seen: dict[float, int] = {}
+    for s, e in zip(steps, events):
+        if e.kind in SKIPS:
+            seen[s] = seen.get(s, 0) + 1
+    return sum(c - 1 for c in seen.values() if c > 1)
+
+
+# --- the general reader's side: groups of lines -> events on steps -> series ---------------
+
+def _ffill(values: np.ndarray) -> np.ndarray:
+    idx = np.where(np.isfinite(values), np.arange(len(values)), -1)
+    np.maximum.accumulate(idx, out=idx)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], np.nan)
+
+
+def own_step(g) -> np.ndarray:
+    """The step a message's own words give (`at iteration N`, `global step N`), else that of a
+    progress frame printed in front of it on the same line (tqdm's `9/63645 [..]` and the
+    scaler's message, written at the same moment), per row."""
+    span = g.parsed.overflow.get("step")
+    if span:
+        kind = next((k for k, s in g.parsed.counters.items() if s == span), None)
+    else:
+        from postmortem.run.metriclines.pairs import STEP_KINDS   # pairs imports this module
+        start = g.parsed.overflow["start"]
+        kind = next((k for k in STEP_KINDS if k in g.parsed.counters
+                     and g.parsed.counters[k][1] <= start), None)
+    col = g.counters.get(kind) if kind else None
+    return col if col is not None else np.full(len(g.rows), np.nan)
+
+
+def group_scale(g) -> tuple[np.ndarray, bool]:
+    """The scale each of the group's messages gives (NaN: none), and whether a `nan` was
+    printed there; `inf` / `nan` are the same word on every line of the group (no digits:
+    the shape holds it)."""
+    col = g.counters.get("overflow_scale")
+    if col is not None:
+        return col, False
+    span = g.parsed.overflow.get("scale")
+    value = number(g.text[span[0]:span[1]]) if span else math.nan
+    return np.full(len(g.rows), value), bool(span) and math.isnan(value)
+
+
+def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np.ndarray,
+                source) -> None:
+    """Give every message line its step in `step` (NaN: a repeat, not counted)."""
+    base = np.where(counted, step, np.nan)
+    last = _ffill(base)
+    after = _ffill(base[::-1])[::-1]
+    at, evs = [], []
+    for g, p in zip(groups, pos):
+        ov = g.parsed.overflow
+        if not ov:
+            continue
+        own, (scale, _) = own_step(g), group_scale(g)
+        rank = g.counters.get("overflow_rank", np.full(len(p), np.nan))
+        prev = g.counters.get("overflow_prev_scale", np.full(len(p), np.nan))
+        for j, entry in enumerate(p):
+            at.append(int(entry))
+            evs.append(Event(int(entry), ov["dialect"], ov["kind"], float(own[j]), float(scale[j]),
+                             float(prev[j]), float(rank[j])))
+    order = np.argsort(at, kind="stable")
+    evs = [evs[i] for i in order]
+    at = [at[i] for i in order]
+    adjacent = [False] + [b == a + 1 for a, b in zip(at, at[1:])]
+    kept, others, repeats = merge_repeats(evs, adjacent)
+    placed = place(kept, [float(after[e.order]) for e in kept], [float(last[e.order]) for e in kept])
+    step[np.asarray(at, dtype=np.int64)] = np.nan
+    for e, s in zip(kept, placed):
+        step[e.order] = s
+    _say(source, kept, placed, others, repeats, bool(np.isfinite(base).any()))
+
+
+def _say(source, kept: list[Event], placed: list[float], others: int, repeats: int,
+         any_step: bool) -> None:
+    if others:
+        source.warn(f"{others} loss-scaler message(s) from ranks other than the first one were "
+                    f"not counted twice")
+    if repeats:
+        source.warn(f"{repeats} message(s) said again right after themselves with the same values "
+                    f"(every rank printing them) were counted once")
+    skips = sum(e.kind in SKIPS for e in kept)
+    if skips and not any_step:
+        source.warn("the log holds loss-scaler messages and no step line: each skipped step is "
+                    "placed on the next step (1, 2, ...), in the order printed")
+    elif skips:
+        source.extras["events_placed"] = (
+            "a message without a step of its own is on the step the next step line names; "
+            "k of them between step lines L and N are the steps N-k+1..N, one each")
+    crowd = crowded(placed, kept)
+    if crowd:
+        source.warn(f"{crowd} skipped-step message(s) outnumber the steps between the step lines "
+                    f"around them: they share a step (counted in `overflows`, the last scale kept)")
+
+
+def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: list[str],
+              ids: list[str], source, present: set[str], nan_said: np.ndarray | None = None) -> list:
+    """Events on their steps -> `overflows` and `skipped` (skips per step), `loss_scale` (the
+    scale after the last message of each step); resumes are remembered for the segments."""
+    from postmortem.run.assemble import Series
+    kinds_a = np.asarray(kinds, dtype=object)
+    nan_said = np.zeros(len(orders), dtype=bool) if nan_said is None else nan_said
+    ids_a = np.asarray(ids, dtype=object)
+    srt = np.lexsort((orders, steps))
+    orders, steps, scales = orders[srt], steps[srt].astype(np.int64), scales[srt]
+    kinds_a, ids_a = kinds_a[srt], ids_a[srt]
+    out, said = [], {}
+    skip = np.isin(kinds_a, SKIPS)
+    if skip.any():
+        u, first, counts = np.unique(steps[skip], return_index=True, return_counts=True)
+        at = orders[skip][first + counts - 1]
+        names = ["overflows"] + ([] if "skipped" in present else ["skipped"])
+        for name in names:
+            out.append(Series(name, at, u, counts.astype(np.float64)))
+            said[name] = sorted(set(ids_a[skip]))
+    # a scale printed as nan is read as NaN: a message without a scale is NaN too, but a
+    # `skipped` kind never carries one, and the others print theirs (`inf`, `nan`, `0` kept)
+    has = np.isin(kinds_a, ("overflow", "scale")) & (~np.isnan(scales) | (scales != scales) & nan_said[srt])
+    if "loss_scale" not in present and has.any():
+        idx = np.flatnonzero(has)
+        u, f, c = np.unique(steps[idx], return_index=True, return_counts=True)
+        pick = idx[f + c - 1]
+        out.append(Series("loss_scale", orders[pick], u, scales[pick]))
+        said["loss_scale"] = sorted(set(ids_a[idx]))
+    resume = kinds_a == "resume"
+    if resume.any():
+        source.resumes.extend(int(o) for o in orders[resume])
+        source.extras["resumes"] = [{"step": int(s), "dialect": d} for s, d in
+                                    zip(steps[resume], ids_a[resume])]
+    if said:
+        source.extras.setdefault("series_dialects", {}).update(said)
+    return out
+

@@ -15,6 +15,7 @@ import numpy as np
 
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Series
+from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import steps as stepping
 from postmortem.run.metriclines.columns import Group
 from postmortem.run.model import RunReadError, Source
@@ -83,12 +84,17 @@ def place(groups: list[Group], source: Source) -> Lines:
                 c.startswith(("val", "eval", "test")) for c in g.values):
             train[pos[i]] = True
     own = np.where(keep, own, np.nan)
+    for i, g in enumerate(groups):
+        if g.parsed.overflow:       # a message's step is only the one its words (or frame) give
+            own[pos[i]] = events.own_step(g)
     counted = np.flatnonzero(np.isfinite(own))
     step, note = stepping.assign(own, overflow, train & keep, source)
     if kind:
         source.extras["step_from"] = f"{kind} (the lines' own counter)"
     elif note:
         source.extras["step_from"] = note
+    if overflow.any():
+        events.place_lines(groups, pos, step, keep & (~overflow | np.isfinite(own)), overflow, source)
     keep &= np.isfinite(step)
     head = np.arange(n) < (counted[0] if len(counted) else n)
     _dedupe(groups, pos, step, keep, head, source)
@@ -190,39 +196,20 @@ def _stated(lines: Lines, name: str, entry: int) -> bool:
 
 
 def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:
-    orders, steps, scales, other_ranks = [], [], [], 0
+    orders, steps, scales, kinds, ids, nans = [], [], [], [], [], []
     for g, p in zip(lines.groups, lines.pos):
         if not g.parsed.overflow:
             continue
-        k = lines.keep[p].copy()
-        rank = g.counters.get("overflow_rank")
-        if rank is not None:
-            other_ranks += int((k & (rank != 0)).sum())
-            k &= rank == 0
+        k = lines.keep[p]
+        n = int(k.sum())
         orders.append(lines.rows[p][k])
         steps.append(lines.step[p][k])
-        scales.append(g.counters.get("overflow_scale", np.full(len(p), np.nan))[k])
-    if other_ranks:
-        source.warn(f"{other_ranks} OVERFLOW line(s) from ranks other than 0 were not counted twice")
+        scale, said_nan = events.group_scale(g)
+        scales.append(scale[k])
+        nans.append(np.full(n, said_nan))
+        kinds += [g.parsed.overflow["kind"]] * n
+        ids += [g.parsed.overflow["dialect"]] * n
     if not orders or not sum(len(o) for o in orders):
         return []
-    order = np.concatenate(orders)
-    step = np.concatenate(steps).astype(np.int64)
-    srt = np.lexsort((order, step))          # by step, then file order within a step
-    order, step, scale = order[srt], step[srt], np.concatenate(scales)[srt]
-    ustep, first, counts = np.unique(step, return_index=True, return_counts=True)
-    last = first + counts - 1
-    at = order[last]
-    out = [Series("overflows", at, ustep, counts.astype(np.float64))]
-    if "skipped" not in present:
-        out.append(Series("skipped", at, ustep, counts.astype(np.float64)))
-    if "loss_scale" not in present:
-        # the scale after the last overflow of each step (a hysteresis line sets none)
-        has = np.isfinite(scale)
-        if has.any():
-            idx = np.flatnonzero(has)
-            s_step = step[idx]
-            u, f, c = np.unique(s_step, return_index=True, return_counts=True)
-            pick = idx[f + c - 1]
-            out.append(Series("loss_scale", order[pick], u, scale[pick]))
-    return out
+    return events.series_of(np.concatenate(orders), np.concatenate(steps), np.concatenate(scales),
+                            kinds, ids, source, present, np.concatenate(nans))

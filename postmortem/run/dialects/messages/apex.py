@@ -1,0 +1,41 @@
+"""apex's loss-scaler messages: amp (O1/O2), fp16_utils.FP16_Optimizer, contrib FP16_Optimizer.
+
+Read from NVIDIA/apex at 0ce8ad3 (2019-12) and 6424da3 (25.09): apex/amp/handle.py
+(`scale_loss`, also printed by apex.amp users such as detectron2-era and torchvision
+reference scripts), apex/fp16_utils/fp16_optimizer.py (`step`), apex/fp16_utils/loss_scaler.py,
+apex/contrib/optimizers/fp16_optimizer.py (`_update_scale`).
+"""
+
+from postmortem.run.dialects import register
+from postmortem.run.dialects.messages._shared import entry, num
+
+register(
+    entry("apex.amp.overflow", "apex", "overflow",
+          "NVIDIA/apex 0ce8ad3..6424da3 apex/amp/handle.py (scale_loss)",
+          '"Gradient overflow.  Skipping step, loss scaler " + "{} reducing loss scale to {}".format('
+          'loss_id, loss_scaler.loss_scale())',
+          r"Gradient overflow\.\s+Skipping step, loss scaler (?P<loss_id>\d+) reducing loss scale to "
+          + num("scale"),
+          ("Gradient overflow",),
+          ("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",)),
+    entry("apex.fp16_utils.overflow", "apex", "overflow",
+          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step)",
+          '"Gradient overflow.  Skipping step, reducing " + "loss scale to {}".format('
+          'self.loss_scaler.loss_scale())',
+          r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + num("scale"),
+          ("Gradient overflow",),
+          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",)),
+    entry("apex.fp16_utils.bare", "apex", "overflow",
+          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
+          "print('OVERFLOW!')",
+          r"^\s*OVERFLOW!\s*$",
+          ("OVERFLOW!",),
+          ("OVERFLOW!",)),
+    entry("apex.contrib.grad_overflow", "apex", "overflow",
+          "NVIDIA/apex 6424da3 apex/contrib/optimizers/fp16_optimizer.py (_update_scale, verbose)",
+          'print("\\nGrad overflow on iteration", self.cur_iter); print("Using dynamic loss scale of", '
+          'self.cur_scale)',
+          r"Using dynamic loss scale of:? " + num("prev_scale"),
+          ("Using dynamic loss scale of",),
+          ("Using dynamic loss scale of 65536.0",)),
+)

@@ -1,0 +1,87 @@
+"""DeepSpeed's loss-scaler messages: every scaler and ZeRO stage, and its checkpoint load.
+
+Read from microsoft/DeepSpeed at v0.3.0, v0.5.0, v0.8.0, v0.10.0 and v0.16.4 (38327e0):
+deepspeed/runtime/fp16/loss_scaler.py (`DynamicLossScaler.update_scale`, used by ZeRO 1/2/3
+since v0.10), fp16/fused_optimizer.py and fp16/unfused_optimizer.py (`step`,
+`_update_scale`), zero/stage2.py / stage_1_and_2.py / stage3.py (before v0.10).
+`[deepscale]` is the v0.3-v0.5 ZeRO wording.
+"""
+
+from postmortem.run.dialects import register
+from postmortem.run.dialects.messages._shared import entry, num
+
+_DS = "microsoft/DeepSpeed"
+
+register(
+    entry("deepspeed.overflow.rank", "DeepSpeed", "overflow",
+          f"{_DS} v0.10.0..v0.16.4 deepspeed/runtime/fp16/loss_scaler.py; v0.3.0 zero/stage2.py, "
+          f"v0.8.0 zero/stage_1_and_2.py, zero/stage3.py",
+          '[deepspeed] OVERFLOW! Rank {dist.get_rank()} Skipping step. Attempted loss scale: '
+          '{int(self.cur_scale)}, reducing to {int(next_scale)}',
+          r"\[deep(?:speed|scale)\] OVERFLOW! Rank (?P<rank>\d+) Skipping step\.(?: Attempted loss scale: "
+          + num("prev_scale") + r", reducing to " + num("scale") + r")?(?! Attempted loss scale: [^,]*, but)",
+          ("OVERFLOW!",),
+          ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+           "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 262144, reducing to 131072.0",
+           "[deepspeed] OVERFLOW! Rank 0 Skipping step.")),
+    entry("deepspeed.overflow.hysteresis", "DeepSpeed", "skipped",
+          f"{_DS} v0.10.0..v0.16.4 deepspeed/runtime/fp16/loss_scaler.py",
+          '[deepspeed] OVERFLOW! Rank {dist.get_rank()} Skipping step. Attempted loss scale: '
+          '{int(self.cur_scale)}, but hysteresis is {self.cur_hysteresis}. Reducing hysteresis to '
+          '{self.cur_hysteresis-1}',
+          r"\[deep(?:speed|scale)\] OVERFLOW! Rank (?P<rank>\d+) Skipping step\. Attempted loss scale: "
+          + num("prev_scale") + r", but hysteresis is (?P<hysteresis>\d+)",
+          ("hysteresis is",),
+          ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis "
+           "is 2. Reducing hysteresis to 1",)),
+    entry("deepspeed.overflow.optimizer", "DeepSpeed", "overflow",
+          f"{_DS} v0.5.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
+          f"(step); v0.3.0 wrote `[deepspeed] OVERFLOW! Skipping step.`",
+          '[deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: {}, '
+          'reducing to {}',
+          r"\[deepspeed\] (?:fp16 dynamic loss scale overflow|OVERFLOW)! Skipping step\. Attempted loss "
+          r"scale: " + num("prev_scale") + r", reducing to " + num("scale"),
+          ("overflow! Skipping", "OVERFLOW! Skipping"),
+          ("[deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: "
+           "65536.0, reducing to 32768.0",
+           "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648")),
+    entry("deepspeed.overflow.log_dist", "DeepSpeed", "overflow",
+          f"{_DS} v0.5.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py (step, log_dist ranks=[0])",
+          'Overflow detected. Skipping step. Attempted loss scale: {prev_scale}, reducing to {self.cur_scale}',
+          r"Overflow detected\. Skipping step\. Attempted loss scale: " + num("prev_scale")
+          + r", reducing to " + num("scale"),
+          ("Overflow detected. Skipping",),
+          ("[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 65536, reducing to 32768.0",)),
+    entry("deepspeed.reduce", "DeepSpeed", "overflow",
+          f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
+          f"(_update_scale, verbose)",
+          'Reducing dynamic loss scale from {prev_scale} to {self.cur_scale}',
+          r"Reducing dynamic loss scale from " + num("prev_scale") + r" to " + num("scale"),
+          ("Reducing dynamic loss scale",),
+          ("Reducing dynamic loss scale from 65536 to 32768.0",)),
+    entry("deepspeed.grad_overflow", "DeepSpeed", "overflow",
+          f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
+          f"(_update_scale): the optimizer's own counter, printed before the scale line",
+          'Grad overflow on iteration {self.cur_iter}  |  Grad overflow on iteration: %s',
+          r"Grad overflow on iteration:? (?P<iteration>\d+)",
+          ("Grad overflow on iteration",),
+          ("Grad overflow on iteration 0", "Grad overflow on iteration: 4")),
+    entry("deepspeed.increase", "DeepSpeed", "scale",
+          f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py",
+          'Increasing dynamic loss scale from {prev_scale} to {self.cur_scale}',
+          r"Increasing dynamic loss scale from " + num("prev_scale") + r" to " + num("scale"),
+          ("Increasing dynamic loss scale",),
+          ("Increasing dynamic loss scale from 32768.0 to 65536.0",)),
+    entry("deepspeed.minimum", "DeepSpeed", "skipped",
+          f"{_DS} v0.10.0..v0.16.4 deepspeed/runtime/fp16/loss_scaler.py (raised: the run stops)",
+          'Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.',
+          r"Current loss scale already at minimum",
+          ("already at minimum",),
+          ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",)),
+    entry("deepspeed.checkpoint", "DeepSpeed", "checkpoint",
+          f"{_DS} v0.8.0..v0.16.4 deepspeed/runtime/engine.py (_load_zero_checkpoint)",
+          'loading {len(zero_sd_list)} zero partition checkpoints for rank {self.global_rank}',
+          r"loading (?P<count>\d+) zero partition checkpoints for rank (?P<rank>\d+)",
+          ("zero partition checkpoints",),
+          ("loading 8 zero partition checkpoints for rank 0",)),
+)

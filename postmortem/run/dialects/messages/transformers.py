@@ -1,0 +1,25 @@
+"""Hugging Face Trainer's resume (accelerate, TRL, axolotl, LLaMA-Factory and unsloth train
+through it and print the same words).
+
+Read from huggingface/transformers src/transformers/trainer.py (`_inner_training_loop`,
+v4.x; `logger.info("  Continuing training from global step %d", global_step)` in the
+releases before the f-strings). The global step is the step the run goes on from.
+"""
+
+from postmortem.run.dialects import register
+from postmortem.run.dialects.messages._shared import entry
+
+_HF = "huggingface/transformers v4.x src/transformers/trainer.py (_inner_training_loop)"
+
+register(
+    entry("transformers.resume", "HF Trainer", "resume", _HF,
+          'logger.info(f"  Continuing training from global step {self.state.global_step}")',
+          r"Continuing training from global step (?P<step>\d+)",
+          ("Continuing training from global step",),
+          ("  Continuing training from global step 1500",)),
+    entry("transformers.resume.begin", "HF Trainer", "checkpoint", _HF,
+          'logger.info("  Continuing training from checkpoint, will skip to saved global_step")',
+          r"Continuing training from checkpoint, will skip to saved global_step",
+          ("Continuing training from checkpoint",),
+          ("  Continuing training from checkpoint, will skip to saved global_step",)),
+)
