@@ -1,5 +1,7 @@
 """Text-log dialects, each from lines shaped like the real tools print them."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -44,9 +46,13 @@ def test_deepspeed_overflow_cascade(tmp_path):
     log = read_run(log_file(tmp_path, "ds.log", text))
     f = log.frame
     assert log.source.format == "deepspeed"
-    assert f.overflows.fillna(0).tolist() == [2, 0, 1]          # rank 3's line is not counted
-    assert f.loss_scale.tolist()[0] == 32768 and f.loss_scale.tolist()[2] == 16384
-    assert f.skipped.tolist() == [2, 0, 1] and f.skipped_total.tolist() == [2, 2, 3]
+    # each skipped step its own (the hysteresis skip on 9, the halving on 10, the steps just
+    # before the step line after them); rank 3's line is not counted
+    assert f.step.tolist() == [9, 10, 20, 30]
+    assert f.overflows.fillna(0).tolist() == [1, 1, 0, 1]
+    assert f.loss_scale.tolist()[1] == 32768 and f.loss_scale.tolist()[3] == 16384
+    assert math.isnan(f.loss_scale.tolist()[0])                 # hysteresis: the scale is kept
+    assert f.skipped.dropna().tolist() == [2, 0, 1] and f.skipped_total.dropna().tolist() == [2, 2, 3]
 
 
 def test_fairseq_json_and_simple(tmp_path):

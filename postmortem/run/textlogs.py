@@ -12,6 +12,7 @@ lines and HF console dicts, which keep their own line readers.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.run import textfile
+from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log
@@ -35,10 +38,6 @@ MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|(.*)$")
 MEGATRON_VAL = re.compile(r"\b(?:validation|valid) loss at iteration\s+(\d+)\s*(?:on [^|]*)?\|(.*)$")
 MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S.*?)\s*$")
 DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=(\d+), lr=\[([^\]]*)\]")
-DS_OVERFLOW = re.compile(r"(?:OVERFLOW!|overflow!).*?Attempted loss scale: (" + NUM + r")"
-                         r"(?:, reducing to (" + NUM + r"))?")
-DS_OVERFLOW_RANK = re.compile(r"OVERFLOW! Rank (\d+)")
-DS_REDUCE = re.compile(r"Reducing dynamic loss scale from (" + NUM + r") to (" + NUM + r")")
 DS_PPL = re.compile(r"^ppl: (" + NUM + r")\s*$")
 FAIRSEQ_JSON = re.compile(r"\|\s*(train_inner|valid|train)\s*\|\s*(\{.*\})\s*$")
 FAIRSEQ_SIMPLE = re.compile(r"epoch \d+:\s+\d+\s*/\s*\d+\s+(.*=.*)$")
@@ -241,50 +240,72 @@ def _kv_tokens(text: str, pattern: re.Pattern) -> dict[str, str]:
 
 
 class _Parse:
-    """Records of one file: (step, {metric: raw value}) in order, plus loss-scaler events."""
+    """Records of one file: (step, {metric: raw value}) in order, plus the frameworks' event
+    messages (overflow, skipped step, scale, resume: `metriclines.overflow`), each a record
+    of its own whose step is given once the step lines around it are known."""
 
     def __init__(self, path: Path, source: Source):
         self.path, self.source = path, source
         self.out = Collector(source)
         self.step: int | None = None
-        self.overflows = 0
-        self.scale_after: float | None = None
-        self.overflow_ranks: set[str] = set()
+        self.steps_read = 0
+        self.events: list[events.Event] = []
+        self.around: list[list[float]] = []     # per event: [last step line's step, next one's]
+        self.waiting: list[int] = []            # events whose next step line is not read yet
         self.ds_steps_seen: dict[int, int] = {}
+        self.too_big: list[str] = []
 
     def add(self, step: int, values: dict) -> None:
-        if self.overflows and "overflows" not in values:
-            # DeepSpeed prints the scaler's overflows before the step line they belong to.
-            values = {**values, "overflows": self.overflows}
-            if self.scale_after is not None and "loss scale" not in values:
-                values["loss_scale"] = self.scale_after
-            self.overflows = 0
+        if not 0 <= step < 1 << 40:
+            # a step no run reaches (20 digits): the line is left out, the rest read
+            self.too_big.append(str(step))
+            return
+        for k in self.waiting:
+            self.around[k][1] = float(step)
+        self.waiting = []
         self.out.add(step, values)
         self.step = step
+        self.steps_read += 1
 
     def attach(self, values: dict) -> None:
         """Values that belong to the current step (an eval, a reward) without moving it."""
         self.out.add(self.step or 0, values)
 
     def overflow(self, line: str) -> bool:
-        if "OVERFLOW" not in line and "overflow" not in line and "Reducing dynamic" not in line:
+        """An event message: kept as a record of its own (its step placed at the end)."""
+        ev = events.find_event(line)
+        if ev is None:
             return False
-        m = DS_OVERFLOW.search(line)
-        if m:
-            rank = DS_OVERFLOW_RANK.search(line)
-            if rank and rank.group(1) != "0":
-                self.overflow_ranks.add(rank.group(1))
-                return True
-            self.overflows += 1
-            if m.group(2):
-                self.scale_after = to_number(m.group(2))
-            return True
-        m = DS_REDUCE.search(line)
-        if m:
-            self.overflows += 1
-            self.scale_after = to_number(m.group(2))
-            return True
-        return False
+        value = {k: (events.number(line[ev[k][0]:ev[k][1]]) if ev[k] else math.nan)
+                 for k in ("scale", "prev_scale", "rank", "step")}
+        record = self.out.count
+        self.out.add(0, {})                 # its place in the file; the step comes later
+        self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
+                                        value["scale"], value["prev_scale"], value["rank"]))
+        self.around.append([math.nan if self.step is None else float(self.step), math.nan])
+        self.waiting.append(len(self.events) - 1)
+        return True
+
+    def event_series(self, present: set[str]) -> list[Series]:
+        if not self.events:
+            return []
+        recs = [e.order for e in self.events]
+        adjacent = [False] + [b == a + 1 for a, b in zip(recs, recs[1:])]
+        kept, others, repeats = events.merge_repeats(self.events, adjacent)
+        index = {id(e): k for k, e in enumerate(self.events)}
+        last = [self.around[index[id(e)]][0] for e in kept]
+        nxt = [self.around[index[id(e)]][1] for e in kept]
+        placed = events.place(kept, nxt, last)
+        good = [(e, s) for e, s in zip(kept, placed) if 0 <= s < 1 << 40]
+        events.say(self.source, kept, placed, others, repeats, self.steps_read > 0)
+        if not good:
+            return []
+        orders = np.array([e.order for e, _ in good], dtype=np.int64)
+        steps = np.array([s for _, s in good], dtype=np.float64)
+        scales = np.array([e.scale for e, _ in good], dtype=np.float64)
+        return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
+                                [e.dialect for e, _ in good], self.source, present,
+                                np.isnan(scales))
 
 
 def _deepspeed(p: _Parse, line: str) -> None:
@@ -458,20 +479,28 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         if p.overflow(line):
             continue
         parse(p, line)
-    if not p.out.count:
+    if p.too_big:
+        source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
+                    f"were left out")
+    if not p.steps_read and not p.events:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
     _say_encoding(path, source)
-    if p.overflow_ranks:
-        source.warn(f"OVERFLOW lines from ranks {', '.join(sorted(p.overflow_ranks))} "
-                    f"besides rank 0 were not counted twice")
-    if any(k > 1 for k in p.ds_steps_seen.values()):
+    two_engines = any(k > 1 for k in p.ds_steps_seen.values())
+    if two_engines:
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "
                     "the second one's columns are prefixed engine2/; loss_scale left out")
         p.out.drop("loss_scale")
+    series = p.out.series()
+    present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
+    if any(s.name.lower() == "skipped_total" for s in series):
+        present.add("skipped")          # DeepSpeed's own counter says it (`_postprocess`)
+    series += p.event_series(present)
+    if not series:
+        raise RunReadError(path, f"no {dialect} metric lines")
     if dialect == "hf-console":
         source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
-    return _postprocess(p.out.series(), source)
+    return _postprocess(series, source)
 
 
 def _postprocess(series: list[Series], source: Source) -> list[Series]:

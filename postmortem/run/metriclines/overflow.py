@@ -233,10 +233,10 @@ def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np
     step[np.asarray(at, dtype=np.int64)] = np.nan
     for e, s in zip(kept, placed):
         step[e.order] = s
-    _say(source, kept, placed, others, repeats, bool(np.isfinite(base).any()))
+    say(source, kept, placed, others, repeats, bool(np.isfinite(base).any()))
 
 
-def _say(source, kept: list[Event], placed: list[float], others: int, repeats: int,
+def say(source, kept: list[Event], placed: list[float], others: int, repeats: int,
          any_step: bool) -> None:
     if others:
         source.warn(f"{others} loss-scaler message(s) from ranks other than the first one were "
