@@ -3,6 +3,8 @@ and rank the causes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from postmortem.diagnose.context import Context
@@ -108,6 +110,32 @@ def _rise(ev: Event) -> float | None:
     return round(ev.peak / ev.window_mean, 3)
 
 
+def onset(ctx: Context, ev: Event) -> Event:
+    """The incident dated where it began: a loss-scale cascade or an LR jump just before the
+    loss rose (within `ctx.around` steps) dates it at itself; a spike of the loss that did not
+    come back within the recovery window is a divergence."""
+    from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade
+    from postmortem.diagnose.symptoms import recovered
+    if ev.kind == "spike" and ev.metric == "loss" and not ev.notes.get("sparse") and not recovered(ctx, ev):
+        ev = replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True},
+                     end_step=max(ev.peak_step, ev.step))
+    if ev.metric != "loss" or ev.kind not in ("spike", "divergence", "nan"):
+        return ev
+    reach = ctx.around(ev.segment)
+    starts = []
+    c = nearest_cascade(ctx, ev)
+    if c is not None and ev.step - reach <= c.step < ev.step:
+        starts.append(c.step)
+    if ctx.has("lr"):
+        steps, lr = ctx.finite("lr", ev.segment)
+        jump, _ = lr_off_trend(steps, lr, ev.step - reach, ev.step, ctx.th.lr_jump_ratio, ctx.warmup_end)
+        if jump is not None and jump[2] > 1 and jump[0] < ev.step:
+            starts.append(jump[0])
+    if not starts:
+        return ev
+    return replace(ev, step=min(starts), notes={**ev.notes, "detected_at": ev.step})
+
+
 def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[RunLog] = ()) -> Analysis:
     """Walk the trees, find the incidents, rank their causes. `against`: other runs over the
     same data in the same order, whose spikes at the same steps point at the data."""
@@ -117,6 +145,7 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
     ctx.checks = checks
     incidents = []
     for ev, related in incident_events(ctx, checks):
+        ev = onset(ctx, ev)
         hyps, confidence = rank(ctx, ev)
         kind = "spike" if ev.kind == "cascade" else ev.kind
         incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
@@ -124,5 +153,5 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
                                   related=related, rise=_rise(ev), severity=_severity(ctx, ev),
                                   headline=_headline(ctx, ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
-                                   metrics=log.metrics, dtype=log.dtype, warnings=list(log.source.warnings)),
+                                   metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings)),
                     checks=checks, incidents=incidents)

@@ -79,7 +79,7 @@ def cascade_span(c) -> str:
 
 
 def _fp16(ctx, ev, f, e) -> None:
-    dtype = ctx.log.dtype
+    dtype = ctx.facts.dtype
     if dtype in ("bf16", "fp32"):
         e.add(False, "w_dtype_rules_out", "loss-scale", f"the run is {dtype}: no fp16 overflow")
     elif dtype == "fp16":
@@ -143,8 +143,8 @@ def _numerics(ctx, ev, f, e) -> None:
         e.add(True, "w_never_finite", "loss", "never finite again: the weights were corrupted")
     elif f.recovers:
         e.add(False, "w_finite_later", "loss", "finite again later: the bad steps were skipped")
-    if ctx.log.dtype in ("fp32", "bf16"):
-        e.add(True, "w_no_scaler", "loss-scale", f"{ctx.log.dtype} run: no loss scaler to blame")
+    if ctx.facts.dtype in ("fp32", "bf16"):
+        e.add(True, "w_no_scaler", "loss-scale", f"{ctx.facts.dtype} run: no loss scaler to blame")
 
 
 def _bad_data(ctx, ev, f, e) -> None:
@@ -160,9 +160,17 @@ def _bad_data(ctx, ev, f, e) -> None:
 
 
 def _lr_high(ctx, ev, f, e) -> None:
-    if ev.kind == "divergence":
+    if ev.kind == "divergence" and ev.notes.get("from_spike"):
+        e.add(True, "w_divergence", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
+              f"{ev.peak_step}, not back within {ctx.th.recovery_window} steps")
+    elif ev.kind == "divergence":
         e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.get('rise', 0):.0%} from step "
               f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")
+    if ev.kind == "divergence" and f.gn_ratio is not None:
+        # the grad norm's jump with the loss: the step the LR allows is too large for it
+        jump = f.gn_ratio >= ctx.th.long_tail_grad_ratio / 3
+        e.add(jump, "w_grad_regime", "grad-norm", f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is "
+              f"{f.gn_ratio:.1f}x its rolling mean" + ("" if jump else ", no jump"), half=not jump)
     checks = _checks(ctx)
     for cid in ("A5", "B4.3"):
         # only a failure that leads here (a dead gradient leads to bad-init)
@@ -182,6 +190,12 @@ def _schedule(ctx, ev, f, e) -> None:
             e.add(True, w, "lr", c.detail)
         elif c and c.status == "pass" and cid in ("B4.1", "A4.1"):
             e.add(False, "w_lr_not_rising", "lr", c.detail)
+    if ev.kind == "divergence" and f.lr_rise is not None and not any(
+            checks.get(c) and checks[c].status == "fail" for c in ("B4.1", "A4.1")):
+        rising = f.lr_rise[2] > 1 + ctx.th.warmup_reach and f.lr_rise[0] >= ctx.warmup_end
+        e.add(rising, "w_lr_rising" if rising else "w_lr_not_rising", "lr",
+              f"LR {number(f.lr_rise[3])} at step {f.lr_rise[0]} -> {number(f.lr_rise[4])} at step {f.lr_rise[1]} "
+              f"(x{f.lr_rise[2]:.2f}) over the incident" + ("" if rising else ": not rising"))
     if f.lr_vs_schedule is not None and abs(f.lr_vs_schedule - 1) <= 0.2 and ev.kind != "divergence":
         e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
 

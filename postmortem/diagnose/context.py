@@ -109,7 +109,12 @@ class Context:
 
     @cached_property
     def loss_spikes(self):
-        return detect.loss_spikes(self.log, self.th, self.history)
+        return detect.loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
+
+    @cached_property
+    def unjudged_rises(self) -> list:
+        """(step, points before it, segment) of loss rises too early in a log to judge."""
+        return []
 
     @cached_property
     def grad_spikes(self):
@@ -223,6 +228,9 @@ class Facts:
     dtype: str | None = None
     clip: float | None = None
     from_trained: bool | None = None     # a fine-tune: starts from a trained model
+    n_params: float | None = None        # the model's size, where known
+    # where a fact was read when not from a config: {"dtype": "train.log: its lines say bf16"}
+    read_from: dict = field(default_factory=dict)
 
 
 _FINETUNE = ("lora", "qlora", "peft", "sft", "finetune", "fine-tune", "fine_tune", "dpo", "grpo", "ppo")
@@ -239,8 +247,24 @@ def _get(obj, *names):
 
 
 def facts_of(log: RunLog) -> Facts:
-    """The one place the checks read configured facts from: the manifest's config and
-    top-level fields (which readers fill from the log's own config)."""
+    """The one place the checks read facts from: the manifest's config and top-level fields
+    (which readers fill from the log's own config), then what the log's text states."""
+    from dataclasses import replace
+
+    from postmortem.diagnose.logfacts import dtype_in_text, model_size, vocab_in_text
+    facts = _configured(log)
+    found = {}
+    if facts.dtype is None and (hit := dtype_in_text(log)):
+        found["dtype"] = hit
+    if facts.vocab_size is None and (hit := vocab_in_text(log)):
+        found["vocab_size"] = hit
+    if (hit := model_size(log)):
+        found["n_params"] = hit
+    return replace(facts, **{k: v for k, (v, _) in found.items()},
+                   read_from={k: where for k, (_, where) in found.items()})
+
+
+def _configured(log: RunLog) -> Facts:
     m = log.manifest
     if m is None:
         return Facts(dtype=log.dtype)

@@ -84,12 +84,14 @@ def _segment_views(log: RunLog, history=None):
         yield seg, hist
 
 
-def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
+def loss_spikes(log: RunLog, th: Thresholds, history=None, unjudged: list | None = None) -> list[Event]:
     """A loss that stands out of the level before it (the window's mean) by `spike_sigma`
     times the larger of the window's std and the series' own step-to-step noise (a single
     noisy batch is not a spike), and by `spike_min_rise` of the level (a practical margin).
     A log with too few points for either (a pasted snippet) is judged against the median
-    of the points it has, and its spikes are marked sparse (low confidence)."""
+    of the points it has, and its spikes are marked sparse (low confidence). `unjudged` gets
+    (step, points before it, segment) of each rise with too few points before it to judge."""
+    unjudged = [] if unjudged is None else unjudged
     if "loss" not in log.frame:
         return []
     events = []
@@ -110,11 +112,14 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
         # the median of the window (of fewer than 10 points) instead
         thin = np.flatnonzero((n >= 1) & (n < min(th.spike_min_points, 10)))
         typical = _window_median(loss, lo, thin)
-        # (not the first steps of a long run: there the window is only filling up)
-        pasted = len(loss) < 3 * th.spike_min_points or steps[thin] - steps[0] > window
+        # (also the first steps of a log: a short log has nothing else; a long one's window is
+        # only filling up there, and a rise of `sparse_rise` over all before it still stands out)
         with np.errstate(invalid="ignore"):
             t = np.array([typical[int(i)] for i in thin])
-            sparse = thin[own[thin] & pasted & (loss[thin] > t + np.abs(t) * th.sparse_rise)] if len(thin) else thin
+            rises = own[thin] & (loss[thin] > t + np.abs(t) * th.sparse_rise) if len(thin) else thin > 0
+        # too little history to judge: said so (B2), never taken for calm
+        unjudged.extend((int(steps[i]), int(n[i]), seg) for i in thin[rises & (n[thin] < th.spike_min_history)])
+        sparse = thin[rises & (n[thin] >= th.spike_min_history)]
         # Only the points that may stand out are judged against their window's mean and std
         at = _could_stand_out(loss, n, noise, min(th.spike_sigma, th.spike_sigma_big_rise))
         if len(sparse):
@@ -386,13 +391,24 @@ def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:
     f = log.frame
     loss = f.loss.to_numpy(dtype=float, na_value=np.nan)
     steps = f.step.to_numpy()[np.isfinite(loss)]
-    if len(steps) < th.divergence_min_points:
-        return f"skipped: {len(steps)} losses logged, needs {th.divergence_min_points}"
-    window = widen(steps, th.divergence_window, th.divergence_min_points)
-    span = int(steps[-1] - steps[0])
-    if span < window:
-        return f"skipped: {span + 1} steps logged, needs {window}"
+    if len(steps) < th.short_log_points:
+        return f"skipped: {len(steps)} losses logged, needs {th.short_log_points}"
     return None
+
+
+def divergence_windows(steps: np.ndarray, th: Thresholds, gap: float | None = None) -> tuple[int, int]:
+    """(window, smoothing) in steps: `divergence_window` and `divergence_smooth`, widened so a
+    sparse log has its points in them; a log shorter than the window (60 steps, 12 epochs) is
+    judged on windows of half its length and smoothed over a quarter of that, over the
+    points it has."""
+    window = widen(steps, th.divergence_window, th.divergence_min_points, gap)
+    smooth = widen(steps, th.divergence_smooth, th.divergence_min_points // 4, gap)
+    span = int(steps[-1] - steps[0]) if len(steps) else 0
+    if span < window:
+        window = max(span // 2, 1)
+        every = interval(steps) if len(steps) > 1 else 1.0
+        smooth = max(int(window // 4), int(every))
+    return window, smooth
 
 
 def divergence(log: RunLog, th: Thresholds) -> list[Event]:
@@ -412,10 +428,9 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         if not finite.all():
             steps, loss = steps[finite], loss[finite]
         even, gap = spacing(steps)
-        window = widen(steps, th.divergence_window, th.divergence_min_points, gap)
-        smooth_w = widen(steps, th.divergence_smooth, th.divergence_min_points // 4, gap)
-        if len(steps) < th.divergence_min_points or steps[-1] - steps[0] < window:
+        if len(steps) < th.short_log_points:
             continue
+        window, smooth_w = divergence_windows(steps, th, gap)
         smooth = _rolling_mean(steps, loss, smooth_w, even)
         # Both rules below need the smoothed loss this far above its lowest so far (a rise
         # from a window back is never larger): most runs never are, and stop here. The
@@ -426,6 +441,11 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         if could is not None and not could.any():
             continue
         noise = step_noise(loss, _block(steps, window, gap))
+        if window < th.divergence_window:
+            # a short log: its slope is much of its step-to-step change (an epoch log falls
+            # smoothly), so the noise is the spread of the changes about their median
+            d = np.diff(loss)
+            noise = np.full(len(loss), 1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
         per = np.maximum(1.0, smooth_w / max(gap, 1e-9))
         noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
         need = th.divergence_sigma * noise_s
@@ -463,6 +483,11 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             k = int(np.argmax(ok))                      # the first point confirmed
             end = int(i[k])
             start = int(lo[k]) if hit[k] else int(low_at[k])
+            # the rise began at the lowest smoothed loss between the window's start and its
+            # confirmation (a window back may reach far before it)
+            first = max(int(low_at[k]), int(np.searchsorted(steps, steps[start] - window)))
+            start = min(start, first)
+            start += int(np.argmin(smooth[start:end + 1]))
             with np.errstate(invalid="ignore", divide="ignore"):
                 rise = (up[k] if hit[k] else up_low[k]) / np.abs(smooth[start])
             share = (rising[end] - rising[start]) / max(end - start, 1)

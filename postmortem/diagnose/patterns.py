@@ -42,6 +42,7 @@ class Features:
     gn_at_step: int | None = None          # where that grad norm is
     lr_jump: tuple | None = None           # (step, LR, ratio to the trend) of an LR off its trend
     lr_smooth: tuple | None = None         # (first, last step) of an LR judged on its trend
+    lr_rise: tuple | None = None           # (first, last step, ratio, LR first, LR last) over the incident
     lr_vs_schedule: float | None = None    # logged / configured LR at the spike
     after_resume: tuple | None = None      # (steps since, restart step, how) of a near restart
     cascade: Event | None = None
@@ -116,6 +117,10 @@ def measure(ctx: Context, ev: Event) -> Features:
         s, lr = s[fin], lr[fin]
         f.lr_jump, f.lr_smooth = lr_off_trend(s, lr, ev.step - 10, ev.last,
                                               ctx.th.lr_jump_ratio, ctx.warmup_end)
+        span = (s >= ev.step) & (s <= ev.last)
+        if span.sum() >= 2:
+            a, b = np.flatnonzero(span)[[0, -1]]
+            f.lr_rise = (int(s[a]), int(s[b]), float(lr[b] / lr[a]) if lr[a] > 0 else 1.0, float(lr[a]), float(lr[b]))
         sched = ctx.scheduled_lr(ev.step)
         at = rows[rows.step == ev.step].lr
         if sched and len(at):

@@ -55,6 +55,6 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
     return Symptoms(
         spike_step=step, pre_spike_loss_ema50=pre, peak_loss=peak_loss, peak_step=event.peak_step,
         recovery_loss=recovery, grad_norm_pre_clip=_value_at(h, "grad_norm", step),
-        lr=_value_at(h, "lr", step), dtype=ctx.log.dtype,
+        lr=_value_at(h, "lr", step), dtype=ctx.facts.dtype,
         batch_index=int(batch) if isinstance(batch, float) else None,
         unusual_tokens=tokens if isinstance(tokens, str) else None)

@@ -17,6 +17,7 @@ class Thresholds(BaseModel):
     trained_start_below: float = 0.4         # loss[0] 40% below ln V: starts from a trained model
     first_grad_norm_min: float = 0.1
     first_grad_norm_max: float = 10.0
+    first_grad_norm_params: float = 1e7      # ... for a model of this size (x sqrt of the ratio above)
     warmup_reach: float = 0.05               # LR at end of warmup within 5% of lr_max
     clipping_share_max: float = 0.9          # clipped on more than 90% of steps: always clipping
     dead_grad_norm: float = 1e-6
@@ -41,7 +42,8 @@ class Thresholds(BaseModel):
     spike_big_rise: float = 0.30             # or 30% above it (a positive loss) ...
     spike_sigma_big_rise: float = 4.0        # ... and this many times the noise
     spike_min_points: int = 10               # a sparse log's window widens to hold these
-    sparse_rise: float = 0.3                 # too few points for a std: 30% above their max
+    sparse_rise: float = 0.3                 # too few points for a std: 30% above their median
+    spike_min_history: int = 3               # fewer points before a rise: it cannot be judged
     recovery_window: int = 50
     recovery_sigma: float = 0.5
     merge_gap: int = 10                      # spike points this close are one incident
@@ -54,6 +56,7 @@ class Thresholds(BaseModel):
     divergence_window: int = 200
     divergence_smooth: int = 50
     divergence_min_points: int = 20          # a sparse log's windows widen to hold these
+    short_log_points: int = 8                # fewer losses than this: the rise cannot be judged
     divergence_rising_share: float = 0.6     # of the smoothed loss's steps going up (not all)
     divergence_min_rise: float = 0.1         # 10% of the level
     divergence_sigma: float = 5.0            # and this many of the smoothed loss's own noise

@@ -75,8 +75,14 @@ def a_first_grad_norm(ctx: Context) -> Outcome:
     steps, gn = ctx.series("grad_norm", 0)
     if steps[0] > ctx.th.log_start_max:
         return skip(f"the log starts at step {steps[0]}")
-    ok = ctx.th.first_grad_norm_min <= gn[0] <= ctx.th.first_grad_norm_max
-    return ("pass" if ok else "fail"), f"grad norm {_fmt(gn[0])} at step {steps[0]}"
+    # a gradient's norm grows as the square root of the parameters it spans: the bound holds
+    # for a model of `first_grad_norm_params`, and widens with a larger one where its size is known
+    size = ctx.facts.n_params
+    top = ctx.th.first_grad_norm_max * max(1.0, (size or 0) / ctx.th.first_grad_norm_params) ** 0.5
+    ok = ctx.th.first_grad_norm_min <= gn[0] <= top
+    model = (f"bound {_fmt(top)} for a model of {size / 1e6:.4g}M parameters ({ctx.facts.read_from.get('n_params')})"
+             if size else f"model size unknown: assumed at most {ctx.th.first_grad_norm_params / 1e6:g}M parameters")
+    return ("pass" if ok else "fail"), f"grad norm {_fmt(gn[0])} at step {steps[0]}; {model}"
 
 
 def a_schedule_applies(ctx: Context) -> Outcome:
@@ -276,7 +282,7 @@ def b_nonfinite(ctx: Context) -> Outcome:
 def b_nonfinite_dtype(ctx: Context) -> Outcome:
     if not ctx.nonfinite.any():
         return skip("no non-finite value")
-    dtype = ctx.log.dtype
+    dtype = ctx.facts.dtype
     if dtype is None:
         return skip("dtype unknown")
     # in fp16 the node's own leaf (an overflow); in any other dtype the numbers themselves
@@ -288,14 +294,20 @@ def b_loss_spike(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     ev = ctx.loss_spikes
+    early = [u for u in ctx.unjudged_rises if not any(e.step == u[0] for e in ev)]
+    cannot = "; cannot tell at " + ", ".join(
+        f"step {s} ({n} step(s) before it, needs {ctx.th.spike_min_history})" for s, n, _ in early[:3]) if early else ""
     if not ev:
+        if early:
+            return skip(f"cannot tell: a rise of {ctx.th.sparse_rise:.0%} at step {early[0][0]} with {early[0][1]} "
+                        f"step(s) before it, needs {ctx.th.spike_min_history}")
         return "pass", (f"no loss {ctx.th.spike_sigma:g} x the noise and {ctx.th.spike_min_rise:.0%} above the mean "
                         f"of the previous {ctx.th.spike_window} steps")
     shown, head = ev, f"{len(ev)} spike(s): "
     if len(ev) > 4:           # many: the ones that rose the most over their window's mean
         shown = sorted(ev, key=lambda e: -e.peak / e.window_mean if e.window_mean > 0 else 0)[:4]
         head = f"{len(ev)} spikes, the largest: "
-    return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown)
+    return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown) + cannot
 
 
 def b_recovery(ctx: Context) -> Outcome:
@@ -357,7 +369,9 @@ def b_divergence(ctx: Context) -> Outcome:
         short = detect.divergence_too_short(ctx.log, ctx.th)
         if short:
             return skip(short)
-        return "pass", (f"no sustained rise of the smoothed loss over {ctx.th.divergence_window} steps "
+        steps, _ = ctx.finite("loss", 0)
+        window = detect.divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
+        return "pass", (f"no sustained rise of the smoothed loss over {window} steps "
                         f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)")
     e = ev[0]
     return "fail", (f"smoothed loss rising from step {e.step} (+{e.notes['rise']:.0%} by step "
@@ -405,7 +419,7 @@ def b_grad_trend(ctx: Context) -> Outcome:
 
 TREE_A = (
     Node("A1", "Did the run start? Loss at step 0 within {start_loss_vs_ln_v:g} of ln V", ("start_loss_vs_ln_v",), "bad-init", a_start_loss),
-    Node("A2", "Is the first grad norm in a sane range ({first_grad_norm_min:g} to {first_grad_norm_max:g})?", ("first_grad_norm_min", "first_grad_norm_max"), "bad-init", a_first_grad_norm),
+    Node("A2", "Is the first grad norm in a sane range ({first_grad_norm_min:g} to {first_grad_norm_max:g}, x sqrt(parameters / {first_grad_norm_params:g}) for a larger model)?", ("first_grad_norm_min", "first_grad_norm_max", "first_grad_norm_params"), "bad-init", a_first_grad_norm),
     Node("A3", "Is the LR schedule applying (the LR changes)?", (), "schedule-misconfigured", a_schedule_applies),
     Node("A4", "Does warmup reach lr_max (within {warmup_reach:.0%}), without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
     Node("A4.1", "After warmup, does the LR follow the configured decay (never rising)?", ("warmup_reach", "lr_jump_ratio"), "schedule-misconfigured", a_decays),
