@@ -87,7 +87,9 @@ def test_format_lists_the_reader_registrys_names_in_help_and_in_the_error(capsys
 
 
 def test_a_command_line_argparse_refuses_is_one_line_naming_the_command_and_its_help(tmp_path):
-    assert_one_line_error(piped("new", SAMPLE), "new: ", "--learner", "`postmortem new --help`")
+    assert_one_line_error(piped("new", SAMPLE, "--step", "x"), "new: ", "--step", "`postmortem new --help`")
+    # --learner is a setting now (kb/settings.py): its absence is said with where to set it once
+    assert_one_line_error(piped("new", SAMPLE), "--learner NAME, or once for all: postmortem init --learner NAME")
     assert_one_line_error(piped("analyze", SAMPLE, "--top", "3"),
                           "analyze: unrecognized arguments: --top 3", "`postmortem analyze --help`")
     assert_one_line_error(piped("analyse", SAMPLE), "analyse: no such command or file",
@@ -227,7 +229,8 @@ def test_json_of_the_postmortem_commands(capsys, tmp_path, monkeypatch):
     doc = tmp_path / EXAMPLE.name
     for beside in EXAMPLE.parent.glob(EXAMPLE.stem + ".*"):      # the document and its figure
         shutil.copy(beside, tmp_path / beside.name)
-    assert one_json(capsys, "check", doc, "--json") == {"ok": True, "problems": []}
+    assert one_json(capsys, "check", doc, "--json") == {"ok": True, "problems": [],   # the numbers checked too
+                                                        "run": str(SAMPLE)}
     done = one_json(capsys, "commit", doc, "--learner", "example", "--repo", kb, "--json")
     assert done["committed"] is True and len(done["sha"]) == 40
     assert git.Repo(kb).head.commit.hexsha == done["sha"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import command
+from postmortem.cli.options import add_json, command
 
 
 def cmd_init(args) -> int:
@@ -32,6 +32,11 @@ def cmd_init(args) -> int:
     now = settings.resolve()
     if wrote:
         print(f"wrote {wrote}", file=sys.stderr)
+    if args.json:
+        import json
+        print(json.dumps({"kb": str(kb_root(now.kb)), "kb_from": now.kb_from, "learner": now.learner,
+                          "learner_from": now.learner_from, "config": str(settings.config_path())}, indent=2))
+        return 0
     print(f"knowledge base: {kb_root(now.kb)}  (from {now.kb_from})")
     print(f"learner: {now.learner or 'nobody yet: postmortem init --learner NAME'}"
           + (f"  (from {now.learner_from})" if now.learner_from else ""))
@@ -51,4 +56,5 @@ def register(sub) -> None:
                  "postmortem init                      # where post-mortems go, and as whom"))
     p.add_argument("--kb", metavar="DIR", help="the knowledge base: made (with git init) when it is not there")
     p.add_argument("--learner", metavar="NAME", help="who you are: your post-mortems go to learners/NAME/")
+    add_json(p, "the settings in force and where each came from")
     p.set_defaults(func=cmd_init)
