@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except UserError as err:
+        if hasattr(err, "for_command"):        # a store's listing says the command given
+            err.for_command(args.command)
         print(f"postmortem: error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:

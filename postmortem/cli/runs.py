@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from postmortem.cli.options import add_against, add_json, command, read_options, run_command
+from postmortem.cli.options import add_against, add_json, add_learner, add_repo, command, read_options, run_command
 
 
 def _read(args):
@@ -111,12 +111,14 @@ def cmd_tui(args) -> int:
     gc.disable()        # the start allocates much and frees little: collected after the first frame
     import shutil
 
+    from postmortem.kb.settings import resolve
+    settings = resolve(args.kb, args.learner)       # a bad name or config file: said before the app
     from postmortem.tui.loader import Loader
     loader = Loader(args.run, args.format, args.against or [],    # reading while Textual loads
                     columns={k: v for k, v in read_options(args).items() if k != "format" and v},
                     terminal=tuple(shutil.get_terminal_size()))    # as Textual will measure it
     from postmortem.tui.app import run
-    return run(args.run, args.format, args.device, against=args.against or [], loader=loader)
+    return run(args.run, args.format, args.device, against=args.against or [], loader=loader, settings=settings)
 
 
 def register(sub) -> None:
@@ -177,4 +179,6 @@ def register(sub) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the replay panel runs (default: cuda when there is one)")
     add_against(p)
+    add_repo(p)
+    add_learner(p, "who writes the post-mortems (asked at the first commit when nobody is named)")
     p.set_defaults(func=cmd_tui)

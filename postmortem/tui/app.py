@@ -100,9 +100,11 @@ class PostmortemApp(App):
 
 
 def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = (),
-        loader=None, columns: dict | None = None) -> int:
+        loader=None, columns: dict | None = None, settings=None) -> int:
     """Run the app; a run that could not be read leaves its one line on stderr and exit code 2."""
     app = PostmortemApp(path, format, device=device, against=against, loader=loader, columns=columns)
+    if settings is not None:             # kb.settings: where post-mortems go, and who writes them
+        app.session.use_settings(settings)
     try:
         app.run()
     finally:

@@ -15,7 +15,10 @@ class Session:
     against: list[str] = field(default_factory=list)    # other runs over the same data
     columns: dict = field(default_factory=dict)          # read_run's --loss/--step-column options
     device: str = "auto"                                 # where a replay runs
-    kb_root: Path = field(default_factory=Path.cwd)      # drafts and post-mortems go under it
+    kb_root: Path = field(default_factory=Path.cwd)      # post-mortems are committed there
+    learner: str | None = None    # who writes (kb.settings); None: the commit screen asks
+    drafts_home: Path | None = None   # whose .postmortem/ keeps the drafts; None: kb_root's
+    kb_named: bool = False        # kb_root was named (--kb, POSTMORTEM_KB, config), not the folder here
     view: object = None           # tui.view.FirstView: what the dashboard paints first
     log: object = None            # the RunLog, once the loader has handed it over
     analysis: object = None       # its Analysis, with it
@@ -32,6 +35,17 @@ class Session:
         session.log, session.analysis, session.view = read_and_analyze(
             run, session.format, session.against, session.columns)
         return session
+
+    def use_settings(self, settings) -> None:
+        """The knowledge base, the learner and the drafts' home of kb.settings.Settings."""
+        from postmortem.kb.settings import drafts_home
+        self.kb_root, self.learner, self.kb_named = settings.kb, settings.learner, settings.chosen
+        self.drafts_home = drafts_home(settings)
+
+    @property
+    def drafts_root(self) -> Path:
+        """The folder whose .postmortem/drafts/ holds the drafts, keyed by run and incident."""
+        return self.drafts_home or self.kb_root
 
     @property
     def read_s(self) -> float:
