@@ -152,6 +152,103 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
     return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
 
 
+# Columns that name the launch or phase a row belongs to: where they change, a segment starts.
+_LAUNCH_COLUMNS = {"run", "run_id", "runid", "phase", "stage", "launch", "attempt", "restart", "job_id"}
+# A pause between two logged points this much longer than the usual one (and at least
+# _GAP_SECONDS) is a relaunch, where the wall-clock column says it.
+_GAP_TIMES, _GAP_SECONDS = 50, 600.0
+
+
+def relaunches(series: list[Series], source: Source) -> list[int]:
+    """Where a relaunch that keeps counting starts (orders): the LR going back into warmup, a
+    launch / phase column changing, the wall clock jumping (back, or a long pause)."""
+    out: list[int] = []
+    for s in series:
+        name = canonical_name(s.name)
+        if len(s.value) < 3:
+            continue
+        if name == "lr" and s.value.dtype != object:
+            at = _warmup_again(s.value.astype(np.float64, copy=False))
+            if len(at):
+                out += s.order[at].tolist()
+                source.warn(f"the LR goes back into warmup {len(at)} time(s) (at step(s) "
+                            f"{', '.join(str(int(x)) for x in s.step[at][:5])}): a relaunch, read as a "
+                            f"new segment though the steps go on")
+        elif name.lower() in _LAUNCH_COLUMNS:
+            v = s.value
+            changed = np.flatnonzero(np.asarray(v[1:] != v[:-1], dtype=bool)
+                                     & ~np.asarray(pd.isna(v[1:]) & pd.isna(v[:-1]), dtype=bool)) + 1
+            if len(changed):
+                out += s.order[changed].tolist()
+                source.warn(f"{s.name} changes {len(changed)} time(s): each value read as a "
+                            f"segment (a launch or phase of its own)")
+        elif name == "wall_time" and s.value.dtype != object:
+            t = s.value.astype(np.float64, copy=False)
+            d = np.diff(t)
+            ok = np.isfinite(d)
+            if ok.sum() < 3:
+                continue
+            usual = float(np.median(d[ok & (d > 0)])) if (ok & (d > 0)).any() else 0.0
+            jump = ok & ((d < 0) | (d > max(_GAP_TIMES * usual, _GAP_SECONDS)))
+            at = np.flatnonzero(jump) + 1
+            if len(at):
+                out += s.order[at].tolist()
+                source.warn(f"the wall clock jumps {len(at)} time(s) (back, or a pause far longer "
+                            f"than a step): read as a relaunch each")
+    return out
+
+
+def _warmup_again(lr: np.ndarray) -> np.ndarray:
+    """Points where the LR falls to a small fraction of what it was and climbs again for the
+    next three points: a second warmup (an annealing falls and stays, a cyclic schedule climbs
+    and falls smoothly, a warm restart jumps up)."""
+    n = len(lr)
+    if n < 5:
+        return np.empty(0, dtype=np.int64)
+    peak = np.fmax.accumulate(np.where(np.isfinite(lr), lr, -np.inf))
+    i = np.arange(1, n - 3)
+    cur, before = lr[i], lr[i - 1]
+    fall = (cur < 0.4 * before) & (cur <= 0.3 * peak[i - 1]) & (before > 0)
+    if not fall.any():
+        return np.empty(0, dtype=np.int64)
+    i = i[fall]
+    climbs = (lr[i + 1] > lr[i]) & (lr[i + 2] > lr[i + 1]) & (lr[i + 3] > lr[i + 2])
+    return i[climbs]
+
+
+_RELAUNCH_SAYERS = ("loss", "grad_norm", "lr")
+
+
+def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.ndarray:
+    """Positions in `uorder` where a metric logs a step it logged just before with another
+    value, at a few places only: a second launch logging that step again."""
+    at: list[np.ndarray] = []
+    for s in series:
+        # the training metrics: a clock or an epoch counter written twice at one step (by
+        # two loggers, an eval and a summary) is no relaunch
+        if len(s.step) < 2 or s.value.dtype == object or canonical_name(s.name) not in _RELAUNCH_SAYERS:
+            continue
+        o = np.argsort(s.order, kind="stable")
+        st, v = s.step[o], s.value[o].astype(np.float64, copy=False)
+        again = np.flatnonzero(st[1:] == st[:-1]) + 1
+        if len(again):
+            differ = again[~_same(v[again], v[again - 1])]
+            at.append(s.order[o][differ])
+    if not at:
+        return np.empty(0, dtype=np.int64)
+    orders = distinct(np.concatenate(at))
+    if not 0 < len(orders) <= 3:
+        return np.empty(0, dtype=np.int64)
+    source.warn(f"{len(orders)} step(s) logged again with other values (a second launch logging "
+                f"them again?): both kept, the second in a new segment")
+    return np.searchsorted(uorder, orders)
+
+
+def _segment_reasons(source: Source, n: int) -> str:
+    return f"{n + 1} segments: where the steps go back, a step is logged again with other " \
+           f"values, a resume message, the LR back in warmup, a launch column or the wall clock says so"
+
+
 def build_runlog(series: list[Series], source: Source,
                  manifest: RunManifest | None = None, resumes: list[int] = ()) -> RunLog:
     """Assemble series into a RunLog: segments where steps go backwards, one row per step.
@@ -165,6 +262,7 @@ def build_runlog(series: list[Series], source: Source,
     if not series:
         raise RunReadError(source.path, "no per-step metrics found")
 
+    resumes = [*resumes, *source.resumes, *relaunches(series, source)]
     if not len(resumes) and all(_increasing(s) for s in series):
         return _single_segment(series, source, manifest)
 
@@ -184,12 +282,15 @@ def build_runlog(series: list[Series], source: Source,
     seg_of_order[back] = 1
     known = np.searchsorted(uorder, np.asarray(resumes, dtype=np.int64))
     seg_of_order[known[(known > 0) & (known < len(uorder))]] = 1
+    seg_of_order[_repeats(series, uorder, source)] = 1
     np.cumsum(seg_of_order, out=seg_of_order)
     if len(back):
         shown = ", ".join(f"{ustep[b - 1]}->{ustep[b]}" for b in back[:5])
         more = f" and {len(back) - 5} more" if len(back) > 5 else ""
         source.warn(f"steps go backwards {len(back)} time(s) ({shown}{more}): "
                     f"read as {len(back) + 1} segments (resumes)")
+    if seg_of_order[-1]:
+        source.extras["segments_from"] = _segment_reasons(source, int(seg_of_order[-1]))
 
     keys = []
     for s in series:
@@ -250,7 +351,8 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
     canon.pop("step", None)
     distinct = len(set(canon.values())) == len(canon) and not {"segment", "step"} & set(canon.values())
     if (len(steps) and distinct and steps.min() >= 0
-            and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()))):
+            and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()))
+            and not _relaunched_wide(steps, columns, canon, source)):
         frame = {"segment": np.zeros(len(steps), dtype=np.int64), "step": steps}
         nan_rows: dict[str, np.ndarray] = {}
         for name, target in canon.items():
@@ -270,6 +372,22 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
             return RunLog(frame=df, source=source, manifest=manifest, logged_nan=nan_rows)
     columns = {k: v for k, v in columns.items() if k != "step"}
     return build_runlog(series_from_wide(steps, columns, logged_nan), source, manifest)
+
+
+def _relaunched_wide(steps: np.ndarray, columns: dict[str, np.ndarray], canon: dict[str, str],
+                     source: Source) -> bool:
+    """A table whose steps go on but whose LR, launch column or clock says it was relaunched."""
+    order = np.arange(len(steps), dtype=np.int64)
+    probe = []
+    for name, target in canon.items():
+        if target in ("lr", "wall_time") or target.lower() in _LAUNCH_COLUMNS:
+            v = columns[name]
+            keep = pd.notna(v) if v.dtype == object else ~np.isnan(v)
+            probe.append(Series(name, order[keep], steps[keep], v[keep]))
+    if not probe:
+        return False
+    quiet = Source(format=source.format, path=source.path)
+    return bool(relaunches(probe, quiet))
 
 
 # Canonical numeric columns: a non-number there is an error, never a silent drop.

@@ -178,10 +178,10 @@ def _ffill(values: np.ndarray) -> np.ndarray:
     return np.where(idx >= 0, values[np.maximum(idx, 0)], np.nan)
 
 
-def own_step(g) -> np.ndarray:
+def own_step(g) -> tuple[np.ndarray, str | None]:
     """The step a message's own words give (`at iteration N`, `global step N`), else that of a
     progress frame printed in front of it on the same line (tqdm's `9/63645 [..]` and the
-    scaler's message, written at the same moment), per row."""
+    scaler's message, written at the same moment), per row; and that counter's kind."""
     span = g.parsed.overflow.get("step")
     if span:
         kind = next((k for k, s in g.parsed.counters.items() if s == span), None)
@@ -191,7 +191,7 @@ def own_step(g) -> np.ndarray:
         kind = next((k for k in STEP_KINDS if k in g.parsed.counters
                      and g.parsed.counters[k][1] <= start), None)
     col = g.counters.get(kind) if kind else None
-    return col if col is not None else np.full(len(g.rows), np.nan)
+    return (col, kind) if col is not None else (np.full(len(g.rows), np.nan), None)
 
 
 def group_scale(g) -> tuple[np.ndarray, bool]:
@@ -217,7 +217,7 @@ def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np
         ov = g.parsed.overflow
         if not ov:
             continue
-        own, (scale, _) = own_step(g), group_scale(g)
+        (own, _), (scale, _) = own_step(g), group_scale(g)
         rank = g.counters.get("overflow_rank", np.full(len(p), np.nan))
         prev = g.counters.get("overflow_prev_scale", np.full(len(p), np.nan))
         for j, entry in enumerate(p):

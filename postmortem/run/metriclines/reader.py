@@ -38,7 +38,10 @@ class Lines:
 
 
 def _gather(groups: list[Group], name: str) -> np.ndarray:
-    return np.concatenate([g.counters.get(name, np.full(len(g.rows), np.nan)) for g in groups])
+    """A counter over every line; a message's counters are its own (`overflow.own_step`),
+    never the file's step kind."""
+    return np.concatenate([np.full(len(g.rows), np.nan) if g.parsed.overflow or name not in g.counters
+                           else g.counters[name] for g in groups])
 
 
 def metric_like(name: str) -> bool:
@@ -86,7 +89,8 @@ def place(groups: list[Group], source: Source) -> Lines:
     own = np.where(keep, own, np.nan)
     for i, g in enumerate(groups):
         if g.parsed.overflow:       # a message's step is only the one its words (or frame) give
-            own[pos[i]] = events.own_step(g)
+            own[pos[i]], beside = events.own_step(g)
+            kind = kind or beside or ""
     counted = np.flatnonzero(np.isfinite(own))
     step, note = stepping.assign(own, overflow, train & keep, source)
     if kind:
@@ -97,37 +101,66 @@ def place(groups: list[Group], source: Source) -> Lines:
         events.place_lines(groups, pos, step, keep & (~overflow | np.isfinite(own)), overflow, source)
     keep &= np.isfinite(step)
     head = np.arange(n) < (counted[0] if len(counted) else n)
-    _dedupe(groups, pos, step, keep, head, source)
+    _dedupe(groups, pos, step, keep, head, np.isfinite(own), source)
     return Lines(groups, rows, gid, pos, step, keep, int(counted[0]) if len(counted) else None)
 
 
-def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: np.ndarray,
-            head: np.ndarray, source: Source) -> None:
-    """The same step printed again by a line with the same columns (every rank, micro-batches).
+# A step printed again with other values at more places than this is a trainer's habit
+# (micro-batches of one step), not a relaunch
+RELAUNCHES_AT_MOST = 3
 
-    The first of them is kept, unless it is a `head` line (before any step counter: given
-    the first step by guess) and the next one is the step's own (OLMo's pre-train system
-    metrics, then the same names under `[step=10/...]`): that one is dropped unsaid, as the
-    preamble's values are (`_preamble`), being no repeat."""
-    dropped = 0
-    kinds: dict[tuple, list[np.ndarray]] = {}
+
+def _dedupe(groups: list[Group], pos: list[np.ndarray], step: np.ndarray, keep: np.ndarray,
+            head: np.ndarray, counted: np.ndarray, source: Source) -> None:
+    """The same step printed again by a line with the same columns.
+
+    With the same values (every rank printing it) the first is kept. With other values at
+    a few places only, and a step counter on both lines (not a step given by guess), both
+    are kept: a second launch logging that step again, which
+    `assemble` makes a segment of its own (two values for one step are never dropped
+    unsaid). At many places (micro-batches of one step) the first is kept, or the one with
+    a NaN where the other has none (a logged NaN is evidence), with a warning. A `head` line
+    (before any step counter: given the first step by guess) followed by the step's own
+    (OLMo's pre-train system metrics, then the same names under `[step=10/...]`) is dropped
+    unsaid, as the preamble's values are (`_preamble`), being no repeat."""
+    same = differ = 0
+    kinds: dict[tuple, list[tuple[Group, np.ndarray]]] = {}
     for g, p in zip(groups, pos):
         if g.parsed.values:
-            kinds.setdefault((g.parsed.stream, tuple(sorted(g.values))), []).append(p)
-    for parts in kinds.values():
-        p = np.sort(np.concatenate(parts))
+            kinds.setdefault((g.parsed.stream, tuple(sorted(g.values))), []).append((g, p))
+    for (_, cols), parts in kinds.items():
+        p = np.concatenate([q for _, q in parts])
         if len(p) < 2:
             continue
-        p = p[keep[p]]
+        srt = np.argsort(p, kind="stable")
+        p = p[srt]
+        live = keep[p]
+        p, srt = p[live], srt[live]
         s = step[p]
         again = np.flatnonzero(s[1:] == s[:-1]) + 1
-        if len(again):
-            guessed = head[p[again - 1]] & ~head[p[again]]
-            keep[p[np.where(guessed, again - 1, again)]] = False
-            dropped += int((~guessed).sum())
-    if dropped:
-        source.warn(f"{dropped} line(s) repeat the step of the line before them (every rank "
-                    f"printing, or micro-batches of one step): the first of each is kept")
+        if not len(again):
+            continue
+        values = np.concatenate([np.column_stack([g.values[c] for c in cols]) for g, _ in parts])[srt]
+        a, b = values[again - 1], values[again]
+        equal = ((a == b) | (np.isnan(a) & np.isnan(b))).all(axis=1)
+        guessed = head[p[again - 1]] & ~head[p[again]]
+        keep[p[again - 1][guessed]] = False
+        rest = ~guessed
+        keep[p[again[rest & equal]]] = False
+        same += int((rest & equal).sum())
+        other = rest & ~equal
+        own = counted[p[again - 1]] & counted[p[again]]
+        if 0 < (other & own).sum() <= RELAUNCHES_AT_MOST:
+            other &= ~own               # both kept: `assemble` opens a segment at the second
+        nan_later = np.isnan(b).any(axis=1) & ~np.isnan(a).any(axis=1)
+        keep[p[np.where(other & nan_later, again - 1, again)[other]]] = False
+        differ += int(other.sum())
+    if same:
+        source.warn(f"{same} line(s) repeat the line before them, step and values (every rank "
+                    f"printing): the first of each is kept")
+    if differ:
+        source.warn(f"{differ} line(s) repeat the step of the line before them with other values "
+                    f"(micro-batches of one step?): the first of each is kept (or the one with a NaN)")
 
 
 def series(lines: Lines, source: Source) -> list[Series]:
