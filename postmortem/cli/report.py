@@ -90,6 +90,12 @@ def _print_read(con, data: dict) -> None:
     for what in ("step", "loss", "val_loss"):
         if read.get(what) and read[what] != what:
             con.print(f"[bold]{what}[/] from {read[what]}")
+    for m in data.get("metrics") or []:
+        if m.get("dialect"):
+            con.print(f"[bold]{m['name']}[/] from the messages {', '.join(m['dialect'])}")
+    for what in ("events", "segments"):
+        if read.get(what):
+            con.print(f"[dim]{read[what]}[/]")
     for fact, f in (data.get("facts") or {}).items():
         con.print(f"[bold]{fact}[/] {f['value']}  [dim]({f['from']})[/]")
 

@@ -311,8 +311,15 @@ def build_runlog(series: list[Series], source: Source,
             differs = ~_same(s.value, s.value[idx][kept])
             if differs.any():
                 source.warn(f"{s.name}: {int(differs.sum())} value(s) logged again at the same "
-                            f"step of a segment with another value; kept the later one")
+                            f"step of a segment with another value; kept the later one (a NaN "
+                            f"among them kept as the step's value)")
             key, value = key[idx], s.value[idx]
+            if value.dtype != object:
+                # a logged NaN is evidence: never merged away by a later number
+                nan_at = np.zeros(len(rev_unique), dtype=bool)
+                np.logical_or.at(nan_at, kept, np.isnan(s.value.astype(np.float64, copy=False)))
+                if nan_at.any():
+                    value = np.where(nan_at, np.nan, value.astype(np.float64, copy=False))
         else:
             value = s.value
         rows = np.searchsorted(row_keys, key)

@@ -23,6 +23,7 @@ def info(log: RunLog) -> dict:
     for canon in ("loss", "val_loss"):
         if extras.get(f"{canon}_from") and canon not in names:
             names[canon] = [extras[f"{canon}_from"]]
+    dialects = extras.get("series_dialects", {})
     metrics = []
     for name in log.metrics:
         col = frame[name]
@@ -31,6 +32,8 @@ def info(log: RunLog) -> dict:
                  "nan": int(len(log.logged_nan.get(name, ())))}
         if name in names:
             entry["from"] = names[name]
+        if name in dialects:          # the catalogue entries whose messages made the series
+            entry["dialect"] = dialects[name]
         if is_numeric_dtype(col):
             values = col.to_numpy()
             finite = np.isfinite(values)
@@ -50,7 +53,8 @@ def info(log: RunLog) -> dict:
         "segments": log.segments(),
         "metrics": metrics,
         "read": {"step": extras.get("step_from", "step"), "loss": extras.get("loss_from"),
-                 "val_loss": extras.get("val_loss_from")},
+                 "val_loss": extras.get("val_loss_from"), "events": extras.get("events_placed"),
+                 "segments": extras.get("segments_from")},
         "facts": _facts(log),
         "warnings": log.source.warnings,
         "manifest": log.manifest.model_dump(exclude_none=True) if log.manifest else None,
