@@ -113,7 +113,13 @@ def test_directory_with_two_runs(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "metrics.jsonl").write_text('{"step": 0, "loss": 1}\n')
-    assert_one_line_error(pm("info", tmp_path), "2 different runs", "pass one")
+    r = pm("info", tmp_path)
+    lines = r.stderr.strip().splitlines()       # the store's rule: one line, then one line a run
+    assert r.returncode == 2 and len(lines) == 3 and "Traceback" not in r.stderr, r.stderr
+    assert "2 different runs" in lines[0] and f"postmortem info {tmp_path} --run ID" in lines[0]
+    assert lines[1].split()[0] == "a" and lines[2].split()[0] == "b"
+    r = pm("info", tmp_path, "--run", "b", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["run"]["files"][0].endswith("b/metrics.jsonl"), r.stderr
 
 
 def test_unknown_export_suffix(real_runs, tmp_path):

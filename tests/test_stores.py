@@ -43,8 +43,10 @@ def test_mlflow_db_nan_and_inf(tmp_path):
 
 def test_mlflow_db_with_two_runs_is_refused(tmp_path):
     db = make_mlflow_db(tmp_path / "mlflow.db", {"a": [("loss", 0, 1.0, 0)], "b": [("loss", 0, 1.0, 0)]})
-    with pytest.raises(RunReadError, match="2 MLflow runs"):
+    with pytest.raises(RunReadError, match="2 different runs") as err:
         read_run(db)
+    assert [r.id for r in err.value.runs] == ["a", "b"] and "--run ID" in str(err.value)
+    assert read_run(db, run="b").source.extras["mlflow_run_id"] == "b"
 
 
 def test_mlflow_file_store_nested_keys(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from postmortem.cli.options import add_format, add_json, command
+from postmortem.cli.options import add_format, add_json, add_run_id, command
 from postmortem.errors import ReplayError, UserError
 
 
@@ -27,7 +27,7 @@ def cmd_replay(args) -> int:
         arms = ("faithful", *arms)
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
-    log = read_run(args.run, format=args.format)
+    log = read_run(args.run, format=args.format, run=args.run_id)
     inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
@@ -99,5 +99,6 @@ def register(sub) -> None:
     p.add_argument("--allow-data-drift", action="store_true",
                    help="replay even when the batches the factory gives are not those the run logged (by hash)")
     add_format(p)
+    add_run_id(p)
     add_json(p, "the replay's result: the evidence and the re-ranked causes")
     p.set_defaults(func=cmd_replay)

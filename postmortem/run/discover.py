@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from postmortem.run import hf, logconfig, losscolumn, mlflow, tables, tensorboard, textlogs, wandb
+from postmortem.run import hf, logconfig, losscolumn, mlflow, store, tables, tensorboard, textlogs, wandb
 from postmortem.run.assemble import build_runlog
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
@@ -34,6 +34,8 @@ class Candidate:
     companion: bool = False       # the same run in a second format: read only on request
     weak: bool = False            # a table with no step column: loses to any log that has one
     notes: list[str] = field(default_factory=list)
+    run_id: str | None = None     # the store's own id of the run (MLflow, W&B); else its folder
+    record: bool = False          # postmortem's own record of the run (metrics.jsonl + manifest.json)
 
     def label(self, base: Path) -> str:
         rel = self.root.relative_to(base) if self.root != base and base in self.root.parents else self.root.name
@@ -192,26 +194,128 @@ def find_candidates(root: Path, problems: list[str] | None = None) -> list[Candi
             c.notes.append(f"also found {len(tb)} TensorBoard event file(s) of the same run; read "
                            f"trainer_state.json (--format tensorboard reads them instead)")
         cands.append(c)
-    if tb:
-        cands.append(Candidate("tensorboard", tb, root if len(tb) > 1 else tb[0].parent,
-                               companion=bool(hf_states)))
+    for run_root, files in tensorboard.group_runs(tb, root):
+        cands.append(Candidate("tensorboard", files, run_root, companion=bool(hf_states)))
     for parent, versions in lightning.items():
-        # an empty or broken version_N/metrics.csv beside good ones is read too, to be named
-        versions += [d for d in sorted(parent.glob("version_*"))
-                     if d not in versions and tables.is_lightning_dir(d)]
-        cands.append(Candidate("lightning", sorted(versions), parent if len(versions) > 1 else versions[0]))
+        if parent == root or root in parent.parents:
+            # an empty or broken version_N/metrics.csv beside good ones is read too, to be named;
+            # never a sibling of the version folder that was passed
+            versions += [d for d in sorted(parent.glob("version_*"))
+                         if d not in versions and tables.is_lightning_dir(d)]
+        for chain in _lightning_runs(versions):
+            cands.append(Candidate("lightning", chain, parent if len(chain) > 1 else chain[0],
+                                   run_id=chain[0].name))
     for f in wandb_files:
-        cands.append(Candidate("wandb", [f], f.parent))
+        cands.append(Candidate("wandb", [f], f.parent, run_id=f.stem.removeprefix("run-")))
     for run in mlflow_runs:
-        cands.append(Candidate("mlflow", [run], run))
+        cands.append(Candidate("mlflow", [run], run, run_id=run.name))
     for db in dbs:
         for run_id in mlflow.mlflow_db_runs(db):
-            cands.append(Candidate("mlflow-db", [db], db, notes=[run_id]))
-    cands += others
+            cands.append(Candidate("mlflow-db", [db], db, run_id=run_id))
+    cands += _without_copies(others)
     return cands
 
 
-def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
+def _lightning_runs(versions: list[Path]) -> list[list[Path]]:
+    """Version folders in runs: a version whose first step comes after the previous one's is a
+    resume of that run (Lightning opens a new version_N on every fit()); one that starts again
+    is another run."""
+    def number(d: Path) -> int:
+        tail = d.name.rsplit("_", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+    runs: list[list[Path]] = []
+    last = None
+    for d in sorted(versions, key=number):
+        first = _first_step(d / "metrics.csv")
+        if runs and (first is None or last is None or first > last):
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+        last = first if first is not None else last
+    return runs
+
+
+def _first_step(path: Path) -> float | None:
+    """The first step a Lightning metrics.csv logs (its header and first rows only)."""
+    import csv
+    try:
+        with open(path, newline="", errors="replace") as f:
+            rows = csv.reader(f)
+            header = [c.strip().lower() for c in next(rows, [])]
+            if "step" not in header:
+                return None
+            at = header.index("step")
+            for _, row in zip(range(1000), rows):
+                if len(row) > at and tables.to_number(row[at]) is not None:
+                    return tables.to_number(row[at])
+    except (OSError, csv.Error):
+        return None
+    return None
+
+
+def _without_copies(cands: list[Candidate]) -> list[Candidate]:
+    """A JSONL log and its byte-identical copy in the same folder are one run (mmengine writes
+    vis_data/scalars.json and vis_data/<timestamp>.json): kept once, the copy named."""
+    import hashlib
+    by_size: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cands):
+        if c.format == "jsonl":         # copies sit side by side; two runs' folders are two runs
+            try:
+                by_size.setdefault((c.files[0].parent, c.files[0].stat().st_size), []).append(i)
+            except OSError:
+                pass
+    dropped: set[int] = set()
+    for same in (ix for ix in by_size.values() if len(ix) > 1):     # only these can be copies
+        kept: dict[str, Candidate] = {}
+        # scalars.json is mmengine's name for the run's own file: the one kept
+        for i in sorted(same, key=lambda i: (cands[i].files[0].name != "scalars.json", i)):
+            try:
+                digest = hashlib.sha1(cands[i].files[0].read_bytes()).hexdigest()
+            except OSError:
+                continue
+            if digest in kept:
+                kept[digest].notes.append(f"{cands[i].files[0].name} is an identical copy of "
+                                          f"{kept[digest].files[0].name}; read once")
+                dropped.add(i)
+            else:
+                kept[digest] = cands[i]
+    return [c for i, c in enumerate(cands) if i not in dropped]
+
+
+def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None = None) -> Candidate:
+    """The run to read: the one run the path holds, or the one `run` names (store.pick); a path
+    that holds several, with none named, is refused with their listing (store.SeveralRuns)."""
+    pool, cands = _runs_of(cands, path, fmt)
+    if run is not None:
+        from postmortem.run import listing
+        chosen = pool[store.pick(listing.describe(pool, path), run, path)]
+        if len(pool) > 1:
+            chosen.notes.append(f"one of {len(pool)} runs of {path} (--run {run})")
+        return chosen
+    if len(pool) > 1:
+        from postmortem.run import listing
+        raise store.SeveralRuns(path, listing.describe(pool, path))
+    chosen = pool[0]
+    skipped = [c for c in cands if c is not chosen]
+    if skipped and not chosen.record:       # the record's notes say what else was found
+        chosen.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
+                            + f"; read {chosen.label(path)}")
+    return chosen
+
+
+def runs_in(path: Path, fmt: str | None = None) -> list[Candidate]:
+    """Every run a store holds, under the rule read_run applies (for `postmortem runs`)."""
+    path = Path(path)
+    if not path.is_dir():
+        if classify_file(path) == "mlflow-db":
+            return _db_runs(path)
+        return [Candidate(classify_file(path) or "unknown", [path], path)]
+    return _runs_of(find_candidates(path), path, fmt)[0]
+
+
+def _runs_of(cands: list[Candidate], path: Path, fmt: str | None) -> tuple[list[Candidate], list[Candidate]]:
+    """(the distinct runs, all that was considered): the format asked for, postmortem's own
+    record first, structured logs over text, keyed tables over weak ones, pastes joined."""
     if fmt:
         if fmt not in FORMATS:
             raise RunReadError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
@@ -230,7 +334,8 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
             if skipped:
                 record.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
                                     + " (--format reads one of them instead)")
-            return record
+            record.record = True
+            return [record], cands
         cands = [c for c in cands if not c.companion]
     if not cands:
         raise RunReadError(path, "no training log found (looked for metrics tables, "
@@ -243,16 +348,7 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None) -> Candidate:
     if merged:
         cands = [c for c in cands if c not in pool] + merged
         pool = merged
-    if len(pool) > 1:
-        shown = ", ".join(c.label(path) for c in pool[:4]) + (" ..." if len(pool) > 4 else "")
-        raise RunReadError(path, f"holds {len(pool)} different runs or logs: {shown}; "
-                                 f"pass one of them")
-    chosen = pool[0]
-    skipped = [c for c in cands if c is not chosen]
-    if skipped:
-        chosen.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
-                            + f"; read {chosen.label(path)}")
-    return chosen
+    return pool, cands
 
 
 def _recorders_log(cands: list[Candidate], path: Path) -> Candidate | None:
@@ -295,21 +391,44 @@ def load_manifest(path: Path, problems: list[str] | None = None) -> RunManifest 
 
 
 def read_run(path: str | Path, format: str | None = None, *, loss: str | None = None,
-             step: str | None = None) -> RunLog:
-    """Read whatever `path` holds (a directory or one file) into a RunLog.
+             step: str | None = None, run: str | None = None) -> RunLog:
+    """Read whatever `path` holds (a directory, one file, an MLflow server's URI) into a RunLog.
 
+    `run` picks one run of a store that holds several (store.pick: its id, name or folder).
     `loss` names the column that is the loss, `step` the column that is the step (tables),
     where the rules in `losscolumn` and `tables` would pick another.
     """
+    from postmortem.run import mlflowserver
+    if mlflowserver.is_uri(path):
+        return _read_server(path, run, loss)
     path = Path(path)
     try:
-        return _read_run(path, format, loss, step)
+        return _read_run(path, format, loss, step, run)
     except RecursionError:
         raise RunReadError(path, "nested too deeply to read (JSON or YAML nested thousands "
                                  "of levels deep?)") from None
 
 
-def _read_run(path: Path, format: str | None, loss: str | None, step: str | None) -> RunLog:
+def _read_server(uri: str, run: str | None, loss: str | None) -> RunLog:
+    """A run of an MLflow tracking server: the one it holds, or the one `run` names."""
+    from postmortem.run import mlflowserver
+    runs = mlflowserver.server_runs(uri)
+    if not runs:
+        raise RunReadError(uri, "the MLflow server holds no runs")
+    if run is None and len(runs) > 1:
+        raise store.SeveralRuns(uri, runs)
+    chosen = runs[store.pick(runs, run, uri) if run is not None else 0]
+    source = Source(format="mlflow-server", path=uri, files=[])
+    log = build_runlog(mlflowserver.read_server_run(uri, chosen.id, source), source, None)
+    return _finish(log, [], loss)
+
+
+def _db_runs(path: Path) -> list[Candidate]:
+    return [Candidate("mlflow-db", [path], path, run_id=r) for r in mlflow.mlflow_db_runs(path)]
+
+
+def _read_run(path: Path, format: str | None, loss: str | None, step: str | None,
+              run: str | None) -> RunLog:
     if not path.exists():
         raise RunReadError(path, "no such file or directory")
     problems: list[str] = []
@@ -318,7 +437,7 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
             next(path.iterdir(), None)
         except OSError as err:
             raise RunReadError(path, err.strerror or str(err)) from None
-        cand = _choose(find_candidates(path, problems), path, format)
+        cand = _choose(find_candidates(path, problems), path, format, run)
     elif not path.is_file():
         # a FIFO, socket or device: opening it could wait for ever
         raise RunReadError(path, "not a regular file or directory (a FIFO, socket or device?); "
@@ -328,11 +447,10 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
         if format and format != kind and format in textlogs.SNIFF and textlogs.looks_like_text(path):
             kind = format
         if kind == "mlflow-db":
-            runs = mlflow.mlflow_db_runs(path)
-            if len(runs) != 1:
-                raise RunReadError(path, f"holds {len(runs)} MLflow runs ({', '.join(runs[:4])}); "
-                                         f"export one, or pass its run directory")
-            cand = Candidate(kind, [path], path, notes=[runs[0]])
+            runs = _db_runs(path)
+            if not runs:
+                raise RunReadError(path, "the MLflow database holds no run with metrics")
+            cand = _choose(runs, path, None, run)
         elif kind is None and _magic(path).startswith(b"SQLite format 3\x00"):
             raise RunReadError(path, "an SQLite file, but not a readable MLflow store "
                                      "(corrupt, truncated, or another program's database)")
@@ -348,6 +466,8 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
     if step and cand.format not in _TABLES:
         raise RunReadError(path, f"--step picks a column of a table ({', '.join(_TABLES)}); "
                                  f"this is {cand.format}")
+    if run is not None and cand.root.is_dir() and cand.root != path:
+        path = cand.root        # the run picked has a folder of its own: named as that folder
     manifest = load_manifest(path, problems)
     source = Source(format=cand.format, path=str(path), files=[str(f) for f in cand.files])
     try:
@@ -356,13 +476,14 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
         raise RunReadError(getattr(err, "filename", None) or path, err.strerror or str(err)) from None
     except MemoryError:
         raise RunReadError(path, "too large to read into memory") from None
-    for note in cand.notes:
-        if cand.format != "mlflow-db":
-            log.source.warn(note)
-    for problem in problems:
-        log.source.warn(problem)
     if step:
         log.source.extras["step_from"] = f"{step} (--step)"
+    return _finish(log, cand.notes + problems, loss)
+
+
+def _finish(log: RunLog, notes: list[str], loss: str | None) -> RunLog:
+    for note in notes:
+        log.source.warn(note)
     losscolumn.choose(log, loss)
     logconfig.apply(log)
     _infer_dtype(log)
@@ -394,8 +515,8 @@ def _read(cand: Candidate, source: Source, manifest: RunManifest | None,
         case "mlflow":
             series = mlflow.read_file_store_run(f, source)
         case "mlflow-db":
-            source.extras["mlflow_run_id"] = cand.notes[0]
-            series = mlflow.read_mlflow_db(f, cand.notes[0], source)
+            source.extras["mlflow_run_id"] = cand.run_id
+            series = mlflow.read_mlflow_db(f, cand.run_id, source)
         case _:
             series = (textlogs.read_pastes(cand.files, source, cand.format) if len(cand.files) > 1
                       else textlogs.read_text_log(f, source, cand.format))

@@ -11,6 +11,7 @@ from postmortem.run.assemble import Series
 from postmortem.run.model import RunReadError, Source
 
 _DBL_MAX = 1.7976931348623157e308   # MLflow stores +-inf as +-DBL_MAX
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def _fix_inf(values: np.ndarray) -> np.ndarray:
@@ -33,7 +34,7 @@ def find_file_store_runs(root: Path) -> list[Path]:
 def read_file_store_run(run_dir: Path, source: Source) -> list[Series]:
     """metrics/<key> files: `timestamp value step` per line; keys with / are subfolders."""
     metrics = run_dir / "metrics"
-    per_key = []
+    per_key, dropped = [], []
     for f in sorted(p for p in metrics.rglob("*") if p.is_file()):
         key = f.relative_to(metrics).as_posix()
         ts, vals, steps = [], [], []
@@ -44,15 +45,22 @@ def read_file_store_run(run_dir: Path, source: Source) -> list[Series]:
             try:
                 if len(parts) < 2:
                     raise ValueError
-                ts.append(int(parts[0]))
-                vals.append(float(parts[1]))
-                steps.append(int(parts[2]) if len(parts) > 2 else 0)
+                t, v, step = int(parts[0]), float(parts[1]), int(parts[2]) if len(parts) > 2 else 0
             except ValueError:
                 raise RunReadError(f, f"line {lineno}: {line.strip()[:60]!r} is not "
                                       f"'timestamp value step'") from None
+            if not (_INT64_MIN <= step <= _INT64_MAX and _INT64_MIN <= t <= _INT64_MAX):
+                dropped.append(f"{key} line {lineno}")
+                continue
+            ts.append(t)
+            vals.append(v)
+            steps.append(step)
         if steps:
             per_key.append((key, np.array(ts, dtype=np.int64), np.array(steps, dtype=np.int64),
                             _fix_inf(np.array(vals))))
+    if dropped:
+        source.warn(f"{len(dropped)} point(s) with a step or time beyond 64 bits left out "
+                    f"(first: {dropped[0]})")
     # Order all points by logging time, then key, then line: the order they were logged in.
     if not per_key:
         return []
@@ -103,17 +111,79 @@ def is_mlflow_db(path: Path) -> bool:
         return False
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
 def mlflow_db_runs(path: Path) -> list[str]:
+    """The runs of the database that logged metrics (a NULL run id is no run)."""
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
-            return [r[0] for r in con.execute("select distinct run_uuid from metrics order by run_uuid")]
+        with _connect(path) as con:
+            return [r[0] for r in con.execute("select distinct run_uuid from metrics where run_uuid "
+                                              "is not null order by run_uuid")]
     except sqlite3.Error as err:
         raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
 
 
+def db_run_listing(path: Path) -> dict:
+    """{run id: StoredRun} from the runs, experiments and metrics tables (what MLflow's UI lists)."""
+    from postmortem.run.store import StoredRun
+    out: dict[str, StoredRun] = {}
+    try:
+        with _connect(path) as con:
+            tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+            for run_id, steps in con.execute("select run_uuid, count(distinct step) from metrics "
+                                             "where run_uuid is not null group by run_uuid"):
+                out[str(run_id)] = StoredRun(str(run_id), steps=steps)
+            cols = {r[1] for r in con.execute("pragma table_info(runs)")}
+            if {"run_uuid", "name", "start_time", "status", "experiment_id"} <= cols:
+                exps = dict(con.execute("select experiment_id, name from experiments")) \
+                    if "experiments" in tables else {}
+                for run_id, name, start, status, exp in con.execute(
+                        "select run_uuid, name, start_time, status, experiment_id from runs"):
+                    run = out.get(str(run_id))
+                    if run is None:
+                        continue
+                    run.name = "/".join(str(x) for x in (exps.get(exp), name) if x)
+                    run.aliases = {str(name)} if name else set()
+                    run.start = start / 1000 if isinstance(start, (int, float)) else None
+                    run.status = str(status or "").lower()
+    except sqlite3.Error:
+        pass            # the listing is a courtesy: the ids alone still pick a run
+    return out
+
+
+def file_store_listing(run_dir: Path):
+    """A StoredRun from the run's meta.yaml (name, start, status) and its longest metric."""
+    from postmortem.run.store import StoredRun
+    meta: dict = {}
+    try:
+        for line in (run_dir / "meta.yaml").read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            meta[key.strip()] = value.strip().strip("'\"")
+    except OSError:
+        return None
+    start = meta.get("start_time", "")
+    files = [p for p in (run_dir / "metrics").rglob("*") if p.is_file()]
+    longest = max(files, key=lambda p: p.stat().st_size, default=None)
+    steps = None
+    if longest is not None:
+        with open(longest, "rb") as f:
+            steps = f.read().count(b"\n")
+    run_name = meta.get("run_name", "")
+    if not run_name and (run_dir / "tags" / "mlflow.runName").is_file():
+        run_name = (run_dir / "tags" / "mlflow.runName").read_text(errors="replace").strip()
+    return StoredRun(run_dir.name, name=run_name, start=int(start) / 1000 if start.isdigit() else None,
+                     steps=steps, status=_MLFLOW_STATUS.get(meta.get("status", ""), meta.get("status", "")),
+                     aliases={run_name} if run_name else set())
+
+
+_MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
+
+
 def read_mlflow_db(path: Path, run_id: str, source: Source) -> list[Series]:
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        with _connect(path) as con:
             cols = {r[1] for r in con.execute("pragma table_info(metrics)")}
             nan_col = "is_nan" if "is_nan" in cols else "0"
             rows = con.execute(
@@ -127,16 +197,69 @@ def read_mlflow_db(path: Path, run_id: str, source: Source) -> list[Series]:
     except sqlite3.Error as err:
         raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
     if params:
-        source.extras["params"] = dict(params)
+        source.extras["params"] = {str(k): v for k, v in params if k is not None}
     if tags:
-        source.extras["tags"] = dict(tags)
+        source.extras["tags"] = {str(k): v for k, v in tags if k is not None}
         if source.extras["tags"].get("mlflow.runName"):
-            source.extras["mlflow_run_name"] = source.extras["tags"]["mlflow.runName"]
+            source.extras["mlflow_run_name"] = str(source.extras["tags"]["mlflow.runName"])
+    if not rows:
+        raise RunReadError(path, f"MLflow run {run_id} logged no metrics")
+    return series_from_rows(rows, source)
+
+
+def _as_step(step) -> int | None:
+    """A step as MLflow means it (a 64-bit integer); None for what a broken store holds instead
+    (NULL, text, inf, a float with a fraction, 20 digits)."""
+    if isinstance(step, bool):
+        return int(step)
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    elif isinstance(step, (str, bytes)):
+        try:
+            step = int(step)
+        except ValueError:
+            return None
+    if isinstance(step, int) and _INT64_MIN <= step <= _INT64_MAX:
+        return step
+    return None
+
+
+def _as_value(value, is_nan) -> float | None:
+    if is_nan:
+        return float("nan")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (str, bytes)):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def series_from_rows(rows, source: Source) -> list[Series]:
+    """(key, timestamp, step, value, is_nan) rows in the order they were logged -> series; a row
+    whose step or value is not a number is left out and counted in a warning."""
     by_key: dict[str, tuple[list, list, list]] = {}
+    bad_step = bad_value = 0
     for order, (key, _ts, step, value, is_nan) in enumerate(rows):
-        o, s, v = by_key.setdefault(key, ([], [], []))
+        s, v = _as_step(step if step is not None else 0), _as_value(value, is_nan)
+        if s is None:
+            bad_step += 1
+            continue
+        if v is None:
+            bad_value += 1
+            continue
+        o, ss, vv = by_key.setdefault(str(key), ([], [], []))
         o.append(order)
-        s.append(int(step or 0))
-        v.append(float("nan") if is_nan else float(value))
+        ss.append(s)
+        vv.append(v)
+    if bad_step:
+        source.warn(f"{bad_step} point(s) whose step is not a 64-bit integer (text, inf, NULL "
+                    f"or too large) left out")
+    if bad_value:
+        source.warn(f"{bad_value} point(s) with no numeric value (NULL or text) left out")
+    if not by_key:
+        raise RunReadError(source.path, "no metric point of the run has a usable step and value")
     return [Series(k, np.array(o, dtype=np.int64), np.array(s, dtype=np.int64), _fix_inf(np.array(v)))
             for k, (o, s, v) in by_key.items()]

@@ -285,35 +285,17 @@ _CHUNK = 16 << 20   # bytes read at a time: memory stays near the size of the re
 
 
 class _Walls:
-    """Wall times: of every record when several files must interleave, otherwise only of
-    the first tag's points (that is all the wall_time column needs, and 6x less memory)."""
+    """The wall time of every record (8 bytes a record): the wall_time column is then taken
+    from the most logged tag's records, and several files interleave by it."""
 
-    def __init__(self, every_record: bool):
-        self.every_record = every_record
+    def __init__(self):
         self.records: list[np.ndarray] = []
-        self.tag: str | None = None
-        self.points: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (order, step, wall)
 
     def add_chunk(self, wall: np.ndarray) -> None:
-        if self.every_record:
-            self.records.append(wall)
-
-    def add_points(self, tag: str, order, step, wall) -> None:
-        if self.tag is None:
-            self.tag = tag
-        if tag == self.tag and not self.every_record:
-            self.points.append((order, step, wall))
+        self.records.append(wall)
 
     def per_record(self) -> np.ndarray:
         return np.concatenate(self.records) if self.records else np.empty(0)
-
-    def series(self) -> Series | None:
-        if not self.points:
-            return None
-        order = np.concatenate([p[0] for p in self.points])
-        by = np.argsort(order, kind="stable")
-        return Series("wall_time", order[by], np.concatenate([p[1] for p in self.points])[by],
-                      np.concatenate([p[2] for p in self.points])[by])
 
 
 def read_event_file(path: Path, source: Source, walls: _Walls) -> dict[str, tuple[list, list, list]]:
@@ -369,7 +351,6 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls: _Walls, p
             chunk[0].append(_compact(order[sel]))
             chunk[1].append(_compact(step[sel]))
             chunk[2].append(value[sel])
-            walls.add_points(tag, _compact(order[sel]), _compact(step[sel]), wall[sel])
     bad = 0
     for i in np.flatnonzero(keep & ~ok):
         try:
@@ -383,7 +364,6 @@ def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls: _Walls, p
             chunk[0].append(np.array([order[i]]))
             chunk[1].append(np.array([s], dtype=np.int64))
             chunk[2].append(np.array([v], dtype=np.float64))
-            walls.add_points(tag, order[i:i + 1], np.array([s], dtype=np.int64), wall[i:i + 1])
     walls.add_chunk(wall)
     if bad:
         source.warn(f"{path.name}: {bad} record(s) are not valid events and were skipped")
@@ -398,7 +378,7 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
     several = len(files) > 1
     per_file = []
     for path in files:
-        walls = _Walls(every_record=several)
+        walls = _Walls()
         per_file.append((path, read_event_file(path, source, walls), walls))
     if several:
         # Global order: wall time first, then file, then record within the file.
@@ -433,12 +413,29 @@ def read_tensorboard(files: list[Path], root: Path, source: Source) -> list[Seri
         o, s, v = merged.pop(tag)
         series.append(Series(tag, np.concatenate(o), np.concatenate(s), np.concatenate(v)))
         del o, s, v
-    if several:
-        # wall_time per step from the most logged tag (resumes show as gaps)
-        main = max(series, key=lambda s: len(s.step))
-        series.append(Series("wall_time", main.order, main.step, all_walls[by_rank[main.order]]))
-    else:
-        wall = per_file[0][2].series()
-        if wall is not None:
-            series.append(wall)
+    # wall_time per step from the most logged tag (resumes show as gaps), with one file or several
+    main = max(series, key=lambda s: len(s.step))
+    walls = all_walls[by_rank[main.order]] if several else per_file[0][2].per_record()[main.order]
+    series.append(Series("wall_time", main.order, main.step, walls))
     return series
+
+
+# Folders TensorBoard shows as runs that are parts of one training run (Keras' train/ and
+# validation/, the eval/ of an estimator): joined into their parent's run.
+_SPLITS = {"train", "training", "validation", "valid", "val", "eval", "evaluation", "test"}
+
+
+def group_runs(files: list[Path], root: Path) -> list[tuple[Path, list[Path]]]:
+    """Event files by the run they belong to: a run is a folder of event files, with the split
+    folders (train/, validation/) and the folders nested inside it (HF's hparams file) joined in."""
+    by_dir: dict[Path, list[Path]] = {}
+    for f in files:
+        d = f.parent
+        if d.name.lower() in _SPLITS and d != root and root in d.parents:
+            d = d.parent
+        by_dir.setdefault(d, []).append(f)
+    runs: dict[Path, list[Path]] = {}
+    for d in sorted(by_dir, key=lambda p: len(p.parts)):
+        home = next((a for a in d.parents if a in runs), d)
+        runs.setdefault(home, []).extend(by_dir[d])
+    return [(d, sorted(fs)) for d, fs in runs.items()]

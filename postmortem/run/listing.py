@@ -1,0 +1,82 @@
+"""What a store's listing says of each run in it (id, name, start, steps, status), read from the
+store's own bookkeeping without reading the run: MLflow's meta.yaml and runs table, W&B's and
+mmengine's time-stamped folders, TensorBoard's event-file names, Lightning's versions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from postmortem.run import mlflow
+from postmortem.run.store import StoredRun, from_stamp
+
+_MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
+
+
+def _lines(path: Path, limit: int = 64 << 20) -> int | None:
+    """Lines of a small file (a table's rows); None for a large one (not worth the read here)."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except OSError:
+        return None
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _rel(path: Path, base: Path) -> str:
+    if path == base:
+        return "."
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.name
+
+
+def describe(cands: list, base: Path) -> list[StoredRun]:
+    """One listing row per candidate, in the candidates' order."""
+    db_meta: dict = {}
+    out = []
+    folders = [c.root.parent if c.root.is_file() else c.root for c in cands]
+    for c, folder in zip(cands, folders):
+        if c.format == "mlflow-db":
+            if c.files[0] not in db_meta:
+                db_meta[c.files[0]] = mlflow.db_run_listing(c.files[0])
+            out.append(db_meta[c.files[0]].get(c.run_id) or StoredRun(c.run_id))
+        else:
+            # a log file alone in its folder is named by the folder (runs/a/metrics.jsonl: a)
+            own = folder if folder != base and folders.count(folder) == 1 else c.root
+            out.append(_describe(c, base, own))
+    return out
+
+
+def _describe(c, base: Path, own: Path) -> StoredRun:
+    f = c.files[0]
+    rid = c.run_id or _rel(own, base)
+    run = StoredRun(rid, aliases={_rel(c.root, base), c.root.name, own.name})
+    match c.format:
+        case "mlflow":
+            return mlflow.file_store_listing(f) or run
+        case "wandb":
+            run.name = f.parent.name
+            run.start = from_stamp(f.parent.name) or _mtime(f)
+        case "tensorboard":
+            run.start = min((from_stamp(p.name) or _mtime(p) or 0.0) for p in c.files)
+        case "lightning":
+            run.name = "+".join(d.name for d in c.files) if len(c.files) > 1 else ""
+            run.aliases |= {d.name for d in c.files}
+            run.start = _mtime(c.files[0] / "hparams.yaml") or _mtime(c.files[0] / "metrics.csv")
+            rows = [_lines(d / "metrics.csv") for d in c.files]
+            run.steps = None if None in rows else max(0, sum(rows) - len(rows))
+        case _:
+            run.start = from_stamp(_rel(f, base)) or _mtime(f)
+            if c.format == "jsonl":
+                run.steps = _lines(f)
+    return run

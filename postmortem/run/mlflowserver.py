@@ -1,0 +1,89 @@
+"""An MLflow tracking server (`http://host:port`), read through MLflow's own client (the optional
+extra `mlflow`): its runs listed, one run's metric histories read as the database reader reads
+rows. The client is imported only here, when a URI is given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from postmortem.run.model import RunReadError, Source
+from postmortem.run.store import StoredRun
+
+_STATUS = {"RUNNING": "running", "SCHEDULED": "scheduled", "FINISHED": "finished",
+           "FAILED": "failed", "KILLED": "killed"}
+
+
+def is_uri(text) -> bool:
+    return isinstance(text, str) and text.split("://", 1)[0].lower() in ("http", "https")
+
+
+def _client(uri: str):
+    # bounded waits: a server that is down is said in seconds, not after minutes of retries
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise RunReadError(uri, "reading an MLflow server needs MLflow's client: "
+                                "pip install 'postmortem[mlflow]'") from None
+    return MlflowClient(tracking_uri=uri)
+
+
+def _fail(uri: str, err: Exception) -> RunReadError:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return RunReadError(uri, f"the MLflow server did not answer as expected: {first[:200]}")
+
+
+def server_runs(uri: str) -> list[StoredRun]:
+    """Every run of every experiment on the server, newest first."""
+    client = _client(uri)
+    try:
+        exps = {e.experiment_id: e.name for e in client.search_experiments()}
+        runs, token = [], None
+        while True:
+            page = client.search_runs(list(exps), max_results=1000, page_token=token,
+                                      order_by=["attributes.start_time DESC"])
+            runs += page
+            token = page.token
+            if not token:
+                break
+    except Exception as err:            # the client's errors: connection, HTTP, MlflowException
+        raise _fail(uri, err) from None
+    out = []
+    for r in runs:
+        name = r.info.run_name or ""
+        out.append(StoredRun(r.info.run_id, name="/".join(x for x in (exps.get(r.info.experiment_id), name) if x),
+                             start=r.info.start_time / 1000 if r.info.start_time else None,
+                             steps=None, status=_STATUS.get(r.info.status, str(r.info.status).lower()),
+                             aliases={name} if name else set()))
+    return out
+
+
+def read_server_run(uri: str, run_id: str, source: Source):
+    """The run's metric histories, params and tags, as the database reader shapes them."""
+    from postmortem.run.mlflow import series_from_rows
+    client = _client(uri)
+    try:
+        run = client.get_run(run_id)
+        rows = []
+        for key in run.data.metrics:
+            rows += [(m.key, m.timestamp, m.step, m.value, False)
+                     for m in client.get_metric_history(run_id, key)]
+    except Exception as err:
+        raise _fail(uri, err) from None
+    source.extras["mlflow_run_id"] = run_id
+    source.extras["params"] = dict(run.data.params)
+    source.extras["tags"] = dict(run.data.tags)
+    if run.info.run_name:
+        source.extras["mlflow_run_name"] = run.info.run_name
+    if not rows:
+        raise RunReadError(uri, f"MLflow run {run_id} logged no metrics")
+    keys = {k: i for i, k in enumerate(run.data.metrics)}
+    rows.sort(key=lambda r: (r[1], keys[r[0]]))       # the order they were logged in
+    return series_from_rows(rows, source)
+
+
+def server_path(uri: str) -> Path:
+    """A stand-in path for the URI (a run read from a server has no file)."""
+    return Path(uri.replace("://", "_").replace(":", "_").replace("/", "_"))

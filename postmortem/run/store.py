@@ -1,0 +1,99 @@
+"""Runs where they live: one rule for every store (an MLflow file store or database, Lightning
+versions, TensorBoard run folders, W&B run folders, mmengine work dirs, folders of logs).
+
+A store that holds one run opens it; a store with several runs lists them and says how to pick
+one with `--run ID`; `--run` picks by id, by name, or by an unambiguous start of the id."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from postmortem.errors import RunReadError
+
+_STAMP = re.compile(r"(?<!\d)(20\d{6})[_-]?(\d{6})(?!\d)")        # 20240321_113341 (W&B, mmengine)
+_TB_STAMP = re.compile(r"tfevents\.(\d{9,10})(?:\.|$)")          # events.out.tfevents.<unix time>.
+
+
+@dataclass
+class StoredRun:
+    """One run of a store, as the listing shows it."""
+
+    id: str
+    name: str = ""
+    start: float | None = None          # Unix seconds
+    steps: int | None = None
+    status: str = ""
+    aliases: set[str] = field(default_factory=set)   # what else --run may say (its folder, its name)
+
+    def start_text(self) -> str:
+        if self.start is None:
+            return "-"
+        return datetime.fromtimestamp(self.start, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "start": self.start_text() if self.start else None,
+                "steps": self.steps, "status": self.status or None}
+
+
+class SeveralRuns(RunReadError):
+    """The path is a store of several runs and none was picked: the message lists them, one a
+    line, and says how to pick one; `runs` holds them for a picker."""
+
+    def __init__(self, path, runs: list[StoredRun], command: str = "analyze"):
+        self.runs = sorted(runs, key=lambda r: r.id)
+        super().__init__(path, "")
+        self.for_command(command)
+
+    def for_command(self, command: str) -> None:
+        """The message as the command that was given says it (`postmortem info STORE --run ID`)."""
+        runs = self.runs
+        lines = [f"holds {len(runs)} different runs or logs; pick one with "
+                 f"`postmortem {command} {self.path} --run ID` (`postmortem runs {self.path}` "
+                 f"analyzes them all):"]
+        width = max(len(r.id) for r in runs)
+        for r in runs:
+            lines.append(f"  {r.id:<{width}}  {r.name or '-':<20}  {r.start_text():16}  "
+                         f"{'?' if r.steps is None else r.steps:>7} steps  {r.status or '-'}")
+        self.problem = "\n".join(lines)
+        self.args = (f"{self.path}: {self.problem}",)
+
+
+def from_stamp(text: str) -> float | None:
+    """The start time a folder or file name carries (W&B's run-20240321_113341-id, mmengine's
+    20240321_113341, TensorBoard's events.out.tfevents.<unix time>), if any."""
+    m = _TB_STAMP.search(text)
+    if m:
+        return float(m.group(1))
+    m = _STAMP.search(text)
+    if m:
+        try:
+            return datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").replace(
+                tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def pick(runs: list[StoredRun], wanted: str, path) -> int:
+    """The index of the run `--run` names: its id, a name or folder, else the one id that starts
+    with it; otherwise a one-line refusal that lists what the store holds."""
+    for i, r in enumerate(runs):
+        if wanted == r.id:
+            return i
+    named = [i for i, r in enumerate(runs) if wanted in r.aliases or wanted == r.name]
+    if len(named) == 1:
+        return named[0]
+    starts = [i for i, r in enumerate(runs) if r.id.startswith(wanted)]
+    if len(starts) == 1 and not named:
+        return starts[0]
+    shown = ", ".join(runs[i].id for i in (named or starts or range(len(runs)))[:6])
+    why = "names several runs" if len(named) > 1 or len(starts) > 1 else "is no run of it"
+    raise RunReadError(path, f"--run {wanted} {why}; it holds: {shown}"
+                             f"{' ...' if len(runs) > 6 else ''} (`postmortem runs {path}` lists them)")
+
+
+def newest_first(runs: list[StoredRun]) -> list[StoredRun]:
+    return sorted(runs, key=lambda r: (r.start is None, -(r.start or 0.0), r.id))
