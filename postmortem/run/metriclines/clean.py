@@ -10,25 +10,26 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# Prefixes that carry no metric, tried again and again at the start of the line.
+# Prefixes that carry no metric, tried again and again at the start of the line. Their
+# spaces are possessive (`\s*+`): a long run of blanks is crossed once, not once per split.
 _PREFIXES = [
-    re.compile(r"\s*(?:>\s?)+"),                                  # a quoted paste
-    re.compile(r"\s*```\w*\s*$"),                                 # a Markdown fence
-    re.compile(r"\s*(?:\[default\d+\]|\[rank\s*\d+\]|\[\d+\]|\d{1,4}(?=:\s))\s*:"),
-    re.compile(r"\s*[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]"),   # absl / glog
-    re.compile(r"\s*\[?\d{2,4}[-/]\d{1,2}[-/]\d{1,4}[ T_]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
-               r"(?:\s*[+-]\d\d:?\d\d|Z)?\]?\s*-?"),                 # a date and time
-    re.compile(r"\s*\[?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),      # a time alone
-    re.compile(r"\s*\[titan\]"),
-    re.compile(r"\s*\[?[\w.]+\]\s*(?=\()"),                       # [simmim_pretrain] (file.py N):
-    re.compile(r"\s*\([\w.]+\.py \d+\)\s*:"),
-    re.compile(r"\s*\[[\w./-]+\.(?:py|cc|cpp|h):\d+(?::\w+)?\]"),  # [logging.py:96:log_dist]
+    re.compile(r"\s*+(?:>\s?)+"),                                  # a quoted paste
+    re.compile(r"\s*+```\w*\s*+$"),                                 # a Markdown fence
+    re.compile(r"\s*+(?:\[default\d+\]|\[rank\s*+\d+\]|\[\d+\]|\d{1,4}(?=:\s))\s*+:"),
+    re.compile(r"\s*+[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s++\d+\s++\S+:\d+\]"),   # absl / glog
+    re.compile(r"\s*+\[?\d{2,4}[-/]\d{1,2}[-/]\d{1,4}[ T_]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
+               r"(?:\s*+[+-]\d\d:?\d\d|Z)?\]?\s*+-?"),                 # a date and time
+    re.compile(r"\s*+\[?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"),      # a time alone
+    re.compile(r"\s*+\[titan\]"),
+    re.compile(r"\s*+\[?[\w.]+\]\s*+(?=\()"),                       # [simmim_pretrain] (file.py N):
+    re.compile(r"\s*+\([\w.]+\.py \d+\)\s*+:"),
+    re.compile(r"\s*+\[[\w./-]+\.(?:py|cc|cpp|h):\d+(?::\w+)?\]"),  # [logging.py:96:log_dist]
     # logger, level, logger: `mmdet - INFO - `, `| INFO | `, `INFO  DistriOptimizer$:295 - `
-    re.compile(r"\s*\|?\s*(?:[\w.$-]+\s*(?::\d+)?\s*(?:-\s*|\|\s*))?\[?(?:INFO|WARNING|WARN|DEBUG|ERROR"
-               r"|CRITICAL|NOTICE)\]?:?\s*(?:[-|]\s*)?(?:[\w.$]+(?::\d+)?\s+-\s+)?"),
-    re.compile(r"\s*[\w.-]+:\d+\s+(?=[\w.]+:\d+\s+(?:INFO|WARN))"),   # OLMo's host:rank
-    re.compile(r"\s*[\w.]+:\d+\s+(?=INFO|WARN)"),
-    re.compile(r"\s*\[Rank 0\]\s*(?=\S)"),
+    re.compile(r"\s*+\|?\s*+(?:[\w.$-]+\s*+(?::\d+)?\s*+(?:-\s*+|\|\s*+))?\[?(?:INFO|WARNING|WARN|DEBUG|ERROR"
+               r"|CRITICAL|NOTICE)\]?:?\s*+(?:[-|]\s*+)?(?:[\w.$]+(?::\d+)?\s++-\s++)?"),
+    re.compile(r"\s*+[\w.-]+:\d+\s++(?=[\w.]+:\d+\s++(?:INFO|WARN))"),   # OLMo's host:rank
+    re.compile(r"\s*+[\w.]+:\d+\s++(?=INFO|WARN)"),
+    re.compile(r"\s*+\[Rank 0\]\s*+(?=\S)"),
 ]
 # Anywhere in the line: dates, clock times and durations are never metrics.
 _DATETIME = re.compile(r"\d{2,4}[-/]\d{1,2}[-/]\d{1,4}[ T_]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")

@@ -26,13 +26,13 @@ _CODE = re.compile("|".join([
     _NUM + r"(?:\*\*?[\w(.]|\s+(?:\*\*?|//)\s+[\w(.]|\s*(?:==|!=|<=|>=)|\s*/\s*\()",
     r"(?:[\w)]\*\*?|[\w)]\s+\*\*?\s+|(?:==|!=|<=|>=)\s*)" + _NUM,
     # a method call: `g.size(0)`, `train_loss.item()`, `torch.arange(`
-    r"[A-Za-z_]\w*\.[A-Za-z_]\w*\(",
+    r"(?<!\w)[A-Za-z_]\w*\.[A-Za-z_]\w*\(",
     # an f-string's field: `{val_loss:.4f}`, `{step}`, `{approx_time/timed_steps:.2f}`
     r"\{[A-Za-z_][\w.\[\]()+\-*/% ]*(?:![rsa])?(?::[<>^=]?[-+]?#?0?\d*[,_]?(?:\.\d+)?[a-zA-Z%]?)?\}",
     # an annotated field: `vocab_size : int = 50257`
     r"^\s*\w+\s*:\s*(?:int|float|str|bool)\s*=",
     # a call's keyword argument that is a name, not a value: `dict(lr=lr`, `(vocab_size=num_vocab`
-    r"[A-Za-z_]\w*\([^()]*\b\w+=(?!True\b|False\b|None\b)[A-Za-z_]",
+    r"(?<!\w)[A-Za-z_]\w*\([^()]*\b\w+=(?!True\b|False\b|None\b)[A-Za-z_]",
     # a line of a printed torch module: `(ff_out): Linear(in_features=1024, out_features=256`
     r"^\s*\([\w.-]+\):\s*(?:\d+ x )?[A-Za-z_][\w.]*\(",
 ]))

@@ -9,6 +9,8 @@ value in every line of the same shape without parsing it again.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -70,6 +72,11 @@ _ZERO_BASED = re.compile(r"\bEpoch:\s*\[\d+\]|\b(?:Train|Test|Val|Eval)\w*:\s*\[
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s*(?:\[[=>.]*\]|[\u2500-\u257f]+)")   # Keras 2 and 3 bars
 _PATH = re.compile(r"\.(?:py|cc|cpp|h|so|json|yaml|txt|log|pt|safetensors)\b|^/")
 _FRACTION = re.compile(r"(?<![\w.])\d+\s*/\s*\d+(?![\w.])")
+
+
+# A line longer than this is a blob (a printed tensor, base64, a minified file), never
+# a logger's metric line (a dict of a thousand per-layer norms is ~40 KB): not parsed.
+LONGEST_LINE = 1 << 18
 
 
 @dataclass
@@ -190,10 +197,24 @@ def _consumed(spans: list[tuple[int, int]], s: int, e: int) -> bool:
     return any(a <= s and e <= b for a, b in spans)
 
 
+class _Taken:
+    """Spans already read, asked "is s..e inside one of them?" in log time: a line with
+    thousands of fractions (`1/2 1/2 ...`) stays linear."""
+
+    def __init__(self, spans: list[tuple[int, int]]):
+        spans = sorted(spans)
+        self.starts = [a for a, _ in spans]
+        self.reach = list(itertools.accumulate((b for _, b in spans), max))
+
+    def __contains__(self, span: tuple[int, int]) -> bool:
+        i = bisect.bisect_right(self.starts, span[0])
+        return i > 0 and self.reach[i - 1] >= span[1]
+
+
 def parse(raw: str) -> Parsed:
     """The metrics, counters, stream and overflow of one raw line."""
     out = Parsed()
-    if is_fence(raw):
+    if is_fence(raw) or len(raw) > LONGEST_LINE:
         return out
     text = clean(raw)
     if not text.strip():
@@ -259,9 +280,10 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     last_end = -10
     pending_counter: tuple[int, int] | None = None
     found: list[tuple[str, int, int, str, int]] = []
+    inside = _Taken(taken)
     for m in NUM.finditer(text):
         s, e = m.span()
-        if _consumed(taken, s, e):
+        if (s, e) in inside:
             last_end = e
             continue
         before = text[last_end:s]
@@ -290,7 +312,7 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
 
 
 def _skip_paren(text: str, e: int) -> int:
-    close = text.find(")", e)
+    close = text.find(")", e, e + 80)      # a running mean's bracket closes near its value
     return close + 1 if close >= 0 else e
 
 

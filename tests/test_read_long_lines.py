@@ -1,0 +1,78 @@
+"""No text reader is worse than linear in a line's length: a 1 MB or a 200 MB line of letters,
+digits, blanks or repeated tokens is read in seconds, and the metric lines around it are read."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from postmortem.run.metriclines import clean, code, pairs
+from test_cli import pm
+
+# Shapes that made a regex try every split of a run (code's method-call test on a word,
+# the logger prefix's `\s*\|?\s*` on blanks) or a list scan per number (fractions).
+SHAPES = ["a", "7", "a1", "a ", "7 ", "  ", "\t", "1/2 ", "(1 ", "a.b", "a.(", "f(a=", "{'loss': ",
+          "loss: 1.0 ", "nan ", "x=1 ", "[rank0]: ", "| ", "'a': ", "Epoch [1][", "eta: ", "INFO "]
+
+
+def _timed(fn, text: str) -> float:
+    t = time.perf_counter()
+    fn(text)
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("unit", SHAPES)
+def test_line_readers_are_linear(unit):
+    # 100 KB: a quadratic reader needs a minute here (the code test took 60 s on 100 KB)
+    text = "x" + unit * (100_000 // len(unit)) + "y"
+    assert len(text) <= pairs.LONGEST_LINE            # parsed, not skipped as a blob
+    for fn in (code.is_code, clean.clean, pairs.parse):
+        assert _timed(fn, text) < 5.0, (fn.__name__, unit)
+
+
+@pytest.mark.parametrize("unit", ["a", "7", "a1", " "])
+def test_code_and_prefix_tests_on_a_1mb_line(unit):
+    text = "q" + unit * (1 << 20) + "z"
+    assert _timed(code.is_code, text) < 5.0
+    assert _timed(clean.clean, text) < 5.0
+
+
+def _log_around(line: str) -> str:
+    steps = "".join(f"step {i} | loss {3.0 - i / 100:.4f} | lr 0.0001\n" for i in range(1, 41))
+    more = "".join(f"step {i} | loss {3.0 - i / 100:.4f} | lr 0.0001\n" for i in range(41, 81))
+    return steps + line + "\n" + more
+
+
+def _info_in_time(path, limit: float) -> dict:
+    t = time.perf_counter()
+    r = pm("info", path, "--json")
+    assert time.perf_counter() - t < limit
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("unit", ["a", "7", "a1", "nan ", "1/2 ", " "])
+def test_a_1mb_line_in_a_text_log(tmp_path, unit):
+    p = tmp_path / "train.log"
+    p.write_text(_log_around("z" + unit * ((1 << 20) // len(unit)) + "z"))
+    data = _info_in_time(p, 60)
+    loss = next(m for m in data["metrics"] if m["name"] == "loss")
+    assert loss["count"] == 80 and loss["max"] == pytest.approx(2.99) and loss["min"] == pytest.approx(2.2)
+    assert data["steps"] == {"rows": 80, "first": 1, "last": 80}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", [b"a", b"7"])
+def test_a_200mb_line_in_a_text_log(tmp_path, unit):
+    p = tmp_path / "train.log"
+    with open(p, "wb") as f:
+        f.write(_log_around("").split("\n\n")[0].encode() + b"\n")
+        f.write(unit * (200 << 20) + b"\n")
+        f.write(b"step 41 | loss 2.5900 | lr 0.0001\n")
+    r = subprocess.run([sys.executable, "-m", "postmortem", "info", str(p), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["steps"] == {"rows": 41, "first": 1, "last": 41}
