@@ -281,7 +281,8 @@ class _Parse:
         record = self.out.count
         self.out.add(0, {})                 # its place in the file; the step comes later
         self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
-                                        value["scale"], value["prev_scale"], value["rank"]))
+                                        value["scale"], value["prev_scale"], value["rank"],
+                                        bool(ev["scale"]) and math.isnan(value["scale"])))
         self.around.append([math.nan if self.step is None else float(self.step), math.nan])
         self.waiting.append(len(self.events) - 1)
         return True
@@ -305,7 +306,7 @@ class _Parse:
         scales = np.array([e.scale for e, _ in good], dtype=np.float64)
         return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
                                 [e.dialect for e, _ in good], self.source, present,
-                                np.isnan(scales))
+                                np.array([e.said_nan for e, _ in good], dtype=bool))
 
 
 def _deepspeed(p: _Parse, line: str) -> None:

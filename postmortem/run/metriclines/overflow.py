@@ -84,6 +84,7 @@ class Event:
     scale: float = math.nan
     prev: float = math.nan
     rank: float = math.nan
+    said_nan: bool = False        # the scale printed was `nan` (not: no scale printed)
 
 
 def merge_repeats(events: list[Event], adjacent: list[bool]) -> tuple[list[Event], int, int]:
@@ -280,7 +281,7 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
             said[name] = sorted(set(ids_a[skip]))
     # a scale printed as nan is read as NaN: a message without a scale is NaN too, but a
     # `skipped` kind never carries one, and the others print theirs (`inf`, `nan`, `0` kept)
-    has = np.isin(kinds_a, ("overflow", "scale")) & (~np.isnan(scales) | (scales != scales) & nan_said[srt])
+    has = np.isin(kinds_a, ("overflow", "scale", "skipped")) & (~np.isnan(scales) | nan_said[srt])
     if "loss_scale" not in present and has.any():
         idx = np.flatnonzero(has)
         u, f, c = np.unique(steps[idx], return_index=True, return_counts=True)
