@@ -8,7 +8,7 @@ import os
 import sys
 
 from postmortem import __version__
-from postmortem.cli import init, postmortems, replay, runs
+from postmortem.cli import init, postmortems, replay, runs, scan
 from postmortem.cli.options import Help, Parser
 
 SESSION = """\
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
                                 title="commands (`postmortem COMMAND --help` explains each, with examples)")
     runs.register(sub)
+    scan.register(sub)
     postmortems.register(sub)
     replay.register(sub)
     init.register(sub)

@@ -90,7 +90,8 @@ def _only_line_unended(path: Path, limit: int = 4 << 20) -> bool:
 
 def classify_file(path: Path) -> str | None:
     """The format of one file, by content first and by name where content is ambiguous."""
-    head = _magic(path, 4096).removeprefix(b"\xef\xbb\xbf")
+    raw = _magic(path, 4096)
+    head = textfile.utf8_head(raw)      # a UTF-16 file (PowerShell's `>`) is classed by its text
     if not head:
         return None
     if head.startswith(wandb.MAGIC):
@@ -104,7 +105,8 @@ def classify_file(path: Path) -> str | None:
     if path.name in _SIDE_JSON:
         return None
     text = head.lstrip()
-    if text.startswith(b"{") and hf.is_trainer_state(path):
+    if text.startswith(b"{") and (hf.is_trainer_state(path) or textfile.is_wide(raw) and path.suffix == ".json"
+                                  and b'"log_history"' in bytes(textfile.utf8_bytes(path)[0])):
         return "hf-trainer-state"
     if text.startswith(b"{"):
         line = _first_line(path, text)
@@ -466,8 +468,15 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
     if step and cand.format not in _TABLES:
         raise RunReadError(path, f"--step picks a column of a table ({', '.join(_TABLES)}); "
                                  f"this is {cand.format}")
-    if run is not None and cand.root.is_dir() and cand.root != path:
-        path = cand.root        # the run picked has a folder of its own: named as that folder
+    if run is not None and cand.format != "mlflow-db":
+        path = cand.root        # the run picked has a folder or file of its own: named as that
+    return read_candidate(cand, path, problems, step, loss)
+
+
+def read_candidate(cand: Candidate, path: Path, problems: list[str] | None = None,
+                   step: str | None = None, loss: str | None = None) -> RunLog:
+    """One run found in a store (runs_in), read as read_run reads it, without looking again."""
+    problems = list(problems or [])
     manifest = load_manifest(path, problems)
     source = Source(format=cand.format, path=str(path), files=[str(f) for f in cand.files])
     try:

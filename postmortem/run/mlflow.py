@@ -132,9 +132,10 @@ def db_run_listing(path: Path) -> dict:
     try:
         with _connect(path) as con:
             tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
-            for run_id, steps in con.execute("select run_uuid, count(distinct step) from metrics "
-                                             "where run_uuid is not null group by run_uuid"):
-                out[str(run_id)] = StoredRun(str(run_id), steps=steps)
+            for run_id, steps, points, last in con.execute(
+                    "select run_uuid, count(distinct step), count(*), max(timestamp) from metrics "
+                    "where run_uuid is not null group by run_uuid"):
+                out[str(run_id)] = StoredRun(str(run_id), steps=steps, stamp=f"{points}-{last}")
             cols = {r[1] for r in con.execute("pragma table_info(runs)")}
             if {"run_uuid", "name", "start_time", "status", "experiment_id"} <= cols:
                 exps = dict(con.execute("select experiment_id, name from experiments")) \

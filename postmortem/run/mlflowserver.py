@@ -56,7 +56,8 @@ def server_runs(uri: str) -> list[StoredRun]:
         out.append(StoredRun(r.info.run_id, name="/".join(x for x in (exps.get(r.info.experiment_id), name) if x),
                              start=r.info.start_time / 1000 if r.info.start_time else None,
                              steps=None, status=_STATUS.get(r.info.status, str(r.info.status).lower()),
-                             aliases={name} if name else set()))
+                             aliases={name} if name else set(),
+                             stamp="" if r.info.status == "RUNNING" else f"{r.info.status}-{r.info.end_time}"))
     return out
 
 
@@ -82,8 +83,3 @@ def read_server_run(uri: str, run_id: str, source: Source):
     keys = {k: i for i, k in enumerate(run.data.metrics)}
     rows.sort(key=lambda r: (r[1], keys[r[0]]))       # the order they were logged in
     return series_from_rows(rows, source)
-
-
-def server_path(uri: str) -> Path:
-    """A stand-in path for the URI (a run read from a server has no file)."""
-    return Path(uri.replace("://", "_").replace(":", "_").replace("/", "_"))

@@ -27,6 +27,7 @@ class StoredRun:
     steps: int | None = None
     status: str = ""
     aliases: set[str] = field(default_factory=set)   # what else --run may say (its folder, its name)
+    stamp: str = ""         # changes when the run's data changes, where its store says so (a database)
 
     def start_text(self) -> str:
         if self.start is None:

@@ -83,6 +83,16 @@ def _history_row(raw: bytes) -> tuple[dict, int | None]:
     return row, step
 
 
+def _step(value) -> int | None:
+    """A history row's step: a whole number that fits in 64 bits, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    value = int(value)
+    return value if -(1 << 63) <= value < (1 << 63) else None
+
+
 def read_wandb(path: Path, source: Source) -> list[Series]:
     """History rows of the run; the step is `train/global_step` when every train row has it."""
     rows = []
@@ -97,15 +107,21 @@ def read_wandb(path: Path, source: Source) -> list[Series]:
         raise RunReadError(path, "no history rows in the W&B log")
     custom = "train/global_step"
     use_custom = all(custom in r for r, _ in rows if any(not k.startswith("_") for k in r))
-    records = []
+    records, bad = [], 0
     for row, step in rows:
-        s = row.get(custom) if use_custom else row.get("_step", step)
-        if not isinstance(s, (int, float)) or s != s:
-            s = row.get("_step", step)
+        s = _step(row.get(custom)) if use_custom else None
         if s is None:
+            s = _step(row.get("_step", step))
+        if s is None:
+            s = _step(step)
+        if s is None:
+            bad += 1
             continue
         values = {k: v for k, v in row.items() if k not in ("_step", custom) and not isinstance(v, dict)}
-        records.append((int(s), values))
+        records.append((s, values))
+    if bad:
+        source.warn(f"{bad} history row(s) whose step is not a 64-bit integer (text, inf, 20 digits) "
+                    f"left out")
     if use_custom:
         source.warn("steps are train/global_step (W&B's _step is its own counter, one less)")
     source.extras["wandb_run_id"] = path.stem.removeprefix("run-")     # run-<id>.wandb

@@ -1,0 +1,166 @@
+"""Scan a store: every run read and analyzed in worker processes, each run's summary cached in
+the user's cache folder under a key of its files' sizes and mtimes, so a rescan reads only the
+runs that changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from postmortem import __version__
+
+CACHE_FORMAT = 1        # bump when a summary's shape or the analysis behind it changes
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/postmortem/runs (~/.cache/postmortem/runs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "postmortem" / "runs"
+
+
+def _files_of(cand) -> list[Path]:
+    """The files a run's analysis depends on (a folder's files, walked; a log file itself)."""
+    out = []
+    for f in cand.files:
+        if f.is_dir():
+            out += sorted(p for p in f.rglob("*") if p.is_file())
+        else:
+            out.append(f)
+    manifest = (cand.root if cand.root.is_dir() else cand.root.parent) / "manifest.json"
+    if manifest.is_file():
+        out.append(manifest)
+    return out
+
+
+def key_of(task: dict) -> str | None:
+    """The cache key of a run: what it is, and its files' sizes and mtimes (a database's run:
+    its points and last timestamp; a server's run once it has ended). None: never cached."""
+    parts = [str(CACHE_FORMAT), __version__, task["address"], task["id"]]
+    cand = task.get("candidate")
+    if cand is not None and cand.format != "mlflow-db":
+        try:
+            for f in _files_of(cand):
+                st = f.stat()
+                parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            return None
+    elif task.get("stamp"):
+        parts.append(task["stamp"])
+    else:
+        return None
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _cached(key: str | None) -> dict | None:
+    if key is None:
+        return None
+    try:
+        return json.loads((cache_dir() / key[:2] / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(key: str | None, summary: dict) -> None:
+    """Atomically: a reader never sees half a file, two scans at once never mix theirs."""
+    if key is None:
+        return
+    folder = cache_dir() / key[:2]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(summary))
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        pass            # a cache that cannot be written costs the next scan time, nothing else
+
+
+def summarize(task: dict) -> dict:
+    """Read and analyze one run (in a worker): what `analyze` found, in one row."""
+    from postmortem.errors import UserError
+    started = time.perf_counter()
+    row = {k: task[k] or None for k in ("id", "name", "start", "steps", "status")}
+    row["id"] = task["id"]
+    try:
+        from postmortem.diagnose.analyze import analyze
+        from postmortem.diagnose.models import worst
+        if task.get("candidate") is not None:
+            from postmortem.run.discover import read_candidate
+            log = read_candidate(task["candidate"], Path(task["path"]))
+        else:
+            from postmortem.run import read_run
+            log = read_run(task["address"], run=task["id"])
+        result = analyze(log)
+        incs = result.incidents
+        row.update(format=log.source.format, steps=len(log.frame), incidents=len(incs), error=None,
+                   kind=None, step=None, top_cause=None, score=None)
+        if incs:
+            inc = incs[worst(incs)]
+            top = inc.hypotheses[0] if inc.hypotheses else None
+            row.update(kind=inc.shown_kind, step=inc.step,
+                       top_cause=top.pattern if top else None,
+                       score=round(top.score, 3) if top else None)
+    except UserError as err:
+        row.update(incidents=None, error=str(err).splitlines()[0])
+    except Exception as err:            # a bug of ours on one run: named in its row, the scan goes on
+        row.update(incidents=None, error=f"internal error: {type(err).__name__}: {err}")
+    row["seconds"] = round(time.perf_counter() - started, 4)
+    return row
+
+
+def tasks_of(store: str) -> list[dict]:
+    """One task per run of the store (run/store.py's rule: the runs `--run` picks from)."""
+    from postmortem.run import mlflowserver
+    if mlflowserver.is_uri(store):
+        return [dict(address=store, path=store, candidate=None, **_listed(r))
+                for r in mlflowserver.server_runs(store)]
+    from postmortem.run import listing
+    from postmortem.run.discover import runs_in
+    from postmortem.run.model import RunReadError
+    path = Path(store)
+    if not path.exists():
+        raise RunReadError(path, "no such file or directory")
+    cands = runs_in(path)
+    out = []
+    for cand, r in zip(cands, listing.describe(cands, path)):
+        # a run with a folder or file of its own is read as that; a database's run in its store
+        own = cand.root if cand.format != "mlflow-db" else path
+        out.append(dict(address=str(path), path=str(own), candidate=cand, **_listed(r)))
+    return out
+
+
+def _listed(r) -> dict:
+    return {"id": r.id, "name": r.name, "start": r.start, "steps": r.steps, "status": r.status,
+            "stamp": r.stamp}
+
+
+def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[list[dict], dict]:
+    """(one summary a run, newest first; figures of the scan: runs, cached, seconds, workers)."""
+    started = time.perf_counter()
+    tasks = tasks_of(store)
+    keys = [key_of(t) if use_cache else None for t in tasks]
+    rows: list[dict | None] = [_cached(k) for k in keys]
+    todo = [i for i, r in enumerate(rows) if r is None]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    if todo:
+        if workers == 1:
+            fresh = map(summarize, (tasks[i] for i in todo))
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers)
+            fresh = pool.map(summarize, [tasks[i] for i in todo],
+                             chunksize=max(1, len(todo) // (workers * 8)))
+        for i, row in zip(todo, fresh):
+            rows[i] = row
+            if row.get("error") is None or not row["error"].startswith("internal error"):
+                _store(keys[i], row)
+        if workers > 1:
+            pool.shutdown()
+    for row, t in zip(rows, tasks):
+        row["start"] = t["start"]         # the listing's, fresh: a cached row keeps no stale one
+    done = sorted(rows, key=lambda r: (r["start"] is None, -(r["start"] or 0.0), r["id"]))
+    figures = {"runs": len(tasks), "cached": len(tasks) - len(todo), "analyzed": len(todo),
+               "workers": workers if todo else 0, "seconds": round(time.perf_counter() - started, 3)}
+    return done, figures
