@@ -380,9 +380,15 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
                       for c, _ in _line_chunks(path))
             return _batches_to_runlog(tables, path, source, manifest, header_lines=1,
                                       chunk_bytes=_CHUNK, step_column=step_column)
-        except (pa.ArrowInvalid, pa.ArrowException):
+        except (pa.ArrowInvalid, pa.ArrowException, UnicodeDecodeError):
             pass
     raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:      # arrow takes a stray byte into a key's name
+        line = raw.count(b"\n", 0, err.start) + 1
+        source.warn(f"{path.name} is not UTF-8 (line {line}): bytes that are not are shown as \ufffd")
+        raw = raw.decode("utf-8", "replace").encode("utf-8")
     if raw and not raw.endswith(b"\n"):
         cut = raw.rfind(b"\n") + 1
         if _whole_object(raw[cut:]):        # a crash's last record, complete but for its newline
