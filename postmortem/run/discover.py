@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from postmortem.run import hf, logconfig, losscolumn, mlflow, store, tables, tensorboard, textlogs, wandb
+from postmortem.run import hf, logconfig, losscolumn, mlflow, store, tables, tensorboard, textfile, textlogs, wandb
 from postmortem.run.assemble import build_runlog
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 

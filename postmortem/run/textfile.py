@@ -37,6 +37,21 @@ def encoding_of_head(head: bytes) -> str | None:
     return None
 
 
+def utf8_head(head: bytes) -> bytes:
+    """The first bytes of a file as UTF-8, without a byte-order mark: a UTF-16 or UTF-32 file
+    (what PowerShell's `>` writes) shows its `{` or its header as any other file does."""
+    enc = encoding_of_head(head)
+    if enc is None or enc == "utf-8-sig":
+        return head.removeprefix(b"\xef\xbb\xbf")
+    unit = 4 if "32" in enc else 2
+    return head[:len(head) - len(head) % unit].decode(enc, "replace").lstrip("\ufeff").encode(UTF8)
+
+
+def is_wide(head: bytes) -> bool:
+    """UTF-16 or UTF-32 text."""
+    return (encoding_of_head(head) or "").startswith(("utf-16", "utf-32"))
+
+
 def _map(path: Path):
     """The file's bytes: mapped when it is a plain file at rest (no copy), else read. A file
     written in the last minute is read: a trainer that starts again and truncates it while
