@@ -96,3 +96,65 @@ def test_nothing_is_committed_into_postmortems_own_checkout_unless_named(tmp_pat
     r = pm("init", "--kb", ROOT / "learners", cwd=tmp_path)
     assert r.returncode == 2 and "inside postmortem's own checkout" in r.stderr
     assert not settings.config_path().exists()
+
+
+# --- the dashboard: the same knowledge base, drafts offered back from any folder --------------
+
+@pytest.mark.asyncio
+async def test_the_dashboard_keeps_drafts_with_the_knowledge_base_and_offers_them_back_anywhere(
+        tmp_path, monkeypatch):
+    from pilots import opened
+    from postmortem.tui.app import PostmortemApp
+    from postmortem.tui.screens.editor import EditorScreen
+    kb = tmp_path / "kb"
+    git.Repo.init(kb)
+    settings.remember(kb=kb, learner="ada")
+    mine = "A spike on one batch with a smooth LR: look at the batch first."
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        app = PostmortemApp(str(SAMPLE))
+        app.session.use_settings(settings.resolve())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await opened(app, pilot)
+            await pilot.press("e")
+            await pilot.pause(0.2)
+            editor = app.screen
+            assert isinstance(editor, EditorScreen) and editor.pm.learner == "ada"
+            assert editor.store.path == kb / ".postmortem" / "drafts" / "19-spike-001-250.md"
+            if folder == "one":
+                assert not editor.restored
+                editor.query_one("#lesson").text = mine
+                await app.workers.wait_for_complete()
+                editor.settle()
+            else:                                  # reopened from another folder: offered back
+                assert editor.restored and editor.pm.lesson == mine
+    assert not (tmp_path / "one" / ".postmortem").exists() and not (tmp_path / "two" / ".postmortem").exists()
+
+
+@pytest.mark.asyncio
+async def test_the_commit_screen_asks_before_postmortems_own_checkout(tmp_path):
+    from textual.app import App
+
+    from postmortem.document.markdown import read
+    from postmortem.tui.screens.commit import CommitScreen
+    pm = read(as_learners(tmp_path / "draft"))
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = CommitScreen(pm, [], ROOT)
+        await app.push_screen(screen)
+        await pilot.pause()
+        plan = str(screen.query_one("#commit-plan").render())
+        assert not screen.ready and "is postmortem's own checkout, not a knowledge base" in plan
+        screen.commit()
+        assert screen.committed is None and not (ROOT / "learners" / "ada").exists()
+        # the folder typed instead, made a repository with f3, takes the commit
+        screen.query_one("#kb").value = str(tmp_path / "mine")
+        await pilot.pause()
+        await pilot.press("f3")
+        await pilot.pause()
+        assert screen.ready, str(screen.query_one("#commit-plan").render())
+        screen.commit()
+        assert screen.committed is not None
+        assert screen.committed.postmortem == tmp_path / "mine" / "learners" / "ada" / "postmortems" / pm.filename
+    assert settings.read_config() == {"kb": str(tmp_path / "mine"), "learner": "ada"}   # kept for next time

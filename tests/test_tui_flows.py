@@ -131,13 +131,19 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         # commit: the files and the message, then git
         await pilot.press("ctrl+g")
         commit = app.screen
-        assert isinstance(commit, CommitScreen) and commit.ready
-        plan = str(commit.query_one("#commit-plan").render())
-        assert "learners/" in plan and "lessons.md" in plan
+        # nobody named (kb.settings): the screen asks who writes, never takes the OS user
+        assert isinstance(commit, CommitScreen) and not commit.ready and commit.pm.learner == ""
+        assert "who is writing?" in str(commit.query_one("#commit-plan").render())
         commit.query_one("#learner").value = "ada"
         await pilot.pause()
+        assert commit.ready
+        plan = str(commit.query_one("#commit-plan").render())
+        assert "learners/" in plan and "lessons.md" in plan
         await pilot.press("enter")
         assert commit.committed is not None
+        # what was asked is kept for the next time, from any folder
+        from postmortem.kb.settings import read_config
+        assert read_config() == {"kb": str(repo), "learner": "ada"}
         head = git.Repo(repo).head.commit
         assert head.message.startswith("post-mortem 19-spike-001 (long-tail-token)")
         # the merge attribute rides in the same commit, announced before and after

@@ -1,8 +1,11 @@
-"""Commit: the lint's problems by section, or the files to be written and the commit
-message; enter commits them with git (the knowledge base's `commit`)."""
+"""Commit: the lint's problems by section, or the knowledge base, the learner, the files to be
+written and the commit message; enter commits them with git (the knowledge base's `commit`).
+Nothing goes into postmortem's own checkout unless it was named, nor as anybody not typed or
+set (kb.settings); the first commit keeps both in the config file for the next time."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.markup import escape
@@ -14,11 +17,13 @@ from textual.widgets import Footer, Input, Label, Static
 
 from postmortem.document.model import SECTIONS, PostMortem
 
+WHO = "who is writing? type your name: the post-mortem goes to learners/<name>/ (kept for next time)"
+
 
 class CommitScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="commit.back", tooltip="Back to the editor"),
                 Binding("f3", "init", "git init here", id="commit.init",
-                        tooltip="Make a git repository in the current folder")]
+                        tooltip="Make a git repository in the knowledge-base folder")]
 
     def __init__(self, pm: PostMortem, problems: list, root: Path, draft: Path | None = None,
                  on_commit=None):
@@ -39,6 +44,8 @@ class CommitScreen(Screen):
             if self.problems:
                 yield Static(self._problems_text(), id="commit-problems")
             else:
+                yield Label("knowledge base (a git repository: the post-mortem is committed there)")
+                yield Input(str(self.root), id="kb")
                 yield Label("learner (the lessons file is learners/<learner>/lessons.md)")
                 yield Input(self.pm.learner, id="learner")
                 yield Static("", id="commit-plan")
@@ -67,12 +74,35 @@ class CommitScreen(Screen):
     def _learner(self) -> str:
         return self.query_one("#learner", Input).value.strip()
 
+    def _kb(self) -> Path:
+        """The knowledge-base folder as typed (~ expanded, relative to where the app started)."""
+        typed = self.query_one("#kb", Input).value.strip()
+        return Path(os.path.abspath(os.path.expanduser(typed))) if typed else self.root
+
+    def _named(self) -> bool:
+        """True when the folder is the knowledge base the settings named (--kb, the variable, the
+        config file): only then may it be postmortem's own checkout."""
+        session = getattr(self.app, "session", None)
+        return bool(session is not None and session.kb_named and Path(session.kb_root) == self._kb())
+
+    def _refusal(self) -> str | None:
+        from postmortem.kb.settings import is_own_checkout
+        if not self._learner():
+            return WHO
+        if is_own_checkout(self._kb()) and not self._named():
+            return (f"{self._kb()} is postmortem's own checkout, not a knowledge base: type the folder "
+                    "of yours (f3 makes a git repository there)")
+        return None
+
     def show_plan(self) -> None:
         from postmortem.kb.lessons import KBError
         from postmortem.kb.repo import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
-            todo = plan(self.pm, self._learner(), open_repo(self.root), self._figure() is not None)
+            refused = self._refusal()
+            if refused:
+                raise KBError(refused)
+            todo = plan(self.pm, self._learner(), open_repo(self._kb()), self._figure() is not None)
         except KBError as err:
             self.set_no_repository("not in a git repository" in str(err))
             hint = "  (f3 makes one here)" if self.no_repository else ""
@@ -119,13 +149,16 @@ class CommitScreen(Screen):
         from postmortem.kb.lessons import KBError
         from postmortem.kb.repo import commit, run_as_committed
         figure = self._figure()
-        learner, run = self._learner(), self.pm.run     # the run as this process read it
+        learner, run, root = self._learner(), self.pm.run, self._kb()     # the run as this process read it
+        out = self.query_one("#commit-plan", Static)
+        if self._refusal():
+            out.update(f"[red]not committed: {escape(self._refusal())}[/red]")
+            return
         pm = self.pm.model_copy(update={
             "learner": learner, "figure": self.pm.figure_filename if figure else None,
-            "run": run_as_committed(self.pm, learner, self.root, Path(run) if run and Path(run).exists() else None)})
-        out = self.query_one("#commit-plan", Static)
+            "run": run_as_committed(self.pm, learner, root, Path(run) if run and Path(run).exists() else None)})
         try:
-            done = commit(pm, render(pm), pm.learner, self.root, figure=figure)
+            done = commit(pm, render(pm), pm.learner, root, figure=figure)
         except KBError as err:
             out.update(f"[red]not committed: {escape(str(err))}[/red]")
             return
@@ -134,6 +167,9 @@ class CommitScreen(Screen):
             out.update(f"[red]not committed: git: {escape(last)}[/red]")
             return
         self.committed = done
+        kept = self._remember(root, learner)
+        if kept:
+            done.notes.append(kept)
         self.on_commit(done)
         if self.draft is not None:
             from postmortem.document.drafts import discard
@@ -145,9 +181,35 @@ class CommitScreen(Screen):
         self.app.notify(f"committed {done.sha[:10]}")
         self.set_focus(None)              # l and escape act now, not the learner's input
 
+    def _remember(self, root: Path, learner: str) -> str | None:
+        """The first time the knowledge base or the learner is asked for, the answer is kept in
+        the config file (kb.settings), and the session goes on with it."""
+        from postmortem.errors import UserError
+        from postmortem.kb import settings
+        try:
+            now = settings.resolve()
+            kb = root if not now.chosen else None
+            who = learner if now.learner is None else None
+            if kb is None and who is None:
+                return None
+            path = settings.remember(kb=kb, learner=who)
+        except UserError as err:
+            return f"not kept for next time: {err}"
+        session = getattr(self.app, "session", None)
+        if session is not None:
+            session.kb_root, session.kb_named, session.learner = root, True, learner
+        kept = " and ".join(x for x in (kb and f"the knowledge base {kb}", who and f"the learner {who}") if x)
+        return f"kept {kept} in {path} for next time (postmortem init changes them)"
+
     def action_init(self) -> None:
+        from postmortem.errors import UserError
         from postmortem.kb.repo import open_repo
         if self.problems or self.committed:
             return
-        open_repo(self.root, init=True)
+        try:
+            self._kb().mkdir(parents=True, exist_ok=True)
+            open_repo(self._kb(), init=True)
+        except (OSError, UserError) as err:
+            self.query_one("#commit-plan", Static).update(f"[red]{escape(str(err))}[/red]")
+            return
         self.show_plan()

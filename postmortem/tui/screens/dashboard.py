@@ -367,11 +367,10 @@ class DashboardScreen(Screen):
         if session.incident is None:
             self.notify("no incident to write about", severity="warning")
             return
-        import getpass
-
         from postmortem.document.draft import draft
         from postmortem.tui.screens.editor import EditorScreen
-        pm = draft(session.log, getpass.getuser() or "me", session.incident.step,
+        # the learner of kb.settings, never the OS user: nobody named, the commit screen asks
+        pm = draft(session.log, session.learner or "", session.incident.step,
                    incidents=session.analysis.incidents)
         self.app.push_screen(EditorScreen(pm, session))
 

@@ -56,7 +56,7 @@ class EditorScreen(Screen):
         self.session = session
         self.pm, self.root, self.run_log = pm, session.kb_root, session.log
         self.fresh = pm              # the document as drafted from the run, for a start over
-        self.store = DraftStore(self.root, pm)
+        self.store = DraftStore(session.drafts_root, pm)     # with the knowledge base, from any folder
         self.drafts_ignored = False
         self._timer = None           # the debounce of the save and the lint
         self.path = self.store.path
