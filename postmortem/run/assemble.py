@@ -153,7 +153,7 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
 
 
 # Columns that name the launch or phase a row belongs to: where they change, a segment starts.
-_LAUNCH_COLUMNS = {"run", "run_id", "runid", "phase", "stage", "launch", "attempt", "restart", "job_id"}
+LAUNCH_COLUMNS = {"run", "run_id", "runid", "phase", "stage", "launch", "attempt", "restart", "job_id"}
 # A pause between two logged points this much longer than the usual one (and at least
 # _GAP_SECONDS) is a relaunch, where the wall-clock column says it.
 _GAP_TIMES, _GAP_SECONDS = 50, 600.0
@@ -171,15 +171,17 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
             at = _warmup_again(s.value.astype(np.float64, copy=False))
             if len(at):
                 out += s.order[at].tolist()
+                _reason(source, "the LR back in warmup")
                 source.warn(f"the LR goes back into warmup {len(at)} time(s) (at step(s) "
                             f"{', '.join(str(int(x)) for x in s.step[at][:5])}): a relaunch, read as a "
                             f"new segment though the steps go on")
-        elif name.lower() in _LAUNCH_COLUMNS:
+        elif name.lower() in LAUNCH_COLUMNS:
             v = s.value
             changed = np.flatnonzero(np.asarray(v[1:] != v[:-1], dtype=bool)
                                      & ~np.asarray(pd.isna(v[1:]) & pd.isna(v[:-1]), dtype=bool)) + 1
             if len(changed):
                 out += s.order[changed].tolist()
+                _reason(source, f"{s.name} changing")
                 source.warn(f"{s.name} changes {len(changed)} time(s): each value read as a "
                             f"segment (a launch or phase of its own)")
         elif name == "wall_time" and s.value.dtype != object:
@@ -193,6 +195,7 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
             at = np.flatnonzero(jump) + 1
             if len(at):
                 out += s.order[at].tolist()
+                _reason(source, "the wall clock jumping")
                 source.warn(f"the wall clock jumps {len(at)} time(s) (back, or a pause far longer "
                             f"than a step): read as a relaunch each")
     return out
@@ -239,14 +242,16 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     orders = distinct(np.concatenate(at))
     if not 0 < len(orders) <= 3:
         return np.empty(0, dtype=np.int64)
+    _reason(source, "a step logged again with other values")
     source.warn(f"{len(orders)} step(s) logged again with other values (a second launch logging "
                 f"them again?): both kept, the second in a new segment")
     return np.searchsorted(uorder, orders)
 
 
-def _segment_reasons(source: Source, n: int) -> str:
-    return f"{n + 1} segments: where the steps go back, a step is logged again with other " \
-           f"values, a resume message, the LR back in warmup, a launch column or the wall clock says so"
+def _reason(source: Source, why: str) -> None:
+    reasons = source.extras.setdefault("segment_reasons", [])
+    if why not in reasons:
+        reasons.append(why)
 
 
 def build_runlog(series: list[Series], source: Source,
@@ -289,8 +294,13 @@ def build_runlog(series: list[Series], source: Source,
         more = f" and {len(back) - 5} more" if len(back) > 5 else ""
         source.warn(f"steps go backwards {len(back)} time(s) ({shown}{more}): "
                     f"read as {len(back) + 1} segments (resumes)")
+    if len(back):
+        _reason(source, "the steps going back")
+    if source.extras.get("resumes"):
+        _reason(source, "a resume message")
     if seg_of_order[-1]:
-        source.extras["segments_from"] = _segment_reasons(source, int(seg_of_order[-1]))
+        why = source.extras.get("segment_reasons", [])
+        source.extras["segments_from"] = f"{int(seg_of_order[-1]) + 1} segments, from " + ", ".join(why)
 
     keys = []
     for s in series:
@@ -359,7 +369,7 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
     distinct = len(set(canon.values())) == len(canon) and not {"segment", "step"} & set(canon.values())
     if (len(steps) and distinct and steps.min() >= 0
             and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()))
-            and not _relaunched_wide(steps, columns, canon, source)):
+            and not source.resumes and not _relaunched_wide(steps, columns, canon, source)):
         frame = {"segment": np.zeros(len(steps), dtype=np.int64), "step": steps}
         nan_rows: dict[str, np.ndarray] = {}
         for name, target in canon.items():
@@ -387,7 +397,7 @@ def _relaunched_wide(steps: np.ndarray, columns: dict[str, np.ndarray], canon: d
     order = np.arange(len(steps), dtype=np.int64)
     probe = []
     for name, target in canon.items():
-        if target in ("lr", "wall_time") or target.lower() in _LAUNCH_COLUMNS:
+        if target in ("lr", "wall_time") or target.lower() in LAUNCH_COLUMNS:
             v = columns[name]
             keep = pd.notna(v) if v.dtype == object else ~np.isnan(v)
             probe.append(Series(name, order[keep], steps[keep], v[keep]))

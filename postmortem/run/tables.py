@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from postmortem.run.aliases import canonical_name
-from postmortem.run.assemble import (STRICT, Series, build_runlog, build_runlog_wide,
+from postmortem.run.assemble import (LAUNCH_COLUMNS, STRICT, Series, build_runlog, build_runlog_wide,
                                      series_from_wide, to_number)
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
@@ -125,6 +125,8 @@ def _convert(batch, step_name: str, path: Path, source: Source, header_lines: in
                                          f"(tokens as the step axis? --step COLUMN picks another)")
     columns, nan_masks = {}, {}
     for name in batch.column_names:
+        if name != step_name and name.lower() in LAUNCH_COLUMNS:
+            _launch_changes(name, batch.column(name), row0, source)
         if name == step_name or name in skipped:
             continue
         col = batch.column(name)
@@ -166,6 +168,26 @@ def _convert(batch, step_name: str, path: Path, source: Source, header_lines: in
                         nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
         columns[name] = values
     return steps, columns, nan_masks
+
+
+def _launch_changes(name: str, col, row0: int, source: Source) -> None:
+    """Rows where a run / phase column (text or number) changes value: each starts a segment
+    (a relaunch that keeps counting), whether the column stays in the table or not."""
+    values = col.to_pylist()
+    last = source.extras.setdefault("launch_values", {})
+    prev = last.get(name)
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        if prev is not None and v != prev:
+            source.resumes.append(row0 + i)
+            reasons = source.extras.setdefault("segment_reasons", [])
+            if f"{name} changing" not in reasons:
+                reasons.append(f"{name} changing")
+            source.warn(f"{name} changes value (a launch or phase of its own): read as a new "
+                        f"segment at each change")
+        prev = v
+    last[name] = prev
 
 
 class _Columns:
