@@ -60,6 +60,8 @@ def a_start_loss(ctx: Context) -> Outcome:
     if why := from_trained(ctx):
         return skip(why)
     steps, loss = ctx.series("loss", 0)
+    if not len(steps):
+        return skip("no training loss in the log's first segment")
     if steps[0] > ctx.th.log_start_max:
         return skip(f"the log starts at step {steps[0]}")
     d = loss[0] - ctx.ln_v
@@ -73,6 +75,8 @@ def a_first_grad_norm(ctx: Context) -> Outcome:
     if why := from_trained(ctx):
         return skip(why)
     steps, gn = ctx.series("grad_norm", 0)
+    if not len(steps):
+        return skip("no grad norm in the log's first segment")
     if steps[0] > ctx.th.log_start_max:
         return skip(f"the log starts at step {steps[0]}")
     # a gradient's norm grows as the square root of the parameters it spans: the bound holds
