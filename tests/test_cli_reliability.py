@@ -24,3 +24,15 @@ def test_a_first_segment_with_no_finite_loss_nor_grad_norm_is_analyzed(tmp_path)
     checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
     assert checks["A1"]["status"] == "skipped" and checks["A2"]["status"] == "skipped"
     assert "first segment" in checks["A2"]["detail"]
+
+
+def test_a_nul_or_control_character_in_the_front_matter_is_one_line(tmp_path):
+    from worked_example import as_learners
+    doc = as_learners(tmp_path)
+    good = doc.read_text()
+    for bad, line in (("\x00", 4), ("\x07", 4)):
+        doc.write_text(good.replace("learner: ada", f"learner: a{bad}da"))
+        for command in (("check", doc), ("commit", doc, "--kb", tmp_path), ("verify", doc, "--run", doc)):
+            error = one_line_error(postmortem(*command))
+            assert error == (f"postmortem: error: {doc}: front matter is not YAML: unacceptable character "
+                             f"#x{ord(bad):04x}: special characters are not allowed (line {line})"), error

@@ -127,7 +127,10 @@ def front_matter(text: str) -> tuple[dict, str, list[str]]:
     end = text.find("\n---\n", 3)
     if end < 0:
         raise DocumentError("front matter is not closed with ---")
-    loader = _Unique(text[4:end])
+    try:
+        loader = _Unique(text[4:end])      # refuses a NUL or control character here already
+    except yaml.YAMLError as err:
+        raise DocumentError(f"front matter is not YAML: {_where(err, text)}") from None
     loader.duplicates = []
     try:
         front = loader.get_single_data() or {}
@@ -138,6 +141,15 @@ def front_matter(text: str) -> tuple[dict, str, list[str]]:
     if not isinstance(front, dict):
         raise DocumentError("front matter is not a mapping")
     return front, text[end + 5:], loader.duplicates
+
+
+def _where(err, text: str) -> str:
+    """A reader's refusal in one line, with the document's line of the character refused."""
+    first = str(err).splitlines()[0]
+    position = getattr(err, "position", None)
+    if position is None:
+        return first
+    return f"{first} (line {text[:4 + position].count(chr(10)) + 1})"
 
 
 def _split_front(text: str) -> tuple[dict, str]:
