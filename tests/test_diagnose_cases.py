@@ -178,10 +178,15 @@ def test_without_a_configured_schedule_the_decay_check_says_why(tmp_path):
     assert "no schedule configured" in checks(result)["A4.1"].detail
 
 
-def test_a_short_log_says_why_the_divergence_check_is_skipped(tmp_path):
+def test_a_short_log_is_judged_on_what_it_has_and_too_short_a_one_says_why(tmp_path):
+    """Issue 25: a 62-step climb is a divergence (windows of half the log), not 'needs 200'; a
+    log of 5 losses cannot be judged and says so with the numbers."""
     rows = [{"step": s, "loss": 3.0 + 0.01 * s} for s in range(62)]
-    b4 = checks(analyze(write(tmp_path, rows)))["B4"]
-    assert b4.status == "skipped" and b4.detail == "skipped: 62 steps logged, needs 200"
+    result = analyze(write(tmp_path, rows))
+    assert checks(result)["B4"].status == "fail"
+    assert [i.kind for i in result.incidents] == ["divergence"]
+    b4 = checks(analyze(write(tmp_path / "five", rows[:5])))["B4"]
+    assert b4.status == "skipped" and b4.detail == "skipped: 5 losses logged, needs 8"
 
 
 # --- 4. restarts and fine-tunes -----------------------------------------------------------

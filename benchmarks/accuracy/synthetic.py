@@ -163,9 +163,15 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
     else:
         onset = lo = spec.at
         hi = spec.at + spec.length + (2 if spec.kind == "long-tail-token" else 10)
-    return [{"kind": kind, "metric": metric, "cause": cause, "onset": onset,
-             "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured",
-             "optional": optional}]
+    out = [{"kind": kind, "metric": metric, "cause": cause, "onset": onset,
+            "range": [lo, min(hi, len(records) - 1)], "wide": spec.kind == "schedule-misconfigured",
+            "optional": optional}]
+    if spec.kind == "fp16-persistent":
+        # Adam on gradients that underflow may blow the loss up later: a true event, not asked for
+        out.append({"kind": "divergence", "metric": "loss", "cause": cause, "onset": hi,
+                    "range": [hi, len(records) - 1], "wide": True,
+                    "optional": True})
+    return out
 
 
 def _short_incidents(spec, records: list[dict]) -> list[dict]:
@@ -235,7 +241,8 @@ def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
         tol = max(3, 2 * unit) if not inc["wide"] else max(min(25, whole // 8), (rows[b][0] - rows[a][0]) // 4,
                                                              2 * unit)
         incidents.append({"kind": inc["kind"], "metric": inc["metric"], "cause": inc["cause"],
-                          **({"optional": True, "note": "the reset's rise is below the loss noise"}
+                          **({"optional": True, "note": "not caused on every seed (a reset's rise below the loss noise, a "
+                                                "climb the batch noise hides, a later blow-up)"}
                              if inc["optional"] else {}),
                           "step": rows[k0][0], "range": [rows[a][0], rows[b][0]],
                           "segment": segs[k0] if segs[-1] else None,

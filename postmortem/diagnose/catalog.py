@@ -161,8 +161,9 @@ def _bad_data(ctx, ev, f, e) -> None:
 
 def _lr_high(ctx, ev, f, e) -> None:
     if ev.kind == "divergence" and ev.notes.get("from_spike"):
+        # a blow-up that stays up says little of its cause by itself: half the weight
         e.add(True, "w_divergence", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
-              f"{ev.peak_step}, not back within {ctx.th.recovery_window} steps")
+              f"{ev.peak_step}, not back within {ctx.th.recovery_window} steps", half=True)
     elif ev.kind == "divergence":
         e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.get('rise', 0):.0%} from step "
               f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")

@@ -135,7 +135,27 @@ class Context:
                               floor=p.notes["to"], persistent_step=p.step)
             host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
         cascades.sort(key=lambda c: (c.segment, c.step))
-        return cascades, probes, drops
+        return self._within_collapse(cascades), probes, drops
+
+    def _within_collapse(self, cascades: list) -> list:
+        """Cascades while the scale stays below 1 after a persistent overflow are that same
+        overflow going on (counted on it), not incidents of their own."""
+        out = []
+        for c in cascades:
+            host = next((p for p in out if p.notes.get("persistent") == "below-1" and p.segment == c.segment
+                         and p.step < c.step and self.scale_before(c) < 1.0), None)
+            if host is None:
+                out.append(c)
+                continue
+            host.notes["later_cascades"] = host.notes.get("later_cascades", 0) + 1
+            host.notes["skipped"] = (host.notes.get("skipped") or 0) + (c.notes.get("skipped") or 0) or None
+        return out
+
+    def scale_before(self, c) -> float:
+        """The last logged loss scale at or before a cascade's first step (inf where none)."""
+        steps, sc = self.finite("loss_scale", c.segment) if self.has("loss_scale") else ((), ())
+        k = int(np.searchsorted(steps, c.step, side="right")) - 1 if len(steps) else -1
+        return float(sc[k]) if k >= 0 else float("inf")
 
     @cached_property
     def skips(self) -> np.ndarray:

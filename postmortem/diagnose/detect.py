@@ -118,8 +118,12 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None, unjudged: list | None
             t = np.array([typical[int(i)] for i in thin])
             rises = own[thin] & (loss[thin] > t + np.abs(t) * th.sparse_rise) if len(thin) else thin > 0
         # too little history to judge: said so (B2), never taken for calm
-        unjudged.extend((int(steps[i]), int(n[i]), seg) for i in thin[rises & (n[thin] < th.spike_min_history)])
-        sparse = thin[rises & (n[thin] >= th.spike_min_history)]
+        # a pasted snippet (or a point past a hole) has nothing better than the line or two
+        # before it; at the start of a log, fewer than `spike_min_history` is too little
+        pasted = len(loss) < 3 * th.spike_min_points or steps[thin] - steps[0] > window
+        enough = pasted | (n[thin] >= th.spike_min_history)
+        unjudged.extend((int(steps[i]), int(n[i]), seg) for i in thin[rises & ~enough])
+        sparse = thin[rises & enough]
         # Only the points that may stand out are judged against their window's mean and std
         at = _could_stand_out(loss, n, noise, min(th.spike_sigma, th.spike_sigma_big_rise))
         if len(sparse):
@@ -442,10 +446,11 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             continue
         noise = step_noise(loss, _block(steps, window, gap))
         if window < th.divergence_window:
-            # a short log: its slope is much of its step-to-step change (an epoch log falls
-            # smoothly), so the noise is the spread of the changes about their median
-            d = np.diff(loss)
-            noise = np.full(len(loss), 1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
+            # a short log: its slope is much of its step-to-step change and that slope changes
+            # (an epoch log falls fast, then slowly): the noise from the second differences,
+            # which a curve's slope does not reach (white noise: their std is sqrt 6 sigma)
+            d2 = np.diff(loss, 2) if len(loss) > 2 else np.diff(loss)
+            noise = np.full(len(loss), 1.4826 * np.median(np.abs(d2 - np.median(d2))) / np.sqrt(6))
         per = np.maximum(1.0, smooth_w / max(gap, 1e-9))
         noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
         need = th.divergence_sigma * noise_s
@@ -453,8 +458,13 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
             above = smooth - floor >= need
         if not (above.any() if could is None else (above & could).any()):
             continue
-        rising = np.zeros(len(smooth), dtype=np.int64)    # smoothed steps that went up so far
-        np.cumsum(smooth[1:] > smooth[:-1], out=rising[1:])
+        # smoothed steps that went up so far, each against the smoothed loss half a smoothing
+        # span before it (a rolling mean moves by one point's noise per step: step by step, a
+        # slow rise under per-step noise goes up only a little over half the time)
+        lag = max(1, int(per // 2))
+        rising = np.zeros(len(smooth), dtype=np.int64)
+        if len(smooth) > lag:
+            np.cumsum(smooth[lag:] > smooth[:-lag], out=rising[lag:])
         # Only points this far above the lowest so far can meet either rule (with a NaN in
         # the smoothed loss, the lowest is NaN from there on: then every point is judged).
         i = np.flatnonzero(above) if floor[-1] == floor[-1] else np.arange(len(steps))

@@ -79,8 +79,8 @@ def lr_off_trend(steps: np.ndarray, lr: np.ndarray, lo: float, hi: float, ratio:
             later = lr[i + 1:i + 4]
             if len(later) and np.all(np.abs(later / max(l2[k], 1e-30) - 1) < 0.25):
                 continue                    # a drop that holds: a step decay
-        if r[k] > 1 and steps[i] <= warmup_end and l1[k] > l0[k]:
-            continue                        # the ramp of warmup, steeper than a line
+        if 1 < r[k] < ratio * 2 and steps[i] <= warmup_end and l1[k] > l0[k]:
+            continue                        # the ramp of warmup, steeper than a line (not x3 off it)
         return (int(steps[i]), float(l2[k]), float(r[k])), None
     return None, (int(steps[idx[0]]), int(steps[idx[-1]]))
 
@@ -98,6 +98,12 @@ def nearest_cascade(ctx: Context, ev: Event) -> Event | None:
     return min(near, key=lambda t: t[:2])[2] if near else None
 
 
+def ongoing_collapse(ctx: Context, ev: Event) -> Event | None:
+    """A persistent overflow (a scale below 1) before the incident that still holds at it."""
+    return next((c for c in ctx.cascades if c.segment == ev.segment and c.notes.get("persistent") == "below-1"
+                 and c.step <= ev.step and ctx.scale_before(ev) < 1.0), None)
+
+
 def measure(ctx: Context, ev: Event) -> Features:
     f = Features()
     h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, ev.last + 50)
@@ -106,7 +112,7 @@ def measure(ctx: Context, ev: Event) -> Features:
         gn = h.grad_norm.to_numpy()
         before = np.isfinite(gn) & (st < ev.step) & (st >= ev.step - ctx.th.spike_window)
         at = np.isfinite(gn) & _near(st, ev.step - 2, ev.last)
-        if before.sum() >= 3 and at.any():
+        if before.sum() >= 3 and at.any() and np.mean(gn[before]) > 0:
             k = np.flatnonzero(at)[np.argmax(gn[at])]
             f.gn_at, f.gn_at_step = float(gn[k]), int(st[k])
             f.gn_ratio = f.gn_at / float(np.mean(gn[before]))
@@ -128,7 +134,7 @@ def measure(ctx: Context, ev: Event) -> Features:
     for r in ctx.resumes:
         if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
             f.after_resume = (ev.step - r["step"], r["step"], r["how"])
-    f.cascade = nearest_cascade(ctx, ev)
+    f.cascade = nearest_cascade(ctx, ev) or ongoing_collapse(ctx, ev)
     if "skipped" in h:
         f.skipped = float(h[_near(st, ev.step, ev.last + 5)].skipped.fillna(0).sum())
     if "batch_hash" in h and h.batch_hash.notna().any():

@@ -48,6 +48,12 @@ def regime(log: RunLog, skips: np.ndarray) -> Regime:
         up = int((values[1:] > values[:-1]).sum())
         down = int((values[1:] < values[:-1]).sum())
         return Regime(False, f"dynamic loss scaling (the logged scale moves: {down} fall(s), {up} rise(s))")
+    said = f.overflows.to_numpy(dtype=float, na_value=np.nan) if "overflows" in f else np.empty(0)
+    if np.nansum(said) > 0 and not (isinstance(fixed, (int, float)) and fixed > 0):
+        # the scaler's own overflow messages ('reducing to'): each a halving, the scale
+        # regrown between them where it reads the same each time
+        return Regime(False, f"dynamic loss scaling ({int(np.nansum(said))} overflow message(s), each "
+                             "a halving of the scale)")
     if isinstance(fixed, (int, float)) and not isinstance(fixed, bool) and fixed > 0:
         return Regime(True, f"a static loss scale of {fixed:g} (config {key}): dynamic scaling is not engaged")
     if len(values) >= 3:
@@ -74,7 +80,8 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
     seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
     sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan)
     for seg in np.unique(seg_all):
-        rows = np.flatnonzero((seg_all == seg) & np.isfinite(sc_all) & (sc_all > 0))
+        # (a scale printed as 0.0, Megatron's `loss scale: {:.1f}`, is below the log's precision)
+        rows = np.flatnonzero((seg_all == seg) & np.isfinite(sc_all) & (sc_all >= 0))
         if len(rows) < 2:
             continue
         sc, st = sc_all[rows], st_all[rows]
@@ -83,8 +90,10 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
         below = np.flatnonzero(sc < 1.0)
         if len(below):
             i = int(below[0])
-            halvings = float(np.log2(max(sc[:i + 1].max(), 1.0) / sc.min()))
-            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[int(np.argmin(sc))]),
+            low = sc[sc > 0].min() if (sc > 0).any() else 0.0
+            halvings = float(np.log2(max(sc[:i + 1].max(), 1.0) / low)) if 0 < low < 1 else float(th.cascade_halvings)
+            # a point in time: where the scale was first seen below 1 (it stays there)
+            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]),
                              float(sc.min()), float(sc[i]), notes={
                                  "from": float(sc[i]), "to": float(sc.min()), "halvings": halvings,
                                  "skipped": float(sk[i:].sum()) or None, "after": int(st[i - 1]) if i else None,
@@ -111,7 +120,9 @@ def persistent_words(e: Event) -> str:
     n = e.notes
     if n.get("persistent") == "below-1":
         where = "when the log begins" if n.get("at_start") else f"from step {e.step}"
-        return (f"loss scale below 1 {where} ({n['from']:g}, down to {n['to']:g}): persistent overflow, "
+        shown = lambda v: f"{v:g}" if v > 0 else "0.0 as printed"  # noqa: E731
+        more = f", {n['later_cascades']} more cascade(s) while it stays there" if n.get("later_cascades") else ""
+        return (f"loss scale below 1 {where} ({shown(n['from'])}, down to {shown(n['to'])}{more}): persistent overflow, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
     return (f"{n['skipped']:.0f} step(s) skipped at the scale's floor ({n['to']:g}) from step {e.step}: "

@@ -185,6 +185,8 @@ def a_loss_moves(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     steps, loss = ctx.series("loss", 0)
+    if not len(steps):
+        return skip("no training loss in the log's first segment")
     # "early" is early in training: a log that starts later cannot say the loss moved then
     if (first := _starts_late(ctx, steps)) is not None:
         return skip(f"the log starts at step {first}, not at the start of training: it cannot "
@@ -347,11 +349,11 @@ def b_loss_scale(ctx: Context) -> Outcome:
     if not ev:
         return "pass", f"no cascade; {routine}; {how}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
-        persistent_words(e) if e.notes.get("persistent") and e.notes.get("halvings") == 0 else
+        persistent_words(e) if e.notes.get("persistent") and "persistent_step" not in e.notes else
         (f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings"
          + (f", {e.notes['skipped']:.0f} skipped" if e.notes.get("skipped") else "") + ")"
          if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)")
-        + (f"; {persistent_words(e)}" if e.notes.get("persistent") == "below-1" else "")
+        + (f"; {persistent_words(e)}" if "persistent_step" in e.notes else "")
         for e in ev[:4]) + f"; {routine}; {how}"
 
 
