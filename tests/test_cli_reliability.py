@@ -36,3 +36,37 @@ def test_a_nul_or_control_character_in_the_front_matter_is_one_line(tmp_path):
             error = one_line_error(postmortem(*command))
             assert error == (f"postmortem: error: {doc}: front matter is not YAML: unacceptable character "
                              f"#x{ord(bad):04x}: special characters are not allowed (line {line})"), error
+
+
+KILLED_AT_GIT_COMMIT = """
+import os, signal, sys
+from pathlib import Path
+from postmortem.document.markdown import read, render
+from postmortem.kb import repo
+real = repo._git
+def _git(r, args, *a, **kw):
+    if args[0] == "commit":                  # the files are written, the journal too: kill -9 now
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(r, args, *a, **kw)
+repo._git = _git
+pm = read(sys.argv[1])
+repo.commit(pm, render(pm), "ada", Path(sys.argv[2]))
+"""
+
+
+def test_a_commit_killed_half_way_is_never_shown_by_lessons(tmp_path):
+    import git
+
+    from test_kb_commit import IDENTITY
+    from worked_example import as_learners
+    kb = tmp_path / "kb"
+    git.Repo.init(kb, initial_branch="main")
+    env = {**__import__("os").environ, **IDENTITY}
+    r = subprocess.run([sys.executable, "-c", KILLED_AT_GIT_COMMIT, as_learners(tmp_path / "d"), kb],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == -9, r.stderr
+    assert (kb / "learners" / "ada" / "lessons.md").exists()           # half-made, in the tree
+    r = postmortem("lessons", "--kb", kb, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["count"] == 0, r.stdout
+    assert not (kb / "learners").exists() and not (kb / ".git" / "postmortem-commit").exists()
+    assert git.Repo(kb).git.status("--porcelain") == ""

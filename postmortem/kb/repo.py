@@ -43,11 +43,28 @@ class Committed:
 
 
 def kb_root(start: Path) -> Path:
-    """The repository's root when `start` is inside one (where learners/ lives), else `start`."""
+    """The repository's root when `start` is inside one (where learners/ lives), else `start`.
+    Every read of the knowledge base comes through here: a commit killed half-way is settled
+    first (recover_interrupted), so that nothing uncommitted is shown."""
     try:
-        return Path(open_repo(start).working_tree_dir)
+        repo = open_repo(start)
     except KBError:
         return Path(start)
+    recover_interrupted(repo)
+    return Path(repo.working_tree_dir)
+
+
+def recover_interrupted(repo) -> str | None:
+    """What a commit killed half-way left (its journal in the git directory) put back, or found
+    committed, as the next commit would do it; nothing while a commit runs (it holds the lock)
+    or when the recovery cannot be made now (the next commit makes it)."""
+    if not (_git_dir(repo) / _TXN).exists():
+        return None
+    try:
+        with repo_lock(repo, wait_s=0):
+            return Journal(repo).recover()
+    except (KBError, OSError):
+        return None
 
 
 def open_repo(start: Path, init: bool = False):
