@@ -1,0 +1,103 @@
+"""A real `mlflow server` on 127.0.0.1 (SQLite backend in a temp dir, a free port, stopped at the
+end): runs logged to it with MLflow's client, read back by URI, one at a time and all at once."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from postmortem.run import read_run
+from postmortem.run.store import SeveralRuns
+from test_stores_frameworks import log_mlflow_runs, same_as_mlflow
+
+pytestmark = pytest.mark.slow
+mlflow = pytest.importorskip("mlflow")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`mlflow server` on a free port; waits at most 90 s for it to answer, stopped at the end."""
+    root = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    proc = subprocess.Popen([str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port),
+                             "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+                             "--default-artifact-root", str(root / "artifacts"), "--workers", "1"],
+                            cwd=root, stdout=open(root / "server.log", "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("mlflow server did not start: " + (root / "server.log").read_text()[-2000:])
+            time.sleep(0.5)
+        made = log_mlflow_runs(uri)
+        yield uri, made
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)       # the server and its worker, by their group
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def pm(*args):
+    return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_every_run_reads_the_points_the_client_logged(server):
+    uri, made = server
+    with pytest.raises(SeveralRuns) as err:
+        read_run(uri)
+    assert sorted(r.id for r in err.value.runs) == sorted(made)
+    for rid, history in made.items():
+        log = read_run(uri, run=rid)
+        assert log.source.format == "mlflow-server" and log.source.extras["mlflow_run_id"] == rid
+        same_as_mlflow(log, history)
+    nan_run = read_run(uri, run="fp16-1")
+    assert nan_run.nan_mask("loss").sum() == 1 and np.isposinf(nan_run.frame.loss).sum() == 1
+    assert len(read_run(uri, run="baseline-1").segments()) == 2      # the resumed stretch
+
+
+def test_cli_lists_picks_and_scans(server, tmp_path):
+    uri, made = server
+    r = pm("analyze", uri)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 + len(made) and f"analyze {uri} --run ID" in lines[0]
+    r = pm("info", uri, "--run", "fp16-1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["run"]["format"] == "mlflow-server", r.stderr
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "postmortem", "runs", uri, "--json"], capture_output=True,
+                       text=True, timeout=300, env=env)
+    rows = json.loads(r.stdout)["runs"]
+    assert r.returncode == 0 and sorted(x["id"] for x in rows) == sorted(made), r.stderr
+    nan_row = next(x for x in rows if x["name"] == "fp16/fp16-1")
+    assert nan_row["incidents"] >= 1 and nan_row["kind"] == "nan"
+
+
+def test_a_server_that_is_not_there_is_one_line():
+    r = pm("info", f"http://127.0.0.1:{free_port()}")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
