@@ -11,7 +11,7 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
   { echo "scripts/setup.sh: needs Python 3.10 or newer as python3 (found $(python3 --version 2>&1))" >&2; exit 2; }
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[replay,hf,lightning,figure,dev]'
+.venv/bin/python -m pip install -q -e '.[replay,hf,lightning,figure,mlflow,wandb,dev]'
 .venv/bin/postmortem analyze "$run"
 
 cat <<NEXT
