@@ -132,3 +132,31 @@ async def test_the_dashboard_paints_the_kept_view_then_the_fresh_one(cache, run)
         panels = [p.column for p in app.screen.query(MetricPanel)]
         assert len(panels) == len(set(panels)) and "loss" in panels          # drawn once, not twice
         assert all(p.marks == [250] for p in app.screen.query(MetricPanel))
+
+
+class _Evil:
+    """What someone else could leave in the cache folder: a pickle that runs a command."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_kept_file_that_would_run_code_is_refused_before_anything_runs(cache, run, tmp_path):
+    (_, view), _ = open_once(run)
+    (entry,) = cache.glob("*.pickle")
+    kept = viewcache.load(entry.read_bytes())          # what the cache holds reads back as a view
+    assert viewcache.lookup(str(run), None, [], {}) is not None and kept["view"].run_id == view.run_id
+    marker = tmp_path / "ran"
+    entry.write_bytes(pickle.dumps({"code": kept["code"], "stamps": kept["stamps"], "view": _Evil(marker)}))
+    assert viewcache.lookup(str(run), None, [], {}) is None
+    entry.write_bytes(pickle.dumps(_Evil(marker)))
+    assert viewcache.lookup(str(run), None, [], {}) is None
+    with pytest.raises(pickle.UnpicklingError, match="posix.system is not part of a view"):
+        viewcache.load(entry.read_bytes())
+    assert not marker.exists()
+    # the loader opens the run as if nothing had been kept
+    (kind, again), handed = open_once(run)
+    assert kind == "view" and again.run_id == view.run_id and not marker.exists()

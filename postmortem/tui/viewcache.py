@@ -6,6 +6,9 @@ frame early, it never decides what the dashboard ends up showing. A view is kept
 size and modification time of every file it came from (and of the folders holding them, so
 a file added to the run is seen) and with a fingerprint of postmortem's own code; any of
 them changed, it is not used. Only the standard library (and postmortem.files) is imported here.
+
+A kept file is read back by an unpickler that builds nothing but the view's own dataclasses
+and arrays (`_ViewOnly`): a file put in the cache folder by someone else cannot run code.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import io
 import os
 import pickle
 import time
@@ -82,13 +86,36 @@ def sources(run: str, files: list[str]) -> list[str]:
     return sorted(paths)
 
 
+class _ViewOnly(pickle.Unpickler):
+    """Pickle's reader limited to what a view is made of: the dataclasses of tui/view.py and
+    array.array (with its reconstructor); any other global (os.system, builtins.eval, a
+    class with a __reduce__ of its own) is refused before anything is called."""
+
+    def find_class(self, module: str, name: str):
+        if module == "array" and name in ("array", "_array_reconstructor"):
+            return super().find_class(module, name)
+        if module == "postmortem.tui.view":
+            import dataclasses
+
+            from postmortem.tui import view
+            found = getattr(view, name, None)
+            if isinstance(found, type) and dataclasses.is_dataclass(found):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not part of a view")
+
+
+def load(data: bytes):
+    """A kept entry back from its bytes, through _ViewOnly."""
+    return _ViewOnly(io.BytesIO(data)).load()
+
+
 def lookup(run: str, format: str | None, against: list[str], columns: dict):
     """The view kept for these options when nothing it came from has changed, else None;
     a damaged or foreign entry is None too."""
     path = _entry(run, format, against, columns)
     try:
         with open(path, "rb") as f:
-            kept = pickle.load(f)
+            kept = load(f.read())
         if kept["code"] != code_fingerprint() or kept["stamps"] != _stamps(s for s, *_ in kept["stamps"]):
             return None
         os.utime(path)                             # recently opened: kept longer
