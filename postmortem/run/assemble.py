@@ -208,15 +208,13 @@ def _warmup_again(lr: np.ndarray) -> np.ndarray:
     n = len(lr)
     if n < 5:
         return np.empty(0, dtype=np.int64)
-    peak = np.fmax.accumulate(np.where(np.isfinite(lr), lr, -np.inf))
-    i = np.arange(1, n - 3)
-    cur, before = lr[i], lr[i - 1]
-    fall = (cur < 0.4 * before) & (cur <= 0.3 * peak[i - 1]) & (before > 0)
-    if not fall.any():
+    with np.errstate(invalid="ignore"):
+        i = np.flatnonzero(lr[1:n - 3] < 0.4 * lr[:n - 4]) + 1     # one pass: falls are rare
+    if not len(i):
         return np.empty(0, dtype=np.int64)
-    i = i[fall]
-    climbs = (lr[i + 1] > lr[i]) & (lr[i + 2] > lr[i + 1]) & (lr[i + 3] > lr[i + 2])
-    return i[climbs]
+    i = i[(lr[i + 1] > lr[i]) & (lr[i + 2] > lr[i + 1]) & (lr[i + 3] > lr[i + 2])]
+    peak = np.fmax.accumulate(lr)
+    return i[lr[i] <= 0.3 * peak[i - 1]] if len(i) else i
 
 
 _RELAUNCH_SAYERS = ("loss", "grad_norm", "lr")
