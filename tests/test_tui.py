@@ -9,8 +9,8 @@ import pytest
 
 from pilots import opened
 from postmortem.tui.app import PostmortemApp
+from postmortem.tui.focus import MARK
 from postmortem.tui.widgets.decimate import decimate, with_breaks
-from postmortem.tui.dialogs import ErrorScreen
 from postmortem.tui.session import Session
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -29,7 +29,8 @@ async def test_dashboard_of_a_sample_run():
         table = app.screen.query_one("#incidents")
         assert table.row_count == 1 and str(table.get_row_at(0)[3]) == "long-tail-token"
         assert [str(c) for c in table.get_row_at(0)[:3]] == ["250", "spike", "x3.96"]   # 1.30 -> 5.16
-        assert app.screen.query_one("#checks").row_count == len(app.session.analysis.checks)
+        analysis = app.session.analysis              # the reader's warnings first, then every check
+        assert app.screen.query_one("#checks").row_count == len(analysis.run.warnings) + len(analysis.checks)
         await pilot.press("z")
         assert app.dashboard.zoomed and all(p.window == (150, 300) for p in app.screen.query(MetricPanel))
         await pilot.press("right", "right", "shift+right")
@@ -109,16 +110,25 @@ async def test_a_key_pressed_before_the_run_is_handed_over_acts_once_it_is():
         assert type(app.screen).__name__ == "EditorScreen" and app.dashboard.waiting == []
 
 
-@pytest.mark.asyncio
-async def test_the_loader_process_reports_an_unreadable_run(tmp_path):
+def test_the_loader_process_says_an_unreadable_run_before_the_app_would_start(tmp_path):
+    """`postmortem tui` asks the loader before the app takes the terminal: its first word is
+    the one line, and a readable run's first word lets the app start at once."""
     from postmortem.tui.loader import Loader
     bad = tmp_path / "junk.bin"
     bad.write_bytes(b"\x00\x01" * 100)
-    app = PostmortemApp(str(bad), loader=Loader(str(bad)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await opened(app, pilot)
-        assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
-        assert "unknown format" in app.session.error
+    loader = Loader(str(bad))
+    try:
+        assert "unknown format" in loader.problem()
+    finally:
+        loader.close()
+    loader = Loader(str(ROOT / "sample_runs" / "long-tail-token"), terminal=(120, 40))
+    try:
+        assert loader.problem() is None
+        kind, view = loader.first()                # the word "read" is not a view: passed over
+        assert kind == "view" and view.incidents[0].step == 250
+        assert loader.run()[0] == "run"
+    finally:
+        loader.close()
 
 
 @pytest.mark.asyncio
@@ -128,18 +138,82 @@ async def test_a_run_with_no_incident_still_shows_its_panels():
         await opened(app, pilot)
         assert app.screen.query(MetricPanel) and app.dashboard.incident is None
         assert "no incident" in str(app.screen.query_one("#status").render())
-        assert app.screen.query_one("#incidents").border_title.startswith("incidents: none")
+        assert app.screen.query_one("#incidents").border_title.removeprefix(MARK).startswith("incidents: none")
 
 
 @pytest.mark.asyncio
-async def test_a_run_that_cannot_be_read_opens_an_error_screen(tmp_path):
+async def test_an_app_whose_run_cannot_be_read_leaves_with_exit_code_2(tmp_path):
+    """No app under a modal with a status stuck on "reading...": it leaves, and `run` says the
+    one line (a loader started by the app itself, as `python -m postmortem.tui.app` does)."""
     bad = tmp_path / "junk.bin"
     bad.write_bytes(b"\x00\x01" * 100)
     app = PostmortemApp(str(bad))
     async with app.run_test(size=(80, 24)) as pilot:
         await opened(app, pilot)
-        assert isinstance(app.screen, ErrorScreen) and "unknown format" in app.screen.message
-        assert "unknown format" in app.session.error       # what `postmortem tui` prints on leaving, exit 2
+        await pilot.pause()
+    assert app.return_code == 2 and "unknown format" in app.session.error
+
+
+def in_a_terminal(cmd: list[str], seconds: float = 60.0) -> tuple[int, bytes]:
+    """Run `cmd` in a pseudo-terminal of 100x30: (exit code, all it wrote)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(cmd[0], cmd)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    out, start = b"", time.monotonic()
+    try:
+        while time.monotonic() - start < seconds:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:                         # the child ended
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        else:
+            os.kill(pid, 9)
+    finally:
+        os.close(fd)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), out
+
+
+@pytest.mark.slow
+def test_postmortem_tui_on_an_unreadable_run_is_one_line_and_exit_2_before_the_app(tmp_path):
+    bad = tmp_path / "junk.bin"
+    bad.write_bytes(b"\x00\x01" * 100)
+    for run in (bad, tmp_path / "no-such-run"):
+        code, out = in_a_terminal([str(Path(sys.executable).parent / "postmortem"), "tui", str(run)])
+        lines = [line for line in out.decode().splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"postmortem: error: {run}"), (code, out)
+        assert b"\x1b[?1049h" not in out                 # the terminal's other screen never taken
+
+
+@pytest.mark.asyncio
+async def test_the_readers_warnings_are_on_the_dashboard(tmp_path):
+    """A torn last line (the run still being written, or cut): the reader's warning is a row of
+    the checks table, said in its title, and whole under the tables when highlighted."""
+    import json
+    rows = [json.dumps({"step": s, "loss": 2.0 - s / 1e4}) for s in range(300)]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(rows) + '\n{"step": 300, "lo')
+    app = PostmortemApp(str(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        warnings = app.session.analysis.run.warnings
+        assert any("cut" in w or "torn" in w or "last line" in w for w in warnings), warnings
+        checks = app.screen.query_one("#checks")
+        assert f"checks: {len(warnings)} warning" in str(checks.border_title)
+        read = [row for row in checks.rows_text if row[0] == "read"]
+        assert [row[2] for row in read] == warnings and all(row[1] == "warn" for row in read)
+        checks.focus()
+        await pilot.pause()
+        assert warnings[0] in " ".join(str(app.screen.query_one("#row-detail").render()).split())
 
 
 def test_decimation_keeps_every_spike_point():
@@ -452,12 +526,32 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
         loss = app.screen.query_one("#panel-loss", MetricPanel)
         assert app.dashboard.incident.step == 500 and app.dashboard.incident.segment == 0
         assert loss.steps.max() == 599 and loss.value_at(500) == (9.0, 500)
-        assert "segment 0" in str(app.screen.query_one("#status").render())
+        assert "drawn: segment 1/2, steps 0-599" in str(app.screen.query_one("#status").render())
         await pilot.press("n")
         assert app.dashboard.incident.step == 800 and app.dashboard.segment == 1
         assert loss.steps.max() == 900 and loss.value_at(800) == (4.5, 800)
         assert loss.value_at(500)[0] < 3.2                   # the rolled-back spike is not this history
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
+
+
+@pytest.mark.asyncio
+async def test_the_segment_drawn_is_said_and_the_others_are_a_key_away(tmp_path):
+    """A resumed run: the status line says which segment the panels draw and its steps, and
+    [ ] draw the run up to another segment's end, every panel over the same steps."""
+    app = PostmortemApp(session=Session.read(str(rolled_back_run(tmp_path))))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        status = lambda: str(app.screen.query_one("#status").render())     # noqa: E731
+        loss = app.screen.query_one("#panel-loss", MetricPanel)
+        assert "drawn: segment 1/2, steps 0-599 ([ ] others)" in status()
+        await pilot.press("right_square_bracket")
+        assert app.dashboard.segment == 1 and loss.steps.max() == 900
+        assert "drawn: segment 2/2, steps 0-900" in status() and app.dashboard.incident.step == 500
+        assert {p.drawing(p.size.width).xlim for p in app.screen.query(MetricPanel)} == {(0, 900)}
+        await pilot.press("right_square_bracket")                           # the last: it stays
+        assert app.dashboard.segment == 1
+        await pilot.press("left_square_bracket")
+        assert app.dashboard.segment == 0 and loss.steps.max() == 599 and "segment 1/2" in status()
 
 
 @pytest.mark.asyncio
@@ -565,7 +659,9 @@ async def test_zoomed_every_panel_spans_the_incident_window_logged_there_or_not(
         assert ("500" in str(app.screen.query_one("#status").render()))
         await pilot.press("z")
         unzoomed = {p.panel: p.drawing(p.size.width) for p in app.screen.query(MetricPanel)}
-        assert all(d.xlim is None for d in unzoomed.values()) and unzoomed["loss"].yticks is not None
+        # unzoomed too, every panel spans the run's steps, the metric logged once included
+        assert {d.xlim for d in unzoomed.values()} == {(0, 999)} and unzoomed["loss"].yticks is not None
+        assert unzoomed["lr"].xticks == unzoomed["loss"].xticks
 
 
 def test_the_preview_shows_the_front_matter_as_a_yaml_block():

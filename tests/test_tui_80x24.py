@@ -34,7 +34,7 @@ async def test_the_workflow_keys_are_on_screen_at_80x24(tmp_path):
         await opened(app, pilot)
         await pilot.pause()
         line = footer_line(app)
-        for key in ("e Write", "r Replay", "l Lessons", "z Zoom", "n/p Incident", "f1 Help", "^q Quit", "^p palette"):
+        for key in ("e Write", "r Replay", "c Causes", "l Lessons", "n/p Incident", "f1 Help", "^q Quit", "^p palette"):
             assert key in line, line
         # whatever has the focus on the dashboard, the keys stay
         await pilot.press("tab", "tab")

@@ -102,7 +102,7 @@ async def test_from_the_spike_to_a_committed_postmortem(repo):
         await pilot.press("shift+up")
         assert [h.pattern for h in table.hypotheses] == [h.pattern for h in pm.hypotheses]
         target = table.hypotheses[1].pattern
-        await pilot.press("d")
+        await pilot.press("ctrl+d")
         await pilot.press(*"ruled out by the swap", "enter")
         assert table.hypotheses[1].dismissed == "ruled out by the swap"
         # section 5: the pattern's usual remedies, enter adds one

@@ -126,7 +126,7 @@ async def test_the_dashboard_paints_the_kept_view_then_the_fresh_one(cache, run)
         # handed over means the fresh view painted, its panels in: nothing more to wait for
         assert app.dashboard.view.incidents and app.screen.query(MetricPanel)
         table = app.screen.query_one("#incidents")
-        assert table.border_title == "incidents" and table.row_count == 1
+        assert table.border_title.removeprefix("▶ ") == "incidents" and table.row_count == 1
         assert app.dashboard.incident.step == 250
         assert "spike at step 250" in str(app.screen.query_one("#status").render())
         panels = [p.column for p in app.screen.query(MetricPanel)]

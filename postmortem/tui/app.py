@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
+from postmortem.tui import focus
 from postmortem.tui.dialogs import HelpScreen
 from postmortem.tui.screens.dashboard import DashboardScreen
 from postmortem.tui.session import Session
@@ -23,7 +24,8 @@ class PostmortemApp(App):
     DASHBOARD = DashboardScreen
     NOTIFICATION_TIMEOUT = 3          # a toast says its word and goes (warnings and errors: 6 s)
     # last in every footer, after the screen's own keys; t and l are everywhere but shown only
-    # where they are the workflow (the dashboard shows l; the palette lists both)
+    # where they are the workflow (the dashboard shows l; the palette lists both), and act
+    # only where nobody types (check_action)
     BINDINGS = [
         Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain every panel of this screen"),
         Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
@@ -69,6 +71,18 @@ class PostmortemApp(App):
         if self.loader is not None:
             self.loader.close()                # the app quit before the child was done
 
+    def check_action(self, action: str, parameters) -> bool | None:
+        """t and l are letters: on a screen where a person types they are the text's."""
+        if action in ("toggle_theme", "lessons") and focus.types_here(self.screen):
+            return False
+        return True
+
+    def on_descendant_focus(self, event) -> None:
+        focus.mark(event.widget, True)
+
+    def on_descendant_blur(self, event) -> None:
+        focus.mark(event.widget, False)
+
     def action_help(self) -> None:
         from postmortem.tui.help import describe
         if isinstance(self.screen, HelpScreen):
@@ -101,7 +115,14 @@ class PostmortemApp(App):
 
 def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = (),
         loader=None, columns: dict | None = None, settings=None) -> int:
-    """Run the app; a run that could not be read leaves its one line on stderr and exit code 2."""
+    """Run the app; a run that cannot be read is its one line on stderr and exit code 2, said
+    before the app takes the terminal when the loader process says so first (it nearly
+    always does: reading is what fails)."""
+    why = loader.problem() if loader is not None else None
+    if why is not None:
+        loader.close()
+        print(f"postmortem: error: {why}", file=sys.stderr)
+        return 2
     app = PostmortemApp(path, format, device=device, against=against, loader=loader, columns=columns)
     if settings is not None:             # kb.settings: where post-mortems go, and who writes them
         app.session.use_settings(settings)

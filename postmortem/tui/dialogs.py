@@ -1,4 +1,4 @@
-"""The small modal screens: a run that cannot be read, the help of a panel, one line asked
+"""The small modal screens: the help of a panel, an incident's causes whole, one line asked
 of the author, a yes or no."""
 
 from __future__ import annotations
@@ -8,19 +8,6 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
-
-
-class ErrorScreen(ModalScreen):
-    """A run that cannot be read: the one-line reason, not a traceback."""
-
-    BINDINGS = [Binding("escape,q", "app.quit", "Quit", id="error.quit", tooltip="Leave postmortem")]
-
-    def __init__(self, message: str):
-        super().__init__()
-        self.message = message
-
-    def compose(self) -> ComposeResult:
-        yield Static(f"[b]Cannot read this run[/b]\n\n{self.message}\n\nPress q to quit.", id="error")
 
 
 class HelpScreen(ModalScreen):
@@ -80,3 +67,19 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class CausesScreen(ModalScreen):
+    """Every cause of one incident, ranked, with its evidence for and against (c or escape
+    closes): the dashboard's causes pane whole, at any terminal size."""
+
+    BINDINGS = [Binding("escape,c", "app.pop_screen", "Close", id="causes.close", tooltip="Back to the dashboard")]
+
+    def __init__(self, title: str, text: str):
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="causes-all") as scroll:
+            scroll.border_title = f"{self.title_text}: escape closes"
+            yield Static(self.text, id="causes-all-text")

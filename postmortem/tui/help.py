@@ -22,14 +22,18 @@ PANELS = {
                     "terminal has room for): the layer that spikes first is where to look."),
     "incidents": ("incidents", "The incidents analyze found: step, kind, how much the loss rose, the top "
                   "cause. Enter marks the highlighted one on every chart; n and p step through them."),
-    "checks": ("checks", "Tree A and tree B: every node pass (ok), FAIL (and the pattern it points to) or "
-               "skipped (-), and why."),
+    "causes": ("causes", "The highlighted incident's causes ranked by score, each with what the run shows "
+               "for (+) and against (-) it, and first the experiments that tell the top two apart; c shows "
+               "every cause on its own screen (at 80x24 the pane is left out: c is the way)."),
+    "checks": ("checks", "What the reader noticed (warn: a cut last line, a column guessed), then tree A "
+               "and tree B: every node pass (ok), FAIL (and the pattern it points to) or skipped (-), "
+               "and why."),
     "row-detail": ("the row whole", "The highlighted incident or check, whole: the tables cut long rows."),
     "status": ("status line", "The incident marked, the cursor's step and every chart's value there."),
     "symptoms": ("1. Symptoms", "What the run shows at the incident, from the log; f5 derives it again."),
     "unusual_tokens": ("unusual tokens", "The tokens you saw in the batch; the log names none."),
-    "hypotheses": ("2. Hypotheses", "Ranked by the diagnosis and the replay: shift+up/down reorder, d "
-                   "dismisses with a reason (d again restores), a adds one as pattern | panel | observation."),
+    "hypotheses": ("2. Hypotheses", "Ranked by the diagnosis and the replay: shift+up/down reorder, ctrl+d "
+                   "dismisses with a reason (again: restores), ctrl+n adds one as pattern | panel | observation."),
     "hypothesis-detail": ("the hypothesis whole", "The highlighted hypothesis, what the run shows for (+) "
                           "and against (-) it, and what would tell it apart."),
     "pattern": ("pattern of the root cause", "One of the catalog's patterns (tab completes); its usual "
@@ -65,7 +69,8 @@ def help_key(widget) -> str | None:
     if isinstance(widget, MetricPanel):
         key = f"chart:{widget.panel}"
         return key if widget.column.replace("_", "-") == widget.panel else "chart:layer"
-    if type(widget).__name__ == "TextArea" and widget.parent is not None and widget.parent.id == "editor":
+    from textual.widgets import TextArea
+    if isinstance(widget, TextArea) and widget.parent is not None and widget.parent.id == "editor":
         return "section"            # before the ids: the evidence section is not the replay's table
     wid = getattr(widget, "id", None)
     return wid if wid in PANELS else None

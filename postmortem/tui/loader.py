@@ -4,9 +4,12 @@ drawn from plain arrays and rows before the app has imported pandas or pydantic 
 
 The child writes pickles on its stdout: ("view", FirstView) as soon as it has one (the view
 kept from the last opening of the same run, see viewcache.py, before pandas is imported),
-("view", FirstView) again when the fresh one differs from it, then ("run", RunLog, Analysis)
-for the editor, the replay and the segments; or ("error", line). Only the standard library
-is imported here: the CLI starts the child before Textual.
+("read",) once the run is read (before it is analyzed), ("view", FirstView) again when the
+fresh one differs from the kept one, then ("run", RunLog, Analysis) for the editor, the
+replay and the segments; or ("error", line). `postmortem tui` waits for the first of them
+before the app takes the terminal (`problem`): a run that cannot be read is its one line and
+exit code 2, never an app. Only the standard library is imported here: the CLI starts the
+child before Textual.
 """
 
 from __future__ import annotations
@@ -29,19 +32,36 @@ class Loader:
         self._stderr = tempfile.TemporaryFile()      # a file, not a pipe: it never blocks the child
         self.proc = subprocess.Popen(command("postmortem.tui.loader"),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._pending: list[tuple] = []              # messages read ahead (problem, ready)
         try:
             self.proc.stdin.write(pickle.dumps((run, format, list(against), columns or {}, terminal)))
             self.proc.stdin.close()
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
 
+    def problem(self) -> str | None:
+        """Wait for the child's first word: None when the run is on its way (it was read, or
+        a view kept from an earlier opening came), else the one line why it cannot be read.
+        The app starts after it, so Textual's import still overlaps the read."""
+        message = self._receive()
+        if message[0] != "read":
+            self._pending.append(message)
+        return message[1] if message[0] == "error" else None
+
     def ready(self) -> bool:
-        """Whether the child has written its first message (it can be read without waiting)."""
+        """Whether the child has written its first view or error (it can be read without
+        waiting); a ("read",) before it is passed over."""
         import select
-        try:
-            return bool(select.select([self.proc.stdout], [], [], 0)[0])
-        except (ValueError, OSError):             # closed
-            return False
+        while not self._pending:
+            try:
+                if not select.select([self.proc.stdout], [], [], 0)[0]:
+                    return False
+            except (ValueError, OSError):             # closed
+                return False
+            message = self._receive()
+            if message[0] != "read":
+                self._pending.append(message)
+        return True
 
     def first(self) -> tuple:
         """("view", FirstView) or ("error", one line)."""
@@ -64,6 +84,14 @@ class Loader:
         return message if message[0] == "error" else ("error", "the loader process sent no run")
 
     def _next(self) -> tuple:
+        """The next view, run or error (the word that the run was read is passed over)."""
+        while not self._pending:
+            message = self._receive()
+            if message[0] != "read":
+                return message
+        return self._pending.pop(0)
+
+    def _receive(self) -> tuple:
         try:
             return pickle.load(self.proc.stdout)
         except (EOFError, pickle.UnpicklingError, ValueError):     # ValueError: closed meanwhile
@@ -85,9 +113,10 @@ class Loader:
 
 
 def read_and_analyze(run: str, format: str | None = None, against: list[str] = (),
-                     columns: dict | None = None):
+                     columns: dict | None = None, on_read=None):
     """(RunLog, Analysis, FirstView) of `run`: what the child does, and what a test that hands
-    the app a read run (tui.session.Session.read) does in its own process."""
+    the app a read run (tui.session.Session.read) does in its own process. `on_read()` is
+    called once the runs are read, before the analysis."""
     import time
 
     from postmortem.diagnose.analyze import analyze
@@ -97,6 +126,8 @@ def read_and_analyze(run: str, format: str | None = None, against: list[str] = (
     log = read_run(run, format=format, **(columns or {}))
     read_s = time.perf_counter() - started
     others = [read_run(other) for other in against]
+    if on_read is not None:
+        on_read()
     result = analyze(log, against=others)
     return log, result, first_view(log, result, others, read_s)
 
@@ -113,7 +144,8 @@ def main() -> None:
     _import_the_core()
     from postmortem.errors import UserError
     try:
-        log, result, view = read_and_analyze(run, format, against, columns)
+        log, result, view = read_and_analyze(run, format, against, columns,
+                                             on_read=lambda: _send(out, ("read",)))
     except UserError as err:
         _send(out, ("error", str(err)))
         return

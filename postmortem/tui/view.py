@@ -16,6 +16,16 @@ PANEL_ROWS = 9                # the least height of a panel (app.tcss; the dashb
 
 
 @dataclass
+class Cause:
+    """One ranked cause of an incident, as the dashboard's causes pane shows it."""
+    pattern: str
+    score: float
+    supported_by: list[tuple[str, str]]          # (panel, observation)
+    contradicted_by: list[tuple[str, str]]
+    discriminate: str                            # the experiment that tells it apart
+
+
+@dataclass
 class IncidentRow:
     """What the dashboard draws of one incident (the analysis' Incident comes with the run)."""
     step: int
@@ -26,6 +36,8 @@ class IncidentRow:
     peak_step: int | None
     top: str | None               # the top cause's pattern and score
     score: float | None
+    confidence: str = "high"      # low: thin evidence
+    causes: list[Cause] = field(default_factory=list)     # every cause, ranked
 
 
 @dataclass
@@ -48,6 +60,8 @@ class FirstView:
     incidents: list[IncidentRow]
     checks: list[CheckRow]
     read_s: float = 0.0           # the file read's seconds, for benchmarks/bench_tui.py
+    warnings: list[str] = field(default_factory=list)     # what the reader noticed (a cut last line, ...)
+    segments: list[tuple[int, int, int]] = field(default_factory=list)    # (segment, first step, last step)
     # column -> tui.widgets.plotdata.Drawing for the terminal the app opens in; made per
     # opening (with_drawings), never kept
     drawings: dict = field(default_factory=dict)
@@ -70,11 +84,20 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
     # convincing cause" there too)
     tops = [i.hypotheses[0] if i.hypotheses and i.hypotheses[0].score > 0 else None for i in result.incidents]
     incidents = [IncidentRow(i.step, i.shown_kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
-                             top.pattern if top else None, top.score if top else None)
+                             top.pattern if top else None, top.score if top else None, i.confidence,
+                             [cause(h) for h in i.hypotheses])
                  for i, top in zip(result.incidents, tops)]
     checks = [CheckRow(c.id, c.status, c.detail, c.leaf) for c in result.checks]
     return FirstView(log.run_id, resumed, largest, segment, panels, layers,
-                     ghost(others[0]) if others else None, incidents, checks, read_s)
+                     ghost(others[0]) if others else None, incidents, checks, read_s,
+                     warnings=list(result.run.warnings),
+                     segments=[(s["segment"], s["first_step"], s["last_step"]) for s in log.segments()])
+
+
+def cause(h) -> Cause:
+    """A diagnose.models.Hypothesis as plain rows."""
+    return Cause(h.pattern, h.score, [(o.panel, o.observation) for o in h.supported_by],
+                 [(o.panel, o.observation) for o in h.contradicted_by], h.discriminate)
 
 
 def segment_history(log, segment: int):
@@ -155,7 +178,7 @@ def with_drawings(view: FirstView, columns: int, rows: int) -> FirstView:
     shown = shown_panels(view, rows)
     width = panel_width(columns, rows, len(shown))
     marks = (view.incidents[view.largest].step,) if view.incidents else ()
-    key = (width, None, marks, first_cursor(view))
+    key = (width, None, marks, first_cursor(view), logged_steps(view))
     drawings = {}
     for _, column, steps, values, log_scale, gray in shown:
         run = points(steps, values, max(20, width - 10), None, list(marks), log_scale, spacing(steps))

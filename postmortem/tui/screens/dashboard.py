@@ -13,11 +13,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from postmortem.numbers import number
-from postmortem.tui.dialogs import ErrorScreen
+from postmortem.tui import focus
+from postmortem.tui.dialogs import CausesScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
 from postmortem.tui.view import (PANEL_ROWS, FirstView, first_cursor, logged_steps, segment_history, series,
                                  shown_panels)
+from postmortem.tui.widgets.causes import CausesPane, heading, ranking
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -34,9 +36,26 @@ def incident_detail(row) -> str:
     return f"{kind} of {metric} at step {step}: rise {rise}, {cause}; enter marks it"
 
 
+CAUSES_ROWS = 34        # a terminal at least this tall shows the causes pane; a shorter one has c
+
+
+def check_rows(view: FirstView) -> list[tuple[str, str, str]]:
+    """The checks table's rows: what the reader noticed first (a cut last line, ...), then
+    tree A and tree B."""
+    marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
+    return [("read", "warn", w) for w in view.warnings] + [
+        (c.id, marks[c.status], f"{c.detail} -> {c.leaf}" if c.status == "fail" and c.leaf else c.detail)
+        for c in view.checks]
+
+
+def checks_title(view: FirstView) -> str:
+    said = len(view.warnings)
+    return f"checks: {said} warning{'s' if said > 1 else ''}, tree A, B" if said else "checks (tree A, tree B)"
+
+
 class DashboardScreen(Screen):
     # The footer shows the workflow, in the order it is done, and fits 80 columns: write,
-    # replay, lessons, zoom, the incident picked, then the App's help and quit. Every other
+    # replay, causes, lessons, the incident picked, then the App's help and quit. Every other
     # key is in the palette (ctrl+p) and in F1. left/right move the step cursor wherever the
     # focus is on the dashboard (priority: before a table's horizontal scroll).
     BINDINGS = [
@@ -44,8 +63,12 @@ class DashboardScreen(Screen):
                 tooltip="Write this incident's post-mortem: the seven sections, saved as you type"),
         Binding("r", "replay", "Replay", id="replay",
                 tooltip="Replay the steps around the incident in counterfactual arms"),
+        Binding("c", "causes", "Causes", id="causes",
+                tooltip="The highlighted incident's causes ranked, with the evidence for and against"),
         Binding("l", "app.lessons", "Lessons", id="lessons", tooltip="Lessons across learners, by pattern"),
-        Binding("z", "zoom", "Zoom", id="zoom", tooltip="Zoom every panel to the incident window and back"),
+        # z is said by F1 on every chart and in the palette: the footer keeps c at 80 columns
+        Binding("z", "zoom", "Zoom", id="zoom", show=False,
+                tooltip="Zoom every panel to the incident window and back"),
         Binding("n", "incident(1)", "Incident", id="incident.next", key_display="n/p",
                 tooltip="Mark the next incident (p: the previous one)"),
         Binding("p", "incident(-1)", "Prev incident", id="incident.prev", show=False,
@@ -59,6 +82,10 @@ class DashboardScreen(Screen):
                 tooltip="Cursor 10 steps left"),
         Binding("shift+right", "move(10)", "Step +10", id="cursor.right10", show=False, priority=True,
                 tooltip="Cursor 10 steps right"),
+        Binding("left_square_bracket", "segment(-1)", "Segment -", id="segment.prev", key_display="[",
+                show=False, tooltip="Draw the run up to the end of the segment before (a resume's)"),
+        Binding("right_square_bracket", "segment(1)", "Segment +", id="segment.next", key_display="]",
+                show=False, tooltip="Draw the run up to the end of the next segment"),
     ]
 
     def __init__(self, session: Session, loader=None):
@@ -70,6 +97,7 @@ class DashboardScreen(Screen):
         self.cursor: int | None = None
         self.zoomed = False
         self.segment = 0                       # the panels draw the run up to this segment's end
+        self.span: tuple[int, int] | None = None   # the steps they draw: every panel's x axis
         self.failed: str | None = None         # the loader's one line, when it failed at once
 
     def compose(self) -> ComposeResult:
@@ -79,6 +107,7 @@ class DashboardScreen(Screen):
         status = "reading..."
         if view is not None:
             self.view, self.segment, self.session.current = view, view.segment, view.largest
+            self.span = logged_steps(view)
             self.cursor = first_cursor(view)
             status = self.status_text(panels)
         yield Header(show_clock=False)
@@ -92,8 +121,11 @@ class DashboardScreen(Screen):
                                         id="incidents")
                 incidents.border_title = "incidents"
                 yield incidents
+                causes = CausesPane(id="causes")
+                causes.display = self.app.size.height >= CAUSES_ROWS
+                yield causes
                 checks = FittedTable(Col("node", 5), Col("", 4), Col("detail", text=True), id="checks")
-                checks.border_title = "checks (tree A, tree B)"
+                checks.border_title = checks_title(view) if view is not None else "checks (tree A, tree B)"
                 yield checks
                 # the highlighted row whole, wrapped (the first frame already holds it)
                 rows = incident_rows(view) if view is not None else []
@@ -137,8 +169,9 @@ class DashboardScreen(Screen):
         if message.painted:
             self.notify(f"the run could not be handed over: {message.message}", severity="error")
             return
+        # nothing was painted: the app leaves, and `postmortem tui` says the one line (exit 2)
         self.session.error = message.message
-        self.app.push_screen(ErrorScreen(message.message))
+        self.app.exit(return_code=2)
 
     def panels_of(self, view: FirstView) -> list[MetricPanel]:
         """The run's panels, then as many per-layer grad norms as the height has room for;
@@ -154,15 +187,15 @@ class DashboardScreen(Screen):
         told not to (it is here). Returns the panels' mounting, to await, or None."""
         self.view = view
         self.segment = view.segment
+        self.span = logged_steps(view)
         mounting = None if composed else self.query_one("#panels").mount(*self.panels_of(view))
         table = self.query_one("#incidents", FittedTable)
         # none said where the eye looks for them, not only on the status line
-        table.border_title = "incidents" if view.incidents else "incidents: none"
+        focus.title(table, "incidents" if view.incidents else "incidents: none")
         table.set_rows(incident_rows(view))
-        marks = {"pass": "ok", "fail": "FAIL", "skipped": "-"}
-        self.query_one("#checks", FittedTable).set_rows(
-            [(c.id, marks[c.status], f"{c.detail} -> {c.leaf}" if c.status == "fail" and c.leaf else c.detail)
-             for c in view.checks])
+        checks = self.query_one("#checks", FittedTable)
+        focus.title(checks, checks_title(view))
+        checks.set_rows(check_rows(view))
         self.fit_panels()
         self.session.current = view.largest
         self.mark(view.largest)
@@ -220,10 +253,15 @@ class DashboardScreen(Screen):
         log = self.session.log
         self.segment = segment
         history = segment_history(log, segment) if self.view.resumed else log.frame
+        spans = []
         for panel in self.query(MetricPanel):
             panel.set_data(*series(log, history, panel.column))
+            if panel.id and len(panel.steps):       # the run's own panels (as logged_steps)
+                spans.append((int(panel.steps[0]), int(panel.steps[-1])))
+        self.span = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
 
     def on_resize(self, event) -> None:
+        self.query_one("#causes").display = self.app.size.height >= CAUSES_ROWS
         self.fit_panels()
 
     def fit_panels(self) -> None:
@@ -246,21 +284,25 @@ class DashboardScreen(Screen):
             return None
         return self.view.incidents[self.session.current]
 
-    def mark(self, index: int) -> None:
+    def mark(self, index: int, follow: bool = True) -> None:
+        """Mark incident `index` on every panel; `follow`: draw its segment's history (not
+        when the user has just moved to another segment)."""
         inc = None
         if self.view is not None and self.view.incidents:
             self.session.current = index % len(self.view.incidents)
             inc = self.incident
-            if inc.segment != self.segment and self.session.log is not None:
+            if follow and inc.segment != self.segment and self.session.log is not None:
                 self.view_segment(inc.segment)
-            table = self.query_one("#incidents", DataTable)
+            table = self.query_one("#incidents", FittedTable)
             if table.cursor_row != self.session.current:          # n/p: the list follows
-                table.move_cursor(row=self.session.current)
+                table.point_at(self.session.current)
+        self.show_causes(self.session.current)
         if self.cursor is None:           # on the incident (drawn with it), else the last step
             self.cursor = inc.step if inc is not None else first_cursor(self.view)
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
+            panel.span = self.span
             panel.cursor = self.cursor
             panel.redraw()
         self.update_status()
@@ -271,7 +313,7 @@ class DashboardScreen(Screen):
         if inc is None:
             return None
         lo, hi = inc.step - 100, max(inc.step, inc.peak_step or inc.step) + 50
-        first, last = logged_steps(self.view) or (lo, hi)
+        first, last = self.span or (lo, hi)
         return max(lo, first), max(min(hi, last), max(lo, first) + 1)
 
 
@@ -288,16 +330,24 @@ class DashboardScreen(Screen):
         values = "  ".join(f"{p.column}={_at(p.value_at(self.cursor), self.cursor)}" for p in panels
                            if self.cursor is not None)
         at = f"  cursor {self.cursor}  {values}" if self.cursor is not None else ""
+        drawn = f"  {self.segment_text()}" if view.resumed else ""
         if not view.incidents:
             if not any(column == "loss" for _, column, *_ in view.panels):     # nothing judged it
-                return f"{view.run_id}: no incident in what was read, but no loss was read (--loss COLUMN names it){at}"
-            return f"{view.run_id}: no incident (no NaN, no spike, no divergence){at}"
+                return (f"{view.run_id}: no incident in what was read, but no loss was read "
+                        f"(--loss COLUMN names it){drawn}{at}")
+            return f"{view.run_id}: no incident (no NaN, no spike, no divergence){drawn}{at}"
         inc, current = self.incident, self.session.current
         which = ", the largest" if len(view.incidents) > 1 and current == view.largest else ""
-        if view.resumed:
-            which += f", segment {self.segment}"
-        return (f"{inc.kind} at step {inc.step} ({current + 1}/{len(view.incidents)}{which})"
+        return (f"{inc.kind} at step {inc.step} ({current + 1}/{len(view.incidents)}{which}){drawn}"
                 f"  cursor {self.cursor}  {values}")
+
+    def segment_text(self) -> str:
+        """Which segment of a resumed or appended run the panels draw, and the keys to the others."""
+        ids = [s for s, _, _ in self.view.segments]
+        if self.segment not in ids:
+            return f"segment {self.segment}"
+        first, last = self.span or self.view.segments[ids.index(self.segment)][1:]
+        return f"drawn: segment {ids.index(self.segment) + 1}/{len(ids)}, steps {first}-{last} ([ ] others)"
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -305,10 +355,27 @@ class DashboardScreen(Screen):
         self.zoomed = not self.zoomed
         self.mark(self.session.current)
 
+    def action_segment(self, delta: int) -> None:
+        """Draw the run up to the end of another segment (a resumed or appended run's)."""
+        ids = [s for s, _, _ in self.view.segments] if self.view is not None else []
+        if len(ids) < 2:
+            self.notify("the run has one segment", timeout=2)
+            return
+        if not self.when_read(lambda: self.action_segment(delta)):
+            return
+        index = min(max(ids.index(self.segment) + delta if self.segment in ids else 0, 0), len(ids) - 1)
+        if ids[index] == self.segment:
+            self.notify(f"segment {index + 1}/{len(ids)} is the {'first' if delta < 0 else 'last'}", timeout=2)
+            return
+        self.view_segment(ids[index])
+        if self.span is not None and self.cursor is not None:
+            self.cursor = min(max(self.cursor, self.span[0]), self.span[1])
+        self.mark(self.session.current, follow=False)
+
     def action_move(self, delta: int) -> None:
         if self.cursor is None:
             return
-        first, last = logged_steps(self.view) or (self.cursor + delta, self.cursor + delta)
+        first, last = self.span or (self.cursor + delta, self.cursor + delta)
         self.cursor = min(max(self.cursor + delta, first), last)
         for panel in self.query(MetricPanel):
             panel.cursor = self.cursor
@@ -323,6 +390,26 @@ class DashboardScreen(Screen):
         table = event.data_table
         if table.has_focus or (table.id == "incidents" and not isinstance(self.focused, FittedTable)):
             self.show_row(table)
+        if table.id == "incidents":
+            self.show_causes(event.cursor_row)
+
+    def highlighted(self):
+        """The incidents table's highlighted row (an IncidentRow), or None."""
+        if self.view is None or not self.view.incidents:
+            return None
+        row = self.query_one("#incidents", DataTable).cursor_row
+        return self.view.incidents[row if 0 <= row < len(self.view.incidents) else self.session.current]
+
+    def show_causes(self, index: int) -> None:
+        if self.view is not None and self.view.incidents and 0 <= index < len(self.view.incidents):
+            self.query_one("#causes", CausesPane).show(self.view.incidents[index])
+        else:
+            self.query_one("#causes", CausesPane).show(None)
+
+    def action_causes(self) -> None:
+        """Every cause of the highlighted incident, ranked, on its own screen."""
+        row = self.highlighted()
+        self.app.push_screen(CausesScreen(heading(row), escape(ranking(row))))
 
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, FittedTable):
@@ -354,7 +441,13 @@ class DashboardScreen(Screen):
         yield SystemCommand("Next incident", "Mark the next incident on every panel",
                             lambda: self.action_incident(1))
         yield SystemCommand("Previous incident", "Mark the previous incident", lambda: self.action_incident(-1))
+        yield SystemCommand("Causes", "The highlighted incident's causes ranked, with their evidence",
+                            self.action_causes)
         yield SystemCommand("Lessons", "Lessons across learners, grouped by pattern", self.action_lessons)
+        yield SystemCommand("Next segment", "Draw the run up to the end of the next segment (a resume's)",
+                            lambda: self.action_segment(1))
+        yield SystemCommand("Previous segment", "Draw the run up to the end of the segment before",
+                            lambda: self.action_segment(-1))
         yield SystemCommand("Replay", "Replay the steps around the incident in counterfactual arms",
                             self.action_replay)
         yield SystemCommand("Write the post-mortem", "The guided editor for the marked incident",

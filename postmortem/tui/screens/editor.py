@@ -27,9 +27,11 @@ from postmortem.document.model import SECTIONS, PostMortem
 from postmortem.document.remedies import remedies_for
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
 from postmortem.numbers import number
+from postmortem.tui import focus
 from postmortem.tui.dialogs import ConfirmScreen
 from postmortem.tui.session import Session
 from postmortem.tui.widgets.hypotheses import HypothesesTable
+from postmortem.tui.widgets.line_area import LineArea
 
 class EditorScreen(Screen):
     # the footer: the workflow (commit, replay, preview, back) fits 80 columns; the rest is in
@@ -72,19 +74,28 @@ class EditorScreen(Screen):
             with VerticalScroll(id="editor"):
                 yield Static(self._symptoms_text(), id="symptoms")
                 yield Label("unusual tokens (yours to name; the run logs none)")
-                yield Input(self.typed.get("unusual_tokens", pm.symptoms.unusual_tokens or ""),
-                            id="unusual_tokens", placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
-                yield Label("[b]2. Hypotheses[/b]: shift+up/down reorder, d dismisses with a reason, a adds")
-                yield HypothesesTable(pm.hypotheses, id="hypotheses")
+                tokens = Input(self.typed.get("unusual_tokens", pm.symptoms.unusual_tokens or ""),
+                               id="unusual_tokens", placeholder="e.g. long runs of rare BPE pieces: 'ett', 'ten'")
+                tokens.border_title = "unusual tokens"
+                yield tokens
+                yield Label("[b]2. Hypotheses[/b]: shift+up/down reorder, ctrl+d dismisses with a reason, "
+                            "ctrl+n adds")
+                table = HypothesesTable(pm.hypotheses, id="hypotheses")
+                table.border_title = "2. Hypotheses"
+                yield table
                 yield Static("", id="hypothesis-detail")
                 yield Label("pattern of the root cause")
-                yield Input(self.typed.get("pattern", pm.pattern or ""), id="pattern",
-                            suggester=SuggestFromList(PATTERNS),
-                            placeholder=", ".join(PATTERNS[:4]) + ", ...")
+                pattern = Input(self.typed.get("pattern", pm.pattern or ""), id="pattern",
+                                suggester=SuggestFromList(PATTERNS),
+                                placeholder=", ".join(PATTERNS[:4]) + ", ...")
+                pattern.border_title = "pattern"
+                yield pattern
                 texts = {**sections.texts(pm), **{k: v for k, v in self.typed.items() if k in AREAS}}
                 for n, name in enumerate(AREAS, 3):
                     yield Label(f"[b]{n}. {SECTION_OF[name]}[/b]: {escape(GUIDE[name])}")
-                    area = TextArea(texts[name], id=name, soft_wrap=True)
+                    # the lesson is one line: Enter moves on rather than adding a second
+                    area = (LineArea if name == "lesson" else TextArea)(texts[name], id=name, soft_wrap=True)
+                    area.border_title = f"{n}. {SHORT[SECTION_OF[name]]}"
                     area.styles.height = {"evidence": 8, "lesson": 3}.get(name, 5)
                     yield area
                     if name == "remediation":
@@ -193,7 +204,7 @@ class EditorScreen(Screen):
         options.clear_options()
         options.add_options(remedies_for(pattern))
         options.highlighted = 0 if options.option_count else None
-        options.border_title = f"usual remedies of {pattern}: enter adds one" if pattern else "usual remedies"
+        focus.title(options, f"usual remedies of {pattern}: enter adds one" if pattern else "usual remedies")
         options.display = bool(remedies_for(pattern))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -76,6 +76,13 @@ class FittedTable(DataTable):
         elif self._widths is not None:
             self._add(self.rows_text[-1], key)
 
+    def point_at(self, row: int) -> None:
+        """The cursor to `row`, now or, before the table has a width, once it is laid out."""
+        if self._widths is None:
+            self._cursor = row
+        else:
+            self.move_cursor(row=row)
+
     @property
     def widths(self) -> tuple[int, ...]:
         """The widths of the columns laid out (none before the table has a width)."""

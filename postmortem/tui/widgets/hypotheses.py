@@ -15,15 +15,16 @@ class HypothesesTable(FittedTable):
     """Section 2: the ranked hypotheses; the author reorders, adds and dismisses."""
 
     # show=False: the label above the table says them, and the editor's footer keeps its
-    # workflow keys at 80 columns
+    # workflow keys at 80 columns. No bare letters: a Tab too many lands here from a section
+    # being typed, and the sentence typed on must not dismiss or add anything
     BINDINGS = [
         Binding("shift+up", "move(-1)", "Up", id="hypotheses.up", show=False,
                 tooltip="Move the hypothesis up"),
         Binding("shift+down", "move(1)", "Down", id="hypotheses.down", show=False,
                 tooltip="Move the hypothesis down"),
-        Binding("d", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss", show=False,
+        Binding("ctrl+d,delete", "dismiss_hypothesis", "Dismiss", id="hypotheses.dismiss", show=False,
                 tooltip="Dismiss with a reason (again: restore it)"),
-        Binding("a", "add", "Add", id="hypotheses.add", show=False,
+        Binding("ctrl+n,insert", "add", "Add", id="hypotheses.add", show=False,
                 tooltip="Add a hypothesis: pattern | panel | observation"),
     ]
 

@@ -30,6 +30,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
         self.marks: list[int] = []
         self.cursor: int | None = None
         self.window: tuple[int, int] | None = None
+        self.span: tuple[int, int] | None = None       # the steps every panel spans unzoomed
         self._cache: dict = {}
         self._drawn: tuple | None = None         # what the plot holds: width, window, marks, cursor
         # "run", "ghost": the whole series' usual distance between steps, zoomed or not
@@ -93,9 +94,10 @@ class MetricPanel(PlotextPlot, can_focus=True):
         return self._cache[key]
 
     def drawing(self, width: int) -> Drawing:
-        """The plot for `width` columns of content, as the panel stands (window, marks, cursor)."""
+        """The plot for `width` columns of content, as the panel stands (window, marks, cursor,
+        span)."""
         from postmortem.tui.widgets.plotdata import drawing
-        key = (width, self.window, tuple(self.marks), self.cursor)
+        key = (width, self.window, tuple(self.marks), self.cursor, self.span)
         if self.first is not None and self.first.key == key:
             return self.first
         return drawing(key, *self._points(max(20, width - 10)), self.log_scale)
@@ -108,7 +110,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
     def render(self):
         # drawn when the frame is made, for the width it has then: once before the first
         # frame (a panel has no width when it is mounted), again for a new width or a key
-        drawn = (self.size.width, self.window, tuple(self.marks), self.cursor)
+        drawn = (self.size.width, self.window, tuple(self.marks), self.cursor, self.span)
         if drawn != self._drawn:
             self.drawing(self.size.width).plot(self.plt)
             self._drawn = drawn

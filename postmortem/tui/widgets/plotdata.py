@@ -11,14 +11,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Drawing:
     """One panel's plot: its lines, ticks and vertical marks, for one width, window, set of
-    marked steps and cursor (`key`)."""
-    key: tuple                                   # (width, window, marks, cursor)
+    marked steps, cursor and span (`key`)."""
+    key: tuple                                   # (width, window, marks, cursor, span)
     line: tuple[list, list] | None               # this run, a NaN lifts the pen; None: no finite point
     ghost: tuple[list, list] | None              # another run's line, in gray
     xticks: list[int]
     yticks: tuple[list, list] | None             # log scale: positions (log10) and their labels
     vlines: list[tuple[int, str]]                # (step, color): the cursor, the marks in view
-    xlim: tuple[int, int] | None = None          # zoomed: every panel spans the same steps
+    xlim: tuple[int, int] | None = None          # every panel spans the same steps, zoomed or not
 
     def plot(self, plt) -> None:
         """Onto a plotext figure, cleared first."""
@@ -66,9 +66,11 @@ def points(steps, values, width: int, window: tuple[int, int] | None, marks: lis
 
 
 def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Drawing:
-    """The Drawing of `run`'s points and the gray run's (from `points`) for `key`."""
+    """The Drawing of `run`'s points and the gray run's (from `points`) for `key`: the x axis
+    is the zoom's window, else `span` (the steps every panel of the dashboard draws, so that
+    a metric logged over part of the run is drawn where it was, under the others)."""
     import numpy as np
-    _, window, marks, cursor = key
+    _, window, marks, cursor, span = key
     s, v, finite, line = run
     shown_s, shown_v, ghost_line = [s[finite]], [v[finite]], None
     if ghost is not None and ghost[2].any():
@@ -86,11 +88,12 @@ def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Dra
             lo, hi = float(all_v.min()), float(all_v.max())
             ys = np.linspace(lo, hi, 4) if hi > lo else np.array([lo])
             yticks = (ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
-    if window is not None:          # the window's steps, logged there or not (a sparse metric)
-        xticks = sorted({int(x) for x in np.linspace(*window, 5).round()})
+    axis = window or span
+    if axis is not None:            # the window's or the span's steps, logged there or not
+        xticks = sorted({int(x) for x in np.linspace(*axis, 5).round()})
     # the cursor first: on the marked step (where the dashboard opens) the mark is what shows
     vlines = [(cursor, "blue")] if cursor is not None else []
-    shown = window or ((s[0], s[-1]) if len(s) else None)
+    shown = axis or ((s[0], s[-1]) if len(s) else None)
     vlines += [(m, "red") for m in marks if shown and shown[0] <= m <= shown[1]]
     return Drawing(key, (line[0].tolist(), line[1].tolist()) if finite.any() else None,
-                   ghost_line, xticks, yticks, vlines, window)
+                   ghost_line, xticks, yticks, vlines, axis)
