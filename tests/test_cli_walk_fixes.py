@@ -216,3 +216,13 @@ def test_the_readme_says_what_the_sample_manifests_record():
         assert reason in (ROOT / "postmortem" / "replay" / "engine.py").read_text()
         assert f"(`within 0.01: {reason}`)" in readme
         assert "0.0 for the sample runs" not in readme
+
+
+def test_the_samples_first_analysis_has_no_warning_about_its_own_files():
+    """The first thing a newcomer reads: the run's record, manifest and the lab's minigpt.json
+    are one run, not a choice to warn about."""
+    r = postmortem("analyze", SAMPLE)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("19-spike-001  jsonl  400 steps") and not lines[1].startswith("warning"), lines[:3]
+    assert "minigpt.json" not in r.stdout and "postmortem record" not in r.stdout

@@ -20,7 +20,8 @@ _SKIP_SUFFIXES = {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".npy", ".npz"
                   ".gif", ".svg", ".pkl", ".py", ".yaml", ".yml", ".toml", ".html", ".tar", ".gz",
                   ".zip"}
 _SIDE_JSON = {"all_results.json", "train_results.json", "eval_results.json", "config.json",
-              "manifest.json", "wandb-summary.json", "wandb-metadata.json"}
+              "manifest.json", "wandb-summary.json", "wandb-metadata.json",
+              "minigpt.json"}      # the mini-GPT lab's config, beside its run's record
 
 
 @dataclass
@@ -331,9 +332,9 @@ def _runs_of(cands: list[Candidate], path: Path, fmt: str | None) -> tuple[list[
             # wins over the framework's own copies of the same run (checkpoint-N/trainer_state.json,
             # lightning_logs/): those are read on request (--format)
             cands = [record] + [c for c in cands if c is not record and not c.companion]
-            record.notes.append("read metrics.jsonl, the run's postmortem record (manifest.json beside it)")
             skipped = [c for c in cands if c is not record]
-            if skipped:
+            if skipped:             # said only where there was a choice: the record alone is the run
+                record.notes.append("read metrics.jsonl, the run's postmortem record (manifest.json beside it)")
                 record.notes.append("also found " + ", ".join(c.label(path) for c in skipped)
                                     + " (--format reads one of them instead)")
             record.record = True
