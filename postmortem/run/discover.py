@@ -135,9 +135,9 @@ def _names_not_numbers(cells: list[str]) -> bool:
     return len(cells) >= 2 and all(c and tables.to_number(c) is None for c in cells)
 
 
-def _walk(root: Path, problems: list[str] | None = None):
-    """Files under `root`; symlinked files are read, symlinked folders not searched (a
-    dataset, a loop); FIFOs and devices never opened."""
+def _walk(root: Path, problems: list[str] | None = None, skip: frozenset = frozenset()):
+    """Files under `root`, but not in the folders `skip` (runs already found); symlinked files
+    are read, symlinked folders not searched (a dataset, a loop); FIFOs and devices never opened."""
     stack, seen = [root], set()
     while stack:
         d = stack.pop()
@@ -160,7 +160,7 @@ def _walk(root: Path, problems: list[str] | None = None):
                 continue
             if is_dir:
                 # a linked folder may be a dataset or a whole disk: not searched
-                if e.name not in _SKIP_DIRS and not e.is_symlink():
+                if e.name not in _SKIP_DIRS and not e.is_symlink() and e not in skip:
                     stack.append(e)
             elif is_file and e.suffix.lower() not in _SKIP_SUFFIXES:
                 yield e
@@ -170,9 +170,9 @@ def find_candidates(root: Path, problems: list[str] | None = None) -> list[Candi
     """Group the files under `root` into the runs they belong to."""
     tb, hf_states, lightning, wandb_files, dbs, others = [], [], {}, [], [], []
     mlflow_runs = mlflow.find_file_store_runs(root)
-    mlflow_dirs = set(mlflow_runs)
-    for f in _walk(root, problems):
-        if any(p in mlflow_dirs for p in f.parents):
+    mlflow_dirs = frozenset(mlflow_runs)
+    for f in _walk(root, problems, skip=mlflow_dirs):
+        if any(p in mlflow_dirs for p in f.parents):      # the run folder passed itself
             continue
         kind = classify_file(f)
         if kind is None:
