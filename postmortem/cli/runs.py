@@ -114,11 +114,13 @@ def cmd_tui(args) -> int:
     from postmortem.kb.settings import resolve
     settings = resolve(args.kb, args.learner)       # a bad name or config file: said before the app
     from postmortem.tui.loader import Loader
-    loader = Loader(args.run, args.format, args.against or [],    # reading while Textual loads
-                    columns={k: v for k, v in read_options(args).items() if k != "format" and v},
+    columns = {k: v for k, v in read_options(args).items() if k != "format" and v}
+    loader = Loader(args.run, args.format, args.against or [], columns=columns,  # reading while Textual loads
                     terminal=tuple(shutil.get_terminal_size()))    # as Textual will measure it
     from postmortem.tui.app import run
-    return run(args.run, args.format, args.device, against=args.against or [], loader=loader, settings=settings)
+    # columns again: a store of several runs is read anew once its picker has picked one
+    return run(args.run, args.format, args.device, against=args.against or [], loader=loader,
+               settings=settings, columns=columns)
 
 
 def register(sub) -> None:

@@ -35,8 +35,9 @@ class PostmortemApp(App):
 
     def __init__(self, run: str | None = None, format: str | None = None, kb_root: Path | None = None,
                  device: str = "auto", against: list[str] = (), loader=None, columns: dict | None = None,
-                 session: Session | None = None):
+                 session: Session | None = None, picking: list | None = None):
         super().__init__()
+        self.picking = picking                 # a store's runs: the picker first (screens/picker.py)
         self.session = session or Session(run, format, list(against), dict(columns or {}), device,
                                           Path(kb_root) if kb_root else Path.cwd())
         if session is not None and kb_root is not None:
@@ -47,6 +48,10 @@ class PostmortemApp(App):
     def on_mount(self) -> None:
         session = self.session
         self.sub_title = session.run_path
+        if self.picking:
+            from postmortem.tui.screens.picker import PickerScreen
+            self.push_screen(PickerScreen(session.run_path, self.picking), self.picked)
+            return
         if session.view is None and self.loader is None:
             from postmortem.tui.loader import Loader
             self.loader = Loader(session.run_path, session.format, session.against, session.columns,
@@ -55,6 +60,16 @@ class PostmortemApp(App):
         # pushed once Textual's start is over: a screen pushed inside it (a batch of updates)
         # is laid out and drawn, that frame thrown away, and all of it done again after
         self.call_later(self.show_dashboard)
+
+    def picked(self, run_id: str | None) -> None:
+        """The run picked in a store opens as `--run ID` opens it; none picked, the app ends."""
+        if run_id is None:
+            self.exit()
+            return
+        self.picking = None
+        self.session.columns["run"] = run_id
+        self.on_mount()
+        self.sub_title = f"{self.session.run_path} --run {run_id}"
 
     async def show_dashboard(self) -> None:
         await self.push_screen(self.dashboard)
@@ -119,11 +134,17 @@ def run(path: str, format: str | None = None, device: str = "auto", against: lis
     before the app takes the terminal when the loader process says so first (it nearly
     always does: reading is what fails)."""
     why = loader.problem() if loader is not None else None
+    picking = None
     if why is not None:
         loader.close()
-        print(f"postmortem: error: {why}", file=sys.stderr)
-        return 2
-    app = PostmortemApp(path, format, device=device, against=against, loader=loader, columns=columns)
+        from postmortem.tui.screens.picker import runs_to_pick
+        picking = runs_to_pick(path, format, why)          # a store of several runs: pick one
+        if picking is None:
+            print(f"postmortem: error: {why}", file=sys.stderr)
+            return 2
+        loader = None
+    app = PostmortemApp(path, format, device=device, against=against, loader=loader,
+                        columns=columns, picking=picking)
     if settings is not None:             # kb.settings: where post-mortems go, and who writes them
         app.session.use_settings(settings)
     try:
