@@ -67,7 +67,7 @@ BROKEN = [
     # one digit off at the precision shown is off
     (lambda t: t.replace("| peak_loss | 5.157 |", "| peak_loss | 5.158 |"), "Symptoms: peak_loss is 5.158 but the run says 5.157"),
     (lambda t: t.replace("![loss, grad norm", "![the figure").replace("(2026-11-22-19-spike-001.png)", "(gone.png)"),
-     "Figure: gone.png is not beside the document"),
+     "Figure: the document shows gone.png, which is not at"),
     (lambda t: t.replace("[grad-norm] grad norm 13.2", "[gradients] grad norm 13.2"), "cites 'gradients', not a panel"),
     (lambda t: t.replace("4. **optimizer-reset** [loss]", "4. **optimizer-reset** [activations]"), "activations panel, which has no data"),
     (lambda t: t.replace("that the model had almost never seen.", "that the model had almost never seen. It spiked."), "Root cause: 2 sentences"),

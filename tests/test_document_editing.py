@@ -202,3 +202,38 @@ def test_a_replay_applied_keeps_a_typed_line_that_is_not_a_row_in_its_place():
     typed = sections.collect(pm, {**sections.texts(pm), "evidence": f"{mine}\n{row}"}, pm.hypotheses, "", "")
     shown = sections.texts(apply_replay(typed, replay_of(inc, ROWS)))["evidence"].splitlines()
     assert shown[:2] == [mine, row] and shown[2].startswith("batch | the batch swapped")
+
+
+def test_a_draft_moved_without_its_figure_is_told_where_and_commits_with_one_drawn(tmp_path):
+    """The figure follows the document: check names the exact path it wants; without the image
+    line the commit draws the figure from the run."""
+    import os
+    import subprocess
+    import sys
+
+    import git
+
+    from worked_example import as_learners
+    doc = as_learners(tmp_path / "drafts")
+    moved = tmp_path / "elsewhere" / "renamed.md"
+    moved.parent.mkdir()
+    doc.rename(moved)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x.invalid",
+           "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@x.invalid"}
+
+    def pm(*args):
+        return subprocess.run([sys.executable, "-m", "postmortem", *map(str, args)], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=300)
+    r = pm("check", moved)
+    wanted = moved.parent / "2026-11-22-19-spike-001.png"
+    assert r.returncode == 1 and r.stdout.startswith(f"Figure: the document shows {wanted.name}, which is not "
+                                                     f"at {wanted}: move the figure there"), r.stdout
+    text = moved.read_text()
+    moved.write_text("".join(line for line in text.splitlines(keepends=True) if not line.startswith("![")))
+    assert pm("check", moved).returncode == 0
+    kb = tmp_path / "kb"
+    git.Repo.init(kb)
+    r = pm("commit", moved, "--kb", kb)
+    assert r.returncode == 0, r.stderr
+    assert (kb / "learners" / "ada" / "postmortems" / wanted.name).stat().st_size > 20_000
+    assert "![" in (kb / "learners" / "ada" / "postmortems" / "2026-11-22-19-spike-001.md").read_text()

@@ -53,9 +53,10 @@ def test_new_draws_the_figure_beside_the_draft_and_the_document_shows_it(tmp_pat
     assert not any(p.startswith("Figure") for p in problems), problems
     (tmp_path / "draft.png").unlink()
     problems = [str(p) for p in check_text(text, doc, None, where=tmp_path)]
-    assert "Figure: draft.png is not beside the document (postmortem new draws it; --force draws it again)" in problems
+    assert (f"Figure: the document shows draft.png, which is not at {tmp_path / 'draft.png'}: move the figure "
+            "there, or delete the image line under the title (commit then draws the figure from the run)") in problems
     r = pm("check", out)
-    assert r.returncode == 1 and "Figure: draft.png is not beside the document" in r.stdout
+    assert r.returncode == 1 and "Figure: the document shows draft.png, which is not at" in r.stdout
 
 
 def test_the_panels_are_those_the_run_logs():

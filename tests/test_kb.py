@@ -92,7 +92,8 @@ def test_refusals(kb, tmp_path):
     changed = tmp_path / "changed.md"
     changed.write_text(EXAMPLE.read_text().replace("swap the batch before", "swap the batch first, before"))
     lost = pm("commit", changed, "--learner", "ada", "--amend", cwd=root)       # its figure left behind
-    assert lost.returncode == 1 and "Figure: 2026-11-22-19-spike-001.png is not beside the document" in lost.stdout
+    assert lost.returncode == 1 and (f"Figure: the document shows 2026-11-22-19-spike-001.png, which is not at "
+                                     f"{tmp_path / '2026-11-22-19-spike-001.png'}") in lost.stdout
     shutil.copy(EXAMPLE.with_suffix(".png"), tmp_path)
     amended = pm("commit", changed, "--learner", "ada", "--amend", cwd=root)
     assert amended.returncode == 0, amended.stderr

@@ -59,8 +59,11 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
     where the figure it shows must be."""
     problems: list[Problem] = []
     if pm.figure and where is not None and not (Path(where) / pm.figure).is_file():
-        problems.append(Problem("Figure", f"{pm.figure} is not beside the document "
-                                          "(postmortem new draws it; --force draws it again)"))
+        # a draft moved without its figure: where the figure is wanted, and the two ways out
+        wanted = Path(where).absolute() / pm.figure
+        problems.append(Problem("Figure", f"the document shows {pm.figure}, which is not at {wanted}: move "
+                                          "the figure there, or delete the image line under the title "
+                                          "(commit then draws the figure from the run)"))
     _, body, twice = front_matter(text)
     for key in dict.fromkeys(twice):
         problems.append(Problem("front matter", f"{key} is given twice (the last would win)"))
