@@ -22,10 +22,11 @@ import numpy as np
 from postmortem.run import textfile
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.dialects import progress
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
-from postmortem.run.metriclines.reader import is_metric_log
+from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import RunReadError, Source
 
 # A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
@@ -34,52 +35,36 @@ NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+\]:)\s*")
 
-MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|(.*)$")
-MEGATRON_VAL = re.compile(r"\b(?:validation|valid) loss at iteration\s+(\d+)\s*(?:on [^|]*)?\|(.*)$")
+# The catalogue's patterns (run/dialects/progress/): the line readers below use their groups.
+MEGATRON = progress.dialect("megatron.iteration").pattern
 MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S.*?)\s*$")
-DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=(\d+), lr=\[([^\]]*)\]")
-DS_PPL = re.compile(r"^ppl: (" + NUM + r")\s*$")
-FAIRSEQ_JSON = re.compile(r"\|\s*(train_inner|valid|train)\s*\|\s*(\{.*\})\s*$")
-FAIRSEQ_SIMPLE = re.compile(r"epoch \d+:\s+\d+\s*/\s*\d+\s+(.*=.*)$")
-NANOGPT_ITER = re.compile(r"^iter (\d+): loss (" + NUM + r")(?:, time (" + NUM + r")ms)?(?:, mfu (" + NUM + r")%)?")
-NANOGPT_EVAL = re.compile(r"^step (\d+): train loss (" + NUM + r"), val loss (" + NUM + r")")
-LLMC = re.compile(r"^s:(\d+) ((?:\w+:" + NUM + r"\s*)+)$")
-MODDED = re.compile(r"^step:(\d+)/\d+ (.*)$")
-TITAN = re.compile(r"\bstep:\s*(\d+)\s+(loss:\s*" + NUM + r".*)$")
-HF_DICT = re.compile(r"\{'(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)'.*\}")
-PIPE_KV = re.compile(r"(?:^|\|)\s*step:\s*(\d+)\s*\|(.*)$")
+DS_STEP = progress.dialect("deepspeed.step").pattern
+DS_PPL = progress.dialect("deepspeed.ppl").pattern
+FAIRSEQ_JSON = progress.dialect("fairseq.json").pattern
+FAIRSEQ_SIMPLE = progress.dialect("fairseq.simple").pattern
+HF_DICT = progress.dialect("hf-console.logs").pattern
+PIPE_KV = progress.dialect("kv-pipe.step").pattern
 REWARD = re.compile(r"average reward score: (" + NUM + r")")
 
 KV_COLON = re.compile(r"([A-Za-z_][\w./()\- ]*?):\s*(" + NUM + r")(ms|s|%)?(?=\s|$|\||,)")
 KV_EQUALS = re.compile(r"([A-Za-z_][\w./]*)=(" + NUM + r")")
 
-# dialect -> the patterns whose hits vote for it (the first nine keep a reader of their own
-# or a refinement; the others name the family of a log the general reader reads)
-SNIFF = {
-    "megatron": (MEGATRON, MEGATRON_VAL),
-    "deepspeed": (DS_STEP,),
-    "fairseq": (FAIRSEQ_JSON, FAIRSEQ_SIMPLE),
-    "nanogpt": (NANOGPT_ITER, NANOGPT_EVAL),
-    "llm.c": (LLMC,),
-    "modded-nanogpt": (MODDED,),
-    "torchtitan": (TITAN,),
-    "hf-console": (HF_DICT,),
-    "kv-pipe": (PIPE_KV,),
-    "olmo": (re.compile(r"\[step=\d+/\d+"),),
-    "mmengine": (re.compile(r"Epoch(?:\(\w+\))?\s*\[\d+\]\[\s*\d+/\d+\]"),),
-    "build-nanogpt": (re.compile(r"^\d+ (?:train|val|hella) [\d.]+\s*$|^step\s+\d+ \| loss: "),),
-    "litgpt": (re.compile(r"^iter \d+ step \d+: loss"),),
-    "mlx-lm": (re.compile(r"^Iter \d+: (?:Train|Val) loss"),),
-    "keras": (re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - "),),
-    "metriclogger": (re.compile(r"\]\s+eta: .*loss: [\d.]+|Train: \[\d+/\d+\]\[\s*\d+/\d+\]"),),
-    "timm": (re.compile(r"Train: \d+ \[\s*\d+/\d+"),),
-    "maxtext": (re.compile(r"completed step: \d+"),),
-    "gpt-neox": (re.compile(r"lm_loss: .*samples/sec|samples/sec.*lm_loss"),),
-    "metric-lines": (),
-}
+# family -> the patterns of its progress and eval lines, whose hits vote for it: the
+# catalogue's (run/dialects/progress/, one module per framework); LINE_READERS keep a reader
+# of their own, the other families are read by the general reader.
+SNIFF = {**progress.families(), "metric-lines": ()}
 MIN_HITS = 3
 # Dialects read by a line reader of their own; every other one by the general reader.
 LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe")
+
+
+def is_metric_log(groups: list[Group]) -> bool:
+    """A training log: metric-looking names (reader.is_metric_log), or a loss under a name only
+    the alias table knows (llm.c's `s:N trl:X`, `tel:X`) on two lines or more."""
+    if _named_like_metrics(groups):
+        return True
+    return sum(len(g.rows) for g in groups
+               if any(canonical_name(c) in ("loss", "val_loss") for c in g.values)) >= 2
 
 
 def clean(line: str) -> str:

@@ -1,0 +1,20 @@
+"""Ultralytics YOLO's console (ultralytics/engine/trainer.py, v8.x).
+
+A header `('\\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem', *self.loss_names,
+'Instances', 'Size')` then tqdm frames whose description is `('%11s' * 2 + '%11.4g' * (2 +
+loss_len)) % (f'{epoch + 1}/{self.epochs}', mem, *losses, instances, imgsz)`: the values by
+position under the header's names. The general reader reads the numbers; the header names them.
+"""
+
+from postmortem.run.dialects import register
+from postmortem.run.dialects.progress._entry import entry
+
+register(
+    entry("ultralytics.epoch", "Ultralytics", "progress",
+          "ultralytics/ultralytics v8.1.0 ultralytics/engine/trainer.py (_do_train, progress_string)",
+          "('%11s' * 2 + '%11.4g' * (2 + loss_len)) % (f'{epoch + 1}/{self.epochs}', mem, *losses, "
+          "batch['cls'].shape[0], batch['img'].shape[-1])",
+          r"^\s*(?P<epoch>\d+)/\d+\s+[\d.]+G(?:\s+[\d.]+){4,}:\s+\d+%\|",
+          (("%11s" * 2 + "%11.4g" * 5) % ("3/100", "2.51G", 1.234, 2.345, 1.456, 32, 640)
+           + ": 100%|██████████| 10/10 [00:05<00:00,  1.9it/s]",)),
+)

@@ -1,0 +1,75 @@
+"""The catalogue's progress and eval lines: each entry names its source, its examples are built
+from its format string and match its pattern, alone and in the composite lines consoles make
+(logger prefixes, `[rankN]:`, tqdm frames with `\\r`), and a log of them is named its family."""
+
+import pytest
+
+from postmortem.run import discover, textlogs
+from postmortem.run.dialects import catalogue
+from postmortem.run.dialects.progress import family, families, of_line
+
+ENTRIES = catalogue("progress") + catalogue("eval")
+PREFIXES = ["", "[rank3]: ", "[2024-05-01 10:00:00,123] [INFO] [file.py:181:fn] ",
+            "2024-05-01 10:00:00,123 - INFO - "]
+
+
+def test_every_framework_of_the_brief_has_an_entry():
+    named = {d.framework for d in ENTRIES}
+    for fw in ("Megatron-LM", "DeepSpeed", "GPT-NeoX", "ColossalAI", "fairseq", "fairseq2", "HF Trainer",
+               "Lightning", "torchtune", "litgpt", "mmengine", "detectron2", "PaddlePaddle",
+               "PaddleDetection", "OpenNMT-py", "Keras", "timm", "Ultralytics", "MetricLogger", "llm.c",
+               "nanoGPT", "OLMo", "levanter", "MaxText", "loguru"):
+        assert fw in named, fw
+
+
+@pytest.mark.parametrize("d", ENTRIES, ids=lambda d: d.id)
+def test_entry_names_its_source_and_matches_its_examples(d):
+    assert d.source and d.format and d.examples
+    for line in d.examples:
+        m = d.search(line)
+        assert m, line
+        for name in ("step", "loss", "epoch", "batch"):
+            if name in m.re.groupindex and m.group(name) is not None:
+                float(m.group(name))
+
+
+@pytest.mark.parametrize("d", ENTRIES, ids=lambda d: d.id)
+def test_examples_behind_prefixes_and_in_tqdm_frames(d, tmp_path):
+    line = d.examples[0]
+    if d.pattern.pattern.startswith("^"):
+        prefixes = ["", "[rank3]: "]          # anchored: only what textlogs.clean takes off
+    else:
+        prefixes = PREFIXES
+    for prefix in prefixes:
+        p = tmp_path / "a.log"
+        # a tqdm frame overwritten by `\r`, then the line, as a console capture holds them
+        p.write_text(" 10%|█         | 1/10 [00:01<00:09,  1.0it/s]\r" + prefix + line + "\n")
+        assert any(d.search(x) for x in textlogs.iter_lines(p)), (prefix, line)
+
+
+def test_family_names_are_not_formats_of_other_readers():
+    others = {"jsonl", "csv", "parquet", "hf-trainer-state", "lightning", "tensorboard", "mlflow",
+              "mlflow-db", "wandb"}
+    assert not others & set(families())
+    assert set(families()) <= set(discover.FORMATS)
+
+
+def test_of_line_names_the_dialect():
+    for d in ENTRIES:
+        found = of_line(d.examples[0])
+        assert found is not None and family(found) == family(d) or found.id == d.id or d.kind == "eval", d.id
+
+
+_STEP_FAMILIES = {"megatron", "deepspeed", "nanogpt", "llm.c", "modded-nanogpt", "torchtitan", "olmo",
+                  "mmengine", "litgpt", "mlx-lm", "metriclogger", "timm", "maxtext", "gpt-neox",
+                  "opennmt", "torchtune", "detectron2", "paddle", "colossalai", "kv-pipe", "fairseq2",
+                  "loguru", "build-nanogpt", "fairseq", "hf-console"}
+
+
+@pytest.mark.parametrize("fam", sorted(_STEP_FAMILIES))
+def test_a_log_of_the_family_is_named_so(fam, tmp_path):
+    lines = [x for d in ENTRIES if family(d) == fam and d.kind == "progress" for x in d.examples]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines * 4) + "\n")
+    # GPT-NeoX prints Megatron's `iteration N/M |` line: read by the Megatron refinements
+    assert textlogs.sniff(p)[0] == ("megatron" if fam == "gpt-neox" else fam)
