@@ -74,7 +74,8 @@ def open_repo(start: Path, init: bool = False):
         repo = git.Repo(start, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         if not init:
-            raise KBError(f"{start} is not in a git repository (postmortem commit --init makes one here)") from None
+            raise KBError(f"{start} is not in a git repository (`postmortem init --kb {start}` or "
+                          "`postmortem commit --init` makes one there)") from None
         try:
             repo = git.Repo.init(start)
         except (OSError, git.GitCommandError) as err:

@@ -105,7 +105,7 @@ class CommitScreen(Screen):
             todo = plan(self.pm, self._learner(), open_repo(self._kb()), self._figure() is not None)
         except KBError as err:
             self.set_no_repository("not in a git repository" in str(err))
-            hint = "  (f3 makes one here)" if self.no_repository else ""
+            hint = "  (f3 makes one there)" if self.no_repository else ""
             out.update(f"[red]{escape(str(err))}[/red]{hint}")
             self.ready = False
             return
