@@ -70,3 +70,23 @@ def test_a_commit_killed_half_way_is_never_shown_by_lessons(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["count"] == 0, r.stdout
     assert not (kb / "learners").exists() and not (kb / ".git" / "postmortem-commit").exists()
     assert git.Repo(kb).git.status("--porcelain") == ""
+
+
+def test_verify_says_nan_at_a_nan_step_and_a_nan_fails_a_window(tmp_path):
+    from worked_example import as_learners
+    rerun = tmp_path / "rerun.jsonl"
+    rows = [{"step": s, "loss": 2.0} for s in range(300)]
+    rows[250]["loss"], rows[251]["loss"] = math.nan, None        # a logged NaN, then a step not logged
+    rerun.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    doc = as_learners(tmp_path / "d")
+    text = doc.read_text()
+    doc.write_text(text.replace("- expect: step 250 loss < 2.0", "- expect: step 250 loss < 2.5\n"
+                                "- expect: step 251 loss < 2.5"))
+    r = postmortem("verify", doc, "--run", rerun)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert "FAIL  step 250 loss < 2.5  [loss = NaN]" in lines and "FAIL  step 251 loss < 2.5  [no loss at step 251]" in lines
+    assert "FAIL  max grad_norm in [245, 260] < 5.0  [the re-run has no grad_norm]" in lines, lines
+    doc.write_text(text.replace("max grad_norm in [245, 260] < 5.0", "max loss in [245, 260] < 5.0"))
+    r = postmortem("verify", doc, "--run", rerun)
+    assert "FAIL  max loss in [245, 260] < 5.0  [loss = NaN at step 250]" in r.stdout.splitlines(), r.stdout
