@@ -39,7 +39,10 @@ tmux new-session -d -s "$session" -x 120 -y 40 -c "$kb" \
     "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/long-tail-token"
 wait_for "spike at step 250" 60
 wait_for "long-tail-token" 5
-echo "e2e_tui: dashboard up"
+wait_for "causes of the spike at step 250" 5     # the ranking beside the incidents
+wait_for "1. long-tail-token" 5
+wait_for "▶ incidents" 5                        # the focus, said in words
+echo "e2e_tui: dashboard up, its causes ranked"
 keys z
 keys Right Right Right
 wait_for "cursor 253" 10
@@ -66,6 +69,10 @@ wait_for "almost never seen." 10
 keys Tab; sleep 0.5; keys Tab; sleep 0.5   # remediation -> its usual remedies
 keys Enter                               # adds the first remedy
 wait_for "5 Remediation ok" 10
+type_text "l"                            # a letter typed into the list: the text's, no lessons screen
+sleep 1
+has "$(screen)" "lessons (enter opens" && { echo "e2e_tui: a letter in the editor opened the lessons"; exit 1; }
+wait_for "▶ usual remedies" 5
 keys Tab; sleep 0.5
 type_text "seed: 1234"; keys Enter
 type_text "through step: 249"; keys Enter
@@ -74,6 +81,9 @@ wait_for "6 Verification ok" 10
 keys Tab; sleep 0.5
 type_text "A spike on one batch with a smooth LR: look at the batch before the optimizer."
 wait_for "complete: ready to commit" 15
+keys Enter                               # the lesson is one line: Enter moves on
+sleep 1
+wait_for "complete: ready to commit" 10
 ls "$kb"/.postmortem/drafts/19-spike-001-250.png >/dev/null \
     || { echo "e2e_tui: no figure beside the draft"; ls -R "$kb/.postmortem"; exit 1; }
 echo "e2e_tui: post-mortem complete, its figure drawn"
@@ -146,13 +156,11 @@ echo "e2e_tui: the draft survived a kill -9"
 keys Escape
 keys q
 
-# a run that cannot be read: the error screen, then its one line and exit code 2 on leaving
+# a run that cannot be read: its one line and exit code 2, before any app
 tmux kill-session -t "$session" 2>/dev/null || true
 tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
     "$here/.venv/bin/postmortem tui $kb/no-such-run; echo \"exit code \$?\"; sleep 30"
-wait_for "Cannot read this run" 30
-keys q
-wait_for "exit code 2" 10
+wait_for "exit code 2" 30
 has "$(screen)" "postmortem: error: .*no-such-run" || { echo "e2e_tui: no one-line error"; screen; exit 1; }
 echo "e2e_tui: an unreadable run exits 2 with its reason"
 echo "e2e_tui: passed"

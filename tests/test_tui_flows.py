@@ -236,6 +236,8 @@ async def test_escape_cancels_a_running_replay():
         assert screen.state == "running"
         await pilot.press("escape")
         assert screen.state == "cancelled" and not screen.process.running
+        assert not screen.query_one("#replay-bar").display     # no bar goes on sweeping
+        assert str(screen.query_one("#replay-status").render()).startswith("cancelled")
         assert isinstance(app.screen, ReplayScreen)        # the first escape cancels, the next goes back
         await pilot.press("escape")
         assert not isinstance(app.screen, ReplayScreen)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-CHART_KEYS = "left/right move the cursor (shift: 10 steps), z zooms to the incident and back, tab: next panel."
+CHART_KEYS = ("left/right move the cursor (shift: 10 steps), z zooms to the incident and back, [ and ] draw "
+              "another segment of a resumed run (the status line says which is drawn), tab: next panel.")
 
 # a panel's key (help_key) -> (its name, what it shows)
 PANELS = {

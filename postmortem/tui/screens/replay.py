@@ -137,9 +137,16 @@ class ReplayScreen(Screen):
                          f"(max diff {result.faithful_max_diff:.3g}); escape takes the evidence back")
             self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
         elif message.state == "failed":
+            self._stop_bar()
             self._status(f"[b]replay failed[/b]: {escape(message.message)}", markup=True)
         else:
+            self._stop_bar()
             self._status("cancelled")
+
+    def _stop_bar(self) -> None:
+        """No bar runs on after the replay stopped (one still waiting for its first step would
+        go on sweeping): it goes, and the status line says where the replay stood."""
+        self.query_one("#replay-bar", ProgressBar).display = False
 
     def _status(self, text: str, markup: bool = False) -> None:
         self.query_one("#replay-status", Static).update(text if markup else escape(text))
@@ -148,7 +155,10 @@ class ReplayScreen(Screen):
         if self.state == "running":
             self.process.cancel()          # the child stops between two steps, or is killed
             self.state = "cancelled"
-            self._status("cancelled")
+            self._stop_bar()
+            bar = self.query_one("#replay-bar", ProgressBar)
+            at = f" at {int(bar.progress)}/{int(bar.total)} steps of the arm" if bar.total else ""
+            self._status(f"cancelled{at}; r replays again, escape goes back")
             return
         if self.result is not None:        # kept for the editor, whichever screen asked
             self.session.replays[self.incident.step] = self.result
