@@ -102,6 +102,12 @@ def test_an_lr_rising_against_cosine_is_the_incident_with_its_cause(tmp_path, fm
     assert score.found == 1 and score.false == 0, score.details
     top = analysis.incidents[worst(analysis.incidents)]
     assert top.kind == "divergence" and top.hypotheses[0].pattern == "schedule-misconfigured"
+    # what it is weighed on is there: the LR over it, and the config it climbs against
+    said = [o.observation for o in top.hypotheses[0].supported_by]
+    assert any("the config says cosine" in s for s in said)
+    assert any(o.observation.startswith("LR ") and "over the incident" in o.observation
+               for h in top.hypotheses for o in h.supported_by + h.contradicted_by) or any(
+        "LR x" in s and "over the divergence" in s for s in said)
 
 
 STATIC = dict(dtype="fp16", scale_growth=1.0, scale_backoff=1.0, init_scale=2.0 ** 16)
@@ -162,7 +168,10 @@ def test_a_cascade_with_no_loss_logged_is_an_fp16_overflow_incident(tmp_path):
     analysis, _, score = written(tmp_path, spec, "deepspeed", 10)
     assert "loss" not in read_run(tmp_path / "deepspeed-10").metrics
     assert score.found == 1 and score.false == 0, score.details
-    assert analysis.incidents[0].hypotheses[0].pattern == "fp16-overflow"
+    inc = analysis.incidents[0]
+    assert inc.hypotheses[0].pattern == "fp16-overflow"
+    # dynamic scaling, said with what shows it (the scale read from the 'reducing to' messages)
+    assert any("dynamic loss scaling (" in o.observation for o in inc.hypotheses[0].supported_by)
 
 
 @pytest.mark.slow

@@ -85,6 +85,8 @@ def _fp16(ctx, ev, f, e) -> None:
     elif dtype == "fp16":
         # said as the series and the config show it: a static scale is no dynamic scaling
         e.add(True, "w_dtype", "loss-scale", f"the run is fp16 with {ctx.scale_regime.said}")
+    elif dtype is None and (ctx.has("loss_scale") or ctx.skips.any()):
+        e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
     if f.cascade is not None:
         from postmortem.diagnose.scaler import persistent_words
         c = f.cascade

@@ -11,8 +11,8 @@ from postmortem.run import RunLog
 
 HEAD = 256 * 1024          # the header and the first progress lines are enough
 
-_DTYPE = (("bf16", re.compile(r"\b(?:bf16|bfloat16)\b", re.I)),
-          ("fp16", re.compile(r"\b(?:fp16|float16)\b", re.I)))
+_DTYPE = (("bf16", re.compile(r"\b(?:bf16|bfloat16)(?:_enabled)?\b", re.I)),
+          ("fp16", re.compile(r"\b(?:fp16|float16)(?:_enabled)?\b", re.I)))
 _OFF = re.compile(r"[\s:=.'\"]*(?:false|0\b|none)", re.I)        # `fp16: False`, `--bf16 0`
 _VOCAB = re.compile(r"\b(?:vocab(?:ulary)?[ _]size|n_vocab|padded vocab \(size)\s*[:=]?\s*(\d{2,7})", re.I)
 _PARAMS = re.compile(r"\b(?:number of parameters|num(?:ber)?[ _]param(?:eter)?s|total params|"

@@ -38,6 +38,8 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
     peak_loss = event.peak if event.metric == "loss" and np.isfinite(event.peak) else None
     if event.kind == "nan":
         peak_loss = None
+    elif peak_loss is None and "loss" in h:      # a grad-norm or loss-scale peak: the loss logged there
+        peak_loss = _value_at(h, "loss", event.peak_step)
     recovery: float | str | None = None
     if "loss" in h:
         # the loss at peak + 50; a sparse log gives the nearest point that is not far past it

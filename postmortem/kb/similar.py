@@ -13,9 +13,9 @@ from postmortem.document.model import PostMortem
 from postmortem.files import NameRefused, check_name
 from postmortem.numbers import rise
 
-# the kind of incident (a NaN, a cascade, a divergence) weighs right after the cause and before
-# the dtype and the phase: a NaN is first like another NaN
-WEIGHTS = {"pattern": 3.0, "kind": 2.0, "dtype": 1.0, "phase": 1.0, "grad_lead": 1.0, "rise": 1.0,
+# the kind of incident (a NaN, a cascade, a divergence) weighs right after the cause and more
+# than the dtype and the phase together: a NaN is first like another NaN
+WEIGHTS = {"pattern": 3.0, "kind": 2.5, "dtype": 1.0, "phase": 1.0, "grad_lead": 1.0, "rise": 1.0,
            "recovery": 1.0}
 
 
