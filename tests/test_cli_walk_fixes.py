@@ -226,3 +226,13 @@ def test_the_samples_first_analysis_has_no_warning_about_its_own_files():
     lines = r.stdout.splitlines()
     assert lines[0].startswith("19-spike-001  jsonl  400 steps") and not lines[1].startswith("warning"), lines[:3]
     assert "minigpt.json" not in r.stdout and "postmortem record" not in r.stdout
+
+
+def test_the_symptoms_of_a_grad_norm_peak_show_the_loss_logged_at_that_step():
+    """bad-data's incident is a grad-norm spike: its Symptoms give the loss at the peak step."""
+    import json
+    r = postmortem("analyze", ROOT / "sample_runs" / "bad-data", "--json")
+    (inc,) = [i for i in json.loads(r.stdout)["incidents"] if i["metric"] == "grad_norm"]
+    rows = [json.loads(line) for line in (ROOT / "sample_runs" / "bad-data" / "metrics.jsonl").open()]
+    logged = next(row["loss"] for row in rows if row["step"] == inc["symptoms"]["peak_step"] and "loss" in row)
+    assert inc["symptoms"]["peak_loss"] == pytest.approx(logged)
