@@ -265,6 +265,8 @@ def build_runlog(series: list[Series], source: Source,
     if not series:
         raise RunReadError(source.path, "no per-step metrics found")
 
+    if len(resumes):
+        _reason(source, "a resumed run's new folder")
     resumes = [*resumes, *source.resumes, *relaunches(series, source)]
     if not len(resumes) and all(_increasing(s) for s in series):
         return _single_segment(series, source, manifest)
