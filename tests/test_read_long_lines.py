@@ -76,3 +76,29 @@ def test_a_200mb_line_in_a_text_log(tmp_path, unit):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["steps"] == {"rows": 41, "first": 1, "last": 41}
+
+
+def test_utf16_trainer_state_is_read_as_a_trainer_state(tmp_path):
+    # what PowerShell's `>` writes: UTF-16 with a byte-order mark
+    state = {"global_step": 30, "log_history": [{"step": s, "loss": 2.0 - s / 100, "learning_rate": 1e-4,
+                                                 "epoch": s / 30} for s in (10, 20, 30)]}
+    p = tmp_path / "trainer_state.json"
+    p.write_bytes(json.dumps(state, indent=2).encode("utf-16"))
+    data = _info_in_time(p, 60)
+    assert data["run"]["format"] == "hf-trainer-state"
+    assert data["steps"] == {"rows": 3, "first": 10, "last": 30} and len(data["segments"]) == 1
+
+
+def test_a_byte_that_is_not_utf8_in_a_jsonl_key(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    p.write_bytes(b'{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.9, "n\xff": 0.1}\n{"step": 3, "loss": 1.8}\n')
+    data = _info_in_time(p, 60)
+    assert data["steps"] == {"rows": 3, "first": 1, "last": 3}
+    assert any("not UTF-8" in w and "line 2" in w for w in data["warnings"])
+
+
+def test_carriage_return_line_endings(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_bytes("".join(f"step {i} | loss {3 - i / 10:.2f}\r" for i in range(1, 6)).encode())
+    data = _info_in_time(p, 60)
+    assert data["steps"] == {"rows": 5, "first": 1, "last": 5}

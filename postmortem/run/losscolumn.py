@@ -28,9 +28,12 @@ _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _STREAMS = _EVAL | {"train", "training"}
 _OTHER_METRIC = re.compile(r"grad|norm|acc|lr|rate|time|step|epoch|scale|count|ppl|perplex|tok|sample|mem|num")
 _NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
-_TOTAL = re.compile(r"^(?:train_?)?(?:total|mean|avg|average|overall|sum)_?loss(?:_step)?$"
+_TOTAL = re.compile(r"^(?:train_?)?(?:total|tot|mean|avg|average|overall|sum)_?loss(?:_step)?$"
                     r"|^loss_?(?:total|mean|avg|sum)$|^objective$")
-_CE = re.compile(r"^(?:train_?)?(?:cross_?entropy_?loss|crossentropy|ce_?loss|nll_?loss|lm_?loss\w*"
+# OpenNMT-py's `xent`, fairseq's and torch's `nll`: a cross-entropy under its own short name
+_LOSS_NAMES = {"xent", "nll", "crossentropy", "cross_entropy"}
+_CE = re.compile(r"^(?:train_?)?(?:cross_?entropy_?loss|crossentropy|cross_entropy|ce_?loss|nll_?loss|nll|xent"
+                 r"|lm_?loss\w*"
                  r"|loss_?(?:ce|nll|lm))(?:_step)?$")
 
 
@@ -57,7 +60,8 @@ def _stream(name: str) -> str | None:
     if not parts:
         return None
     leaf = parts[-1]
-    loss_word = "loss" in leaf or _namespace_loss(parts) is not None
+    loss_word = ("loss" in leaf or _namespace_loss(parts) is not None
+                 or re.sub(r"^(?:train|val|valid|eval|test)_", "", leaf) in _LOSS_NAMES)
     if not loss_word or _NOT_LOSS.search(leaf) or leaf.endswith("_epoch") and len(parts) == 1:
         return None
     words = set(parts[:-1]) | set(re.split(r"_", leaf))
@@ -120,6 +124,8 @@ def choose(log: RunLog, override: str | None = None) -> None:
         else:
             _sum(log, chosen, canon)
         extras[f"{canon}_from"] = f"{' + '.join(chosen)} ({rule})"
+    if "loss" not in log.frame:
+        _from_perplexity(log)
     if "loss" not in log.frame and not any("--loss" in w for w in log.source.warnings):
         log.source.warn("no column looks like the loss; --loss COLUMN names it")
 
@@ -157,3 +163,23 @@ def _sum(log: RunLog, parts: list[str], new: str) -> None:
     if len(nan_rows):
         log.logged_nan[new] = nan_rows
     log.frame = frame[["segment", "step", *canonical_order(list(log.metrics))]]
+
+
+_PPL = re.compile(r"^(?:train_?)?(?:ppl|perplexity)$")
+
+
+def _from_perplexity(log: RunLog) -> None:
+    """Only the perplexity logged (OpenNMT-py's `ppl` without `xent`, a `perplexity` column):
+    the loss is its log, the cross-entropy it is the exponential of."""
+    names = [c for c in log.metrics if _PPL.match(normalize(c).split("/")[-1])]
+    if len(names) != 1:
+        return
+    values = log.frame[names[0]].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.log(values)
+    loss[values < 0] = np.nan                     # no perplexity is negative: not a loss
+    log.frame["loss"] = loss
+    log.frame = log.frame[["segment", "step", *canonical_order(list(log.metrics))]]
+    if names[0] in log.logged_nan:
+        log.logged_nan["loss"] = log.logged_nan[names[0]]
+    log.source.extras["loss_from"] = f"log({names[0]}) (only the perplexity is logged)"

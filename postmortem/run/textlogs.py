@@ -163,6 +163,18 @@ def _megatron_evidence(groups: list[Group]) -> bool:
                for g in groups)
 
 
+# megatron/arguments.py (_print_args) opens its argument dump with this line
+_MEGATRON_ARGS = b"------------------------ arguments ------------------------"
+
+
+def _megatron_banner(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return _MEGATRON_ARGS in f.read(4 << 20)
+    except OSError:
+        return False
+
+
 def sniff(path: Path) -> tuple[str | None, int]:
     """The family of the text log at `path` by evidence over the whole file, and its count."""
     try:
@@ -176,11 +188,13 @@ def sniff(path: Path) -> tuple[str | None, int]:
         groups = groups_of(path)
     except (OSError, MemoryError):
         return None, 0
-    if not groups:
-        return None, 0
     hits = _hits(groups)
     if _megatron_evidence(groups):
         return "megatron", hits["megatron"]
+    if not hits["megatron"] and _megatron_banner(path):
+        return "megatron", 1      # cut before its first iteration line: read as what it is
+    if not groups:
+        return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
     for dialect in ranked:
         n = hits[dialect]
@@ -402,6 +416,9 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
         groups = [g for g in groups if "iteration" in g.parsed.counters or g.parsed.overflow]
         for g in groups:
             _megatron_nan_loss(g, omitted)
+    if dialect == "megatron" and not any("iteration" in g.parsed.counters for g in groups):
+        raise RunReadError(path, "a Megatron log with no iteration line (its arguments are printed, "
+                                 "then it ends before the first `iteration N/M |` line)")
     if not groups or not is_metric_log(groups):
         raise RunReadError(path, f"no {dialect} metric lines")
     lines = metriclines.place(groups, source)

@@ -42,6 +42,7 @@ _LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train
                           r"|validation|valid|val|testing|test)\b", re.I)
 _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
                            r"|^\s*(Test|Eval|Val):", re.I)
+_LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\] NCCL\b")
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
 
@@ -219,6 +220,8 @@ def parse(raw: str) -> Parsed:
     text = clean(raw)
     if not text.strip():
         return out
+    if _LIBRARY_LOG.search(text):
+        return out          # NCCL's own log: host:pid:tid, ranks, channels; never a metric
     if is_code(text):
         # kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
@@ -335,9 +338,9 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
     has_val = any(_stream_of(n) in ("val", "test") for n in lower)
     for (raw_name, s, e, unit, name_start), name, low in zip(found, names, lower):
         stream = _stream_of(low)
-        if low in _STREAMS and not any("loss" in n for n in lower if n != low):
+        if low in _STREAMS and not any("loss" in n for n in lower if n != low) and not text[s:e].isdigit():
             name, stream = f"{name} loss", _STREAMS[low]                 # `250 val 3.2`
-        elif low in _STREAMS:
+        elif low in _STREAMS:       # `train: 439453125`: a split's size, not its loss
             continue
         if out.stream in ("val", "test") and stream is None and low not in ("lr", "learning rate"):
             name = f"{out.stream}_{name}"

@@ -1,0 +1,51 @@
+"""Which column is the loss when a log names it otherwise: `xent`, `nll`, `tot_loss`, the
+perplexity alone; `info` says which name became the loss and why."""
+
+import math
+
+import pytest
+
+from test_cli import pm
+import json
+
+
+def _info(path) -> dict:
+    r = pm("info", path, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def _loss(data):
+    return next(m for m in data["metrics"] if m["name"] == "loss")
+
+
+def _write(tmp_path, lines):
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_opennmt_xent_is_the_loss(tmp_path):
+    # OpenNMT-py's Statistics.output format string
+    fmt = "Step %s; acc: %6.2f; ppl: %5.2f; xent: %4.2f; lr: %7.5f; %3.0f/%3.0f tok/s; %6.0f sec"
+    lines = ["[2023-05-01 10:00:00,123 INFO] " + fmt % ("%2d/%5d" % (s, 100000), 45.1, math.exp(3.2 - s / 1000),
+                                                       3.2 - s / 1000, 0.0007, 8123, 7456, s)
+             for s in range(100, 2100, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert data["read"]["loss"].startswith("xent")
+    assert _loss(data)["max"] == pytest.approx(3.1) and data["steps"]["first"] == 100
+
+
+@pytest.mark.parametrize("name", ["nll", "tot_loss", "xent"])
+def test_short_names_of_the_loss(tmp_path, name):
+    lines = [f"step {s} | {name} {3.2 - s / 1000:.3f} | loss_cls 1.0 | lr 1e-4" for s in range(100, 2100, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert data["read"]["loss"].startswith(name)
+    assert _loss(data)["min"] == pytest.approx(1.2)
+
+
+def test_perplexity_alone_gives_its_log(tmp_path):
+    lines = [f"step {s} | ppl {math.exp(3.2 - s / 1000):.4f} | lr 1e-4" for s in range(100, 2100, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert "only the perplexity" in data["read"]["loss"]
+    assert _loss(data)["max"] == pytest.approx(3.1, abs=1e-3)
