@@ -81,13 +81,15 @@ def test_csv_nan_spellings_and_empty_cells(tmp_path):
     assert log.frame.loss.iloc[2] == -np.inf
 
 
-def test_duplicate_steps_warn_and_keep_the_later(tmp_path):
+def test_duplicate_steps_warn_and_keep_both(tmp_path):
     p = tmp_path / "m.csv"
     p.write_text("step,loss\n0,2.5\n1,2.4\n1,2.3\n2,2.2\n")
     log = read_run(p)
-    # a repeated step is not a backwards step: one segment, later value, a warning
-    assert len(log.segments()) == 1 and log.frame.loss.tolist() == [2.5, 2.3, 2.2]
-    assert any("logged again at the same step" in w for w in log.source.warnings)
+    # a step logged again with another value (a relaunch from that step) is never dropped:
+    # both kept, the second opening a segment, with a warning (issue 24)
+    assert [(s["first_step"], s["last_step"]) for s in log.segments()] == [(0, 1), (1, 2)]
+    assert log.frame.loss.tolist() == [2.5, 2.4, 2.3, 2.2]
+    assert any("logged again with other values" in w for w in log.source.warnings)
 
 
 def test_truncated_jsonl_tail_is_dropped_with_warning(tmp_path):
