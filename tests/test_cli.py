@@ -57,7 +57,7 @@ def test_analyze_json_shape_and_nan_incident(tmp_path):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert set(data) == {"run", "checks", "incidents"}
-    assert set(data["run"]) == {"id", "format", "steps", "metrics", "dtype", "warnings"}
+    assert set(data["run"]) == {"id", "format", "steps", "metrics", "dtype", "warnings", "facts_from"}
     assert data["run"]["warnings"] == []
     assert {c["status"] for c in data["checks"]} <= {"pass", "fail", "skipped"}
     [inc] = data["incidents"]

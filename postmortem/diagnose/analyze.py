@@ -153,5 +153,6 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
                                   related=related, rise=_rise(ev), severity=_severity(ctx, ev),
                                   headline=_headline(ctx, ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
-                                   metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings)),
+                                   metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings),
+                                   facts_from=dict(ctx.facts.read_from)),
                     checks=checks, incidents=incidents)

@@ -49,9 +49,13 @@ def _long_tail(ctx, ev, f, e) -> None:
         smooth = f.lr_jump is None
         big = f.gn_ratio >= th.long_tail_grad_ratio
         some = f.gn_ratio >= th.long_tail_grad_ratio / 3
+        # said either way, with why it does not count where it does not
+        why_not = "" if (big or some) and smooth else (
+            f", under the {th.long_tail_grad_ratio / 3:g}x of one batch's outsized gradient" if smooth
+            else ", with the LR off its trend: the LR's doing, not the batch's")
         e.add((big or some) and smooth, "w_grad_ratio_big" if big else "w_grad_ratio", "grad-norm",
               f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
-              + (" with a smooth LR" if smooth else ""))
+              + (" with a smooth LR" if smooth else "") + why_not)
     if ev.kind == "spike" and ev.metric == "loss":
         from postmortem.diagnose.symptoms import recovered
         rec = recovered(ctx, ev)

@@ -24,6 +24,8 @@ class RunSummary(BaseModel):
     # what the reader noticed on the way (a cut last line dropped, no column that looks like
     # the loss, a resume): the analysis judged what was read, and these say what that was
     warnings: list[str] = []
+    # where the diagnosis read a fact no config gave: {"dtype": "train.log: its lines say bf16"}
+    facts_from: dict[str, str] = {}
 
 
 class Check(BaseModel):
