@@ -202,9 +202,10 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
 
 
 def _warmup_again(lr: np.ndarray) -> np.ndarray:
-    """Points where the LR falls to a small fraction of what it was and climbs again for the
-    next three points: a second warmup (an annealing falls and stays, a cyclic schedule climbs
-    and falls smoothly, a warm restart jumps up)."""
+    """Points where the LR falls to a small fraction of what it was and then replays the run's
+    own first values (its warmup, as logged at the start): a relaunch with the same schedule.
+    A schedule that falls and climbs on its own course (a sign flipped in a cosine, a cyclic
+    or warm-restart schedule) is no relaunch: that is for the checks to find."""
     n = len(lr)
     if n < 5:
         return np.empty(0, dtype=np.int64)
@@ -213,8 +214,9 @@ def _warmup_again(lr: np.ndarray) -> np.ndarray:
     if not len(i):
         return np.empty(0, dtype=np.int64)
     i = i[(lr[i + 1] > lr[i]) & (lr[i + 2] > lr[i + 1]) & (lr[i + 3] > lr[i + 2])]
-    peak = np.fmax.accumulate(lr)
-    return i[lr[i] <= 0.3 * peak[i - 1]] if len(i) else i
+    start = lr[:4]
+    return np.array([k for k in i if np.allclose(lr[k:k + 4], start, rtol=0.02, atol=0)
+                     and np.all(lr[k:k + 4] > 0)], dtype=np.int64)
 
 
 _RELAUNCH_SAYERS = ("loss", "grad_norm", "lr")
