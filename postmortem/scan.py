@@ -55,25 +55,33 @@ def key_of(task: dict) -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _cached(key: str | None) -> dict | None:
+def _slot(task: dict) -> Path:
+    """One cache file a run (its store and id): a run that changes overwrites its own row, so
+    the cache holds one row a run ever scanned, never one a version of it."""
+    name = hashlib.sha256(f"{task['address']}\n{task['id']}".encode()).hexdigest()
+    return cache_dir() / name[:2] / f"{name}.json"
+
+
+def _cached(task: dict, key: str | None) -> dict | None:
     if key is None:
         return None
     try:
-        return json.loads((cache_dir() / key[:2] / f"{key}.json").read_text())
+        held = json.loads(_slot(task).read_text())
     except (OSError, ValueError):
         return None
+    return held.get("row") if isinstance(held, dict) and held.get("key") == key else None
 
 
-def _store(key: str | None, summary: dict) -> None:
+def _store(task: dict, key: str | None, summary: dict) -> None:
     """Atomically: a reader never sees half a file, two scans at once never mix theirs."""
     if key is None:
         return
-    folder = cache_dir() / key[:2]
+    slot = _slot(task)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(summary))
-        os.replace(tmp, folder / f"{key}.json")
+        slot.parent.mkdir(parents=True, exist_ok=True)
+        tmp = slot.with_name(f".{slot.stem}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "row": summary}))
+        os.replace(tmp, slot)
     except OSError:
         pass            # a cache that cannot be written costs the next scan time, nothing else
 
@@ -142,7 +150,7 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
     started = time.perf_counter()
     tasks = tasks_of(store)
     keys = [key_of(t) if use_cache else None for t in tasks]
-    rows: list[dict | None] = [_cached(k) for k in keys]
+    rows: list[dict | None] = [_cached(t, k) for t, k in zip(tasks, keys)]
     todo = [i for i, r in enumerate(rows) if r is None]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if todo:
@@ -155,7 +163,7 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
         for i, row in zip(todo, fresh):
             rows[i] = row
             if row.get("error") is None or not row["error"].startswith("internal error"):
-                _store(keys[i], row)
+                _store(tasks[i], keys[i], row)
         if workers > 1:
             pool.shutdown()
     for row, t in zip(rows, tasks):

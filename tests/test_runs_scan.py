@@ -57,6 +57,7 @@ def test_a_rescan_analyzes_only_the_runs_that_changed(tmp_path, cache):
     assert figures["analyzed"] == 1
     _, figures = scan(str(store), jobs=1, use_cache=False)
     assert figures["analyzed"] == 4
+    assert len(list(cache_dir().rglob("*.json"))) == 4      # one row a run, changed or not
 
 
 def test_an_unreadable_run_is_a_row_not_the_end_of_the_scan(tmp_path, cache):

@@ -191,8 +191,13 @@ def find_candidates(root: Path, problems: list[str] | None = None) -> list[Candi
             others.append(Candidate(kind, [f], f, structured=kind in ("jsonl", "csv", "parquet"),
                                     weak=kind == "csv" and not _keyed_csv(f)))
     cands: list[Candidate] = []
-    if hf_states:
-        c = Candidate("hf-trainer-state", [hf.pick_trainer_state(hf_states)], root)
+    by_output_dir: dict[Path, list[Path]] = {}
+    for f in hf_states:      # an output dir's own state and its checkpoint-N/ copies: one run
+        out = f.parent.parent if f.parent.name.startswith("checkpoint-") else f.parent
+        by_output_dir.setdefault(out, []).append(f)
+    for out, states in by_output_dir.items():
+        c = Candidate("hf-trainer-state", [hf.pick_trainer_state(states)],
+                      root if len(by_output_dir) == 1 else out)
         if tb:
             c.notes.append(f"also found {len(tb)} TensorBoard event file(s) of the same run; read "
                            f"trainer_state.json (--format tensorboard reads them instead)")

@@ -33,7 +33,7 @@ def _mtime(path: Path) -> float | None:
 
 def _rel(path: Path, base: Path) -> str:
     if path == base:
-        return "."
+        return path.name or str(path)       # the store is the run: named as its folder
     try:
         return path.relative_to(base).as_posix()
     except ValueError:
@@ -54,6 +54,12 @@ def describe(cands: list, base: Path) -> list[StoredRun]:
             # a log file alone in its folder is named by the folder (runs/a/metrics.jsonl: a)
             own = folder if folder != base and folders.count(folder) == 1 else c.root
             out.append(_describe(c, base, own))
+    ids = [r.id for r in out]
+    for r, c in zip(out, cands):
+        if ids.count(r.id) > 1 and c.format != "mlflow-db":
+            # two stores' version_0: each named by its path in the store
+            r.aliases.add(r.id)
+            r.id = _rel(c.files[0] if c.format == "lightning" else c.root, base)
     return out
 
 
