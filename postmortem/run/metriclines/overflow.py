@@ -151,13 +151,12 @@ def place(events: list[Event], next_step: list[float], last_step: list[float]) -
             n = len(skips)
             slots = [max(hi - n + 1 + m, hi - room + 1) for m in range(n)]
         at = dict(zip(skips, slots))
-        last = slots[0] if slots else (hi if not math.isnan(hi) else (lo if not math.isnan(lo) else 1.0))
+        # other messages (a scale raised, a resume) go with the skip before them, else with the
+        # first skip's step, else with the step line after them (before them, at the end)
+        here = slots[0] if slots else (hi if not math.isnan(hi) else (lo if not math.isnan(lo) else 1.0))
         for k in run:
-            if k in at:
-                last = at[k]
-            # other messages (a scale raised, a resume) go with the skip before them, or
-            # the first step left
-            steps[k] = at.get(k, last if k > skips[0] else (slots[0] if slots else last)) if skips else last
+            here = at.get(k, here)
+            steps[k] = here
         i = j
     return steps
 
@@ -279,8 +278,8 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
         for name in names:
             out.append(Series(name, at, u, counts.astype(np.float64)))
             said[name] = sorted(set(ids_a[skip]))
-    # a scale printed as nan is read as NaN: a message without a scale is NaN too, but a
-    # `skipped` kind never carries one, and the others print theirs (`inf`, `nan`, `0` kept)
+    # the scale each message printed (`inf`, `0` and a printed `nan` kept); a message that
+    # prints none (a hysteresis skip, ColossalAI's) sets no scale
     has = np.isin(kinds_a, ("overflow", "scale", "skipped")) & (~np.isnan(scales) | nan_said[srt])
     if "loss_scale" not in present and has.any():
         idx = np.flatnonzero(has)
