@@ -151,6 +151,23 @@ def test_written_formats_read_back_with_the_same_values(tmp_path, fmt, interval)
         assert log.manifest.config.schedule == "linear" and log.dtype == "fp16"
 
 
+def test_the_epoch_and_deepspeed_writers_read_back(tmp_path):
+    """Keras' epoch CSV: one row per epoch, numbered from 0, the epoch's mean loss; DeepSpeed's
+    engine log: no loss, the skipped steps counted and the scale its OVERFLOW lines reduce to."""
+    rec = _records()
+    rows = formats.WRITERS["epochs"](rec, META, tmp_path / "ep", interval=10)
+    log = read_run(tmp_path / "ep")
+    assert list(log.frame.step) == list(range(len(rows))) == [e for e, _ in rows]
+    want = [np.mean([rec[i]["loss"] for i in g if not rec[i].get("skipped")]) for _, g in rows]
+    assert np.allclose(log.frame.loss, want, atol=1e-5)
+    formats.WRITERS["deepspeed"](rec, META, tmp_path / "ds", interval=10)
+    log = read_run(tmp_path / "ds")
+    assert "loss" not in log.metrics
+    skipped = sum(r.get("skipped", 0) for r in rec)
+    assert skipped and (tmp_path / "ds" / "deepspeed.log").read_text().count("OVERFLOW!") == skipped
+    assert "loss_scale" in log.metrics and log.frame.loss_scale.dropna().iloc[-1] == 512.0
+
+
 def test_a_resumed_run_goes_back_in_steps_where_the_format_keeps_it(tmp_path):
     rec = _records(resume=(40, 30))
     for fmt, segments in (("jsonl", 2), ("llm.c", 2), ("hf-trainer-state", 1)):
