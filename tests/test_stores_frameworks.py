@@ -291,3 +291,18 @@ def test_hf_output_dir_reads_the_latest_checkpoint_state(tmp_path):
         (d / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": hist}))
     log = read_run(out)
     assert log.source.format == "hf-trainer-state" and log.frame.step.max() == 30
+
+
+@pytest.mark.slow
+def test_mlflow_file_store_written_by_mlflow(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")     # MLflow 3.7+ keeps it for old stores
+    store = tmp_path / "mlruns"
+    made = log_mlflow_runs(store.as_uri())
+    with pytest.raises(SeveralRuns) as err:
+        read_run(store)
+    assert sorted(listed(err.value)) == sorted(made)
+    assert {r.name for r in err.value.runs} >= {"baseline-0", "fp16-1"}
+    for rid, history in made.items():
+        same_as_mlflow(read_run(store, run=rid), history)
+    assert read_run(store, run="fp16-1").nan_mask("loss").sum() == 1
