@@ -52,15 +52,19 @@ def cmd_new(args) -> int:
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
+    from postmortem.cli.progress import ArmSteps, phase, say
     learner = _learner_needed(_settings(args))
-    log = read_run(args.run, **read_options(args))
-    against = [read_run(other) for other in args.against or []]
-    inc = incident_near(log, args.step, against)
+    with phase(f"reading and analyzing {args.run}", in_pipe=False):
+        log = read_run(args.run, **read_options(args))
+        against = [read_run(other) for other in args.against or []]
+        inc = incident_near(log, args.step, against)
     done = None
     if args.replay:
         # the replay runs here, and the document is handed its result
         from postmortem.replay.engine import Replayer
-        done = Replayer(log, inc, "cpu").replay()
+        with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on cpu, faithful first") as progress:
+            done = Replayer(log, inc, "cpu", progress).replay()
+        say(f"replayed {progress.done()}")
     pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
     out = Path(args.output or pm.filename)
     if out.exists() and not args.force:
@@ -68,7 +72,8 @@ def cmd_new(args) -> int:
     from postmortem.document.runpath import stored
     pm = pm.model_copy(update={"run": stored(args.run, out)})     # found again from anywhere
     from postmortem.files import atomic_write
-    pm = _with_figure(pm, out, log, done)
+    with phase(f"drawing the figure beside {out}", in_pipe=args.replay):
+        pm = _with_figure(pm, out, log, done)
     atomic_write(out, render(pm))
     shown = f" and its figure {out.with_name(pm.figure)}" if pm.figure else ""
     print(f"wrote {out}{shown}: {pm.incident} at step {pm.spike_step}, "

@@ -27,19 +27,14 @@ def cmd_replay(args) -> int:
         arms = ("faithful", *arms)
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
-    log = read_run(args.run, format=args.format, run=args.run_id)
-    inc = incident_near(log, args.step, path=args.run)
+    from postmortem.cli.progress import ArmSteps, phase, say
+    with phase(f"reading and analyzing {args.run}", in_pipe=False):
+        log = read_run(args.run, format=args.format, run=args.run_id)
+        inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)
     cancel = threading.Event()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  transient=True, disable=args.json or not sys.stderr.isatty()) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(arm, step, done, total):
-            if arm not in tasks:
-                tasks[arm] = bar.add_task(f"{arm:28s}", total=total)
-            bar.update(tasks[arm], completed=done, description=f"{arm:18s} step {step}")
+    # said once the steps run: a replay that cannot start is its one line alone
+    with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on {device}, faithful first") as progress:
         try:
             if nproc:                      # every rank in a process of its own, under torchrun
                 result = launch(args.run, inc.step, arms, device, nproc, args.format, progress, cancel,
@@ -57,6 +52,9 @@ def cmd_replay(args) -> int:
                 raise
             raise ReplayError(f"{args.run}: the replay failed in the run's code: "
                               f"{type(err).__name__}: {err}") from None
+    say(f"replayed {progress.done()}; nothing written (--json > FILE keeps it); next: "
+        f"`postmortem new {args.run} --step {inc.step} --replay` replays again and drafts the "
+        "post-mortem with the evidence")
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

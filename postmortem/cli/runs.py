@@ -9,8 +9,12 @@ from postmortem.cli.options import add_against, add_json, add_learner, add_repo,
 
 
 def _read(args):
+    """The run, read with a spinner on a terminal; a big one (a 1M-step log) said in a pipe too."""
+    from postmortem.cli.progress import BIG_READ, megabytes, phase, size_of
     from postmortem.run import read_run
-    return read_run(args.run, **read_options(args))
+    size = size_of(args.run)
+    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= BIG_READ):
+        return read_run(args.run, **read_options(args))
 
 
 def _others(args) -> list:
@@ -65,8 +69,12 @@ def cmd_export(args) -> int:
 def cmd_analyze(args) -> int:
     from postmortem.cli.thresholds import load_thresholds
     from postmortem.diagnose.analyze import analyze
+    from postmortem.cli.progress import BIG_READ, phase
     thresholds = load_thresholds(args.thresholds, args.set or [])
-    result = analyze(_read(args), thresholds, against=_others(args))
+    log = _read(args)
+    with phase(f"walking the checklists over {len(log.frame)} rows, finding the incidents",
+               in_pipe=len(log.frame) * 100 >= BIG_READ):
+        result = analyze(log, thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0

@@ -25,5 +25,12 @@ def make_replay(manifest: RunManifest, run_dir: str | Path, device: torch.device
         batch_at=lambda step: trainer.data.batch_at(step),         # late-bound: a test may swap batches
         loss=lambda step, batch: trainer.forward(step, *batch),     # the step's injected bugs included
         token_frequency=trainer.data.freq,
-        decode=lambda token: tokenizer.id_to_token(int(token)) or str(token),
+        decode=lambda token: _decoded(tokenizer, int(token)),
         extra_modules=[("loss", trainer.loss_fn), ("loss (hand-written log-softmax)", trainer.naive_loss_fn)])
+
+
+def _decoded(tokenizer, token: int) -> str:
+    """A token as the text it stands for (`Ġr` is " r"); its byte-level piece where it is only
+    part of a character."""
+    text = tokenizer.decode([token])
+    return text if text and "\ufffd" not in text else tokenizer.id_to_token(token) or str(token)

@@ -303,9 +303,14 @@ class Replayer:
         pt = found.get("per_token")
         if pt and pt.get("rare_share_of_tail") is not None:
             share = pt["rare_share_of_tail"]
-            out.append(Evidence("per-token-loss", f"{share:.0%} of the tokens behind the top 10% of per-token "
-                                f"losses were seen at most twice in training (p50 {pt['p50']:.3g}, "
-                                f"p99 {pt['p99']:.3g})", favors=["long-tail-token"] if share >= 0.5 else []))
+            # which losses the percentiles are of, and the rare pieces themselves, decoded
+            rare = list(dict.fromkeys(repr(t["token"]) for t in pt.get("heavy_tail", [])
+                                      if t.get("train_count") is not None and t["train_count"] <= 2))[:5]
+            out.append(Evidence("per-token-loss", f"{share:.0%} of the tokens behind the top 10% of the per-token "
+                                f"losses of step {self.inc.step}'s batch were seen at most twice in training"
+                                + (f" ({', '.join(rare)})" if rare else "")
+                                + f"; that batch's per-token losses: median {pt['p50']:.3g}, p99 {pt['p99']:.3g}",
+                                favors=["long-tail-token"] if share >= 0.5 else []))
         hs = found.get("hashes")
         if hs:
             before = [h for s, h in hs.items() if s <= self.inc.step]

@@ -1,0 +1,98 @@
+"""Long work that speaks, on stderr (stdout keeps the result, --json one JSON document): on a
+terminal rich's progress display (a spinner for a phase, a bar for a replay's steps, arm by
+arm), in a pipe one line per phase. Short work stays quiet in a pipe (`quiet_below`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+BIG_READ = 20 << 20        # bytes: a read this big is announced in a pipe too (a 1M-step log)
+
+
+def _terminal() -> bool:
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def say(line: str) -> None:
+    """One line on stderr, prefixed as every message of the command line."""
+    print(f"postmortem: {line}", file=sys.stderr, flush=True)
+
+
+def size_of(path) -> int:
+    """The bytes of `path`, or of the files directly in a folder (where a run's log lies; its
+    checkpoints below are not read), for what a read is told."""
+    try:
+        if os.path.isfile(path):
+            return os.path.getsize(path)
+        with os.scandir(path) as entries:
+            return sum(e.stat().st_size for e in entries if e.is_file())
+    except OSError:
+        return 0
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB"
+
+
+@contextmanager
+def phase(text: str, in_pipe: bool = True):
+    """A phase of long work: a spinner with its words and seconds on a terminal (gone when it
+    ends), its words once in a pipe (when `in_pipe`)."""
+    if not _terminal():
+        if in_pipe:
+            say(text)
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        bar.add_task(text, total=None)
+        yield
+
+
+class ArmSteps:
+    """A replay's progress, the `progress(arm, step, done, total)` callback of the engine: a bar
+    per arm on a terminal, in a pipe the heading and a line as each arm starts (nothing before
+    the first step: a replay that cannot start says its one line alone)."""
+
+    def __init__(self, heading: str, enabled: bool = True):
+        self.heading, self.enabled = heading, enabled
+        self.terminal = enabled and _terminal()
+        self.started = time.monotonic()
+        self.arms: dict[str, int] = {}
+        self.bar = None
+
+    def __enter__(self) -> "ArmSteps":
+        if self.terminal:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+            self.bar = None
+
+    def __call__(self, arm: str, step: int, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if arm not in self.arms:
+            if self.bar is not None and not self.arms:
+                self.bar.console.print(f"postmortem: {self.heading}", highlight=False)
+            self.arms[arm] = self.bar.add_task(arm, total=total) if self.bar is not None else 0
+            if self.bar is None:
+                if len(self.arms) == 1:
+                    say(self.heading)
+                say(f"arm {len(self.arms)}, {arm}: {total} steps")
+        if self.bar is not None:
+            self.bar.update(self.arms[arm], completed=done, description=f"{arm:18s} step {step}")
+
+    def done(self) -> str:
+        return f"{len(self.arms)} arm(s) in {time.monotonic() - self.started:.0f} s"

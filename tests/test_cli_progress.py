@@ -1,0 +1,80 @@
+"""Long work speaks (issue 26): on stderr, rich's progress on a terminal and one line a phase in
+a pipe, and at the end what was written and what to type next; stdout keeps the result."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from postmortem.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_runs" / "long-tail-token"
+
+
+def test_a_big_read_and_its_analysis_are_said_in_a_pipe_and_small_ones_are_not(capsys, monkeypatch):
+    from postmortem.cli import progress
+    assert main(["analyze", str(SAMPLE)]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    monkeypatch.setattr(progress, "BIG_READ", 1000)        # the sample's 0.1 MB as big as 1M steps
+    assert main(["analyze", str(SAMPLE)]) == 0
+    said = capsys.readouterr()
+    assert said.out == quiet.out
+    assert said.err.splitlines() == [f"postmortem: reading {SAMPLE} (0.1 MB)",
+                                     "postmortem: walking the checklists over 400 rows, finding the incidents"]
+    assert main(["analyze", str(SAMPLE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["id"] == "19-spike-001"
+
+
+@pytest.mark.slow
+def test_a_replay_in_a_pipe_says_each_arm_and_what_next_and_decodes_the_rare_tokens():
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-m", "postmortem", "replay", SAMPLE, "--arms", "swap-batch"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[:3] == ["postmortem: replaying the spike at step 250 on cpu, faithful first",
+                         "postmortem: arm 1, faithful: 61 steps", "postmortem: arm 2, swap-batch: 61 steps"]
+    assert lines[3].startswith("postmortem: replayed 2 arm(s) in ") and lines[3].endswith(
+        f"nothing written (--json > FILE keeps it); next: `postmortem new {SAMPLE} --step 250 --replay` "
+        "replays again and drafts the post-mortem with the evidence")
+    (row,) = [x for x in r.stdout.splitlines() if "[per-token-loss]" in x]
+    # what the percentiles are of, and the rare pieces as text (' r', not the byte-level 'Ġr')
+    assert "of the per-token losses of step 250's batch were seen at most twice in training (' r', " in row
+    assert "that batch's per-token losses: median " in row and "Ġ" not in row
+
+
+@pytest.mark.slow
+def test_a_replay_on_a_terminal_draws_its_bars_on_stderr_and_json_stays_alone(tmp_path):
+    pytest.importorskip("torch")
+    import pty
+    import select
+    leader, follower = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "postmortem", "replay", SAMPLE, "--arms", "faithful", "--json"],
+                             stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "TERM": "xterm"})
+    os.close(follower)
+    import threading
+    got: dict = {}
+    reader = threading.Thread(target=lambda: got.update(out=child.stdout.read()))    # stdout drained too
+    reader.start()
+    drawn = b""
+    while True:                      # read the terminal as it is drawn: a full one would block the child
+        ready, _, _ = select.select([leader], [], [], 600)
+        assert ready, "the replay drew nothing for 600 s"
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:              # the child is gone and its terminal with it
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(leader)
+    reader.join(60)
+    assert child.wait(timeout=60) == 0
+    assert json.loads(got["out"])["incident_step"] == 250                  # one JSON document
+    text = drawn.decode(errors="replace")
+    assert "faithful" in text and "61/61" in text and "━" in text, text[-2000:]
