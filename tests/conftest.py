@@ -17,6 +17,14 @@ def _slow_tests() -> set[str]:
 SLOW = _slow_tests()
 
 
+def pytest_ignore_collect(collection_path, config):
+    """The quick tier (-m "not slow") does not even import a file that is slow whole (its
+    imports, torch's among them, are seconds of every worker's collection)."""
+    if collection_path.name in SLOW and (config.option.markexpr or "").split() == ["not", "slow"]:
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if (item.path.name in SLOW or f"{item.path.name}::{item.originalname}" in SLOW

@@ -110,6 +110,7 @@ async def test_a_key_pressed_before_the_run_is_handed_over_acts_once_it_is():
         assert type(app.screen).__name__ == "EditorScreen" and app.dashboard.waiting == []
 
 
+@pytest.mark.slow
 def test_the_loader_process_says_an_unreadable_run_before_the_app_would_start(tmp_path):
     """`postmortem tui` asks the loader before the app takes the terminal: its first word is
     the one line, and a readable run's first word lets the app start at once."""
@@ -141,6 +142,7 @@ async def test_a_run_with_no_incident_still_shows_its_panels():
         assert app.screen.query_one("#incidents").border_title.removeprefix(MARK).startswith("incidents: none")
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_an_app_whose_run_cannot_be_read_leaves_with_exit_code_2(tmp_path):
     """No app under a modal with a status stuck on "reading...": it leaves, and `run` says the
@@ -195,6 +197,7 @@ def test_postmortem_tui_on_an_unreadable_run_is_one_line_and_exit_2_before_the_a
         assert b"\x1b[?1049h" not in out                 # the terminal's other screen never taken
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_readers_warnings_are_on_the_dashboard(tmp_path):
     """A torn last line (the run still being written, or cut): the reader's warning is a row of
@@ -278,6 +281,7 @@ async def test_the_first_frame_holds_every_panel_drawn_for_its_width():
 
 @pytest.mark.parametrize("columns,rows", [(80, 24), (90, 20), (100, 30), (120, 40), (133, 41),
                                           (160, 50), (200, 60), (80, 60)])
+@pytest.mark.slow
 def test_the_loader_foresees_the_width_of_every_panel(columns, rows):
     """tui.view.panel_width, which the loader draws the first plots for, is the width the
     dashboard's layout gives each panel (a miss would cost the first frame numpy's import)."""
@@ -296,6 +300,7 @@ def test_the_loader_foresees_the_width_of_every_panel(columns, rows):
     assert set(shown) == {panel_width(columns, rows, len(shown))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", ["long-tail-token", "healthy"])      # an incident, and none
 def test_the_app_paints_its_first_frame_before_importing_numpy(tmp_path, sample):
     code = f"""
@@ -331,6 +336,7 @@ print(seen)
         assert seen["numpy"] is False and len(seen["drawn"]) >= 3 and all(seen["drawn"]), (opening, seen)
 
 
+@pytest.mark.slow
 def test_the_loader_imports_this_postmortem_whatever_folder_it_starts_in(tmp_path, monkeypatch):
     """A `postmortem` package in the working directory (another version's checkout) is not
     the one the loader process imports."""
@@ -534,6 +540,7 @@ async def test_an_incident_in_a_rolled_back_segment_is_drawn_with_its_own_histor
         assert len(np.unique(loss.steps)) == len(loss.steps) == 901
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_segment_drawn_is_said_and_the_others_are_a_key_away(tmp_path):
     """A resumed run: the status line says which segment the panels draw and its steps, and
@@ -589,6 +596,7 @@ async def test_the_dashboard_weighs_a_run_over_the_same_data(tmp_path):
         assert 600 in ghost_steps and max(ghost_steps) <= max(steps)   # zoomed alike
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_status_line_says_nan_at_a_nan_step_and_where_a_value_was_logged(tmp_path):
     """fp16-overflow's loss is NaN from step 250 to 261: at the incident the status line says
@@ -637,6 +645,7 @@ async def test_an_incident_with_no_convincing_cause_shows_none(real_runs):
         assert "no convincing cause" in str(app.screen.query_one("#row-detail").render())
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_zoomed_every_panel_spans_the_incident_window_logged_there_or_not(tmp_path):
     """A metric logged once, far from the incident: zoomed, its panel spans the same steps as
@@ -682,6 +691,7 @@ def test_the_preview_shows_the_front_matter_as_a_yaml_block():
     assert previewed("no front matter") == "no front matter"
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_cursor_and_the_zoom_stay_within_the_steps_logged():
     app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "long-tail-token")))
@@ -702,6 +712,7 @@ async def test_the_cursor_and_the_zoom_stay_within_the_steps_logged():
         assert lo == 0 and hi > 0                              # no axis of negative steps
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_run_with_no_incident_has_a_cursor_to_read_values_with():
     app = PostmortemApp(session=Session.read(str(ROOT / "sample_runs" / "healthy")))

@@ -41,6 +41,7 @@ async def test_the_dashboard_shows_the_causes_ranked_with_their_evidence_at_120x
         assert f"1. {top.pattern}" in screen and "+ [grad-norm]" in screen
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_pane_follows_the_incident_highlighted(tmp_path):
     session = Session.read(str(spiky_run(tmp_path / "metrics.csv")))
@@ -80,6 +81,7 @@ async def test_at_80x24_the_causes_are_one_key_away_named_in_the_footer():
         assert not isinstance(app.screen, CausesScreen)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_an_incident_with_no_convincing_cause_says_so_in_the_pane(real_runs):
     app = PostmortemApp(session=Session.read(str(real_runs / "buildnanogpt-stdout-124m-gnspikes")))

@@ -27,6 +27,7 @@ def letters_bound(screen) -> list[str]:
                   if enabled and len(b.key) == 1 and b.key.isprintable())
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_sentence_typed_anywhere_in_the_editor_runs_no_command(tmp_path):
     app = PostmortemApp(session=Session.read(SAMPLE), kb_root=tmp_path)
@@ -57,6 +58,7 @@ async def test_a_sentence_typed_anywhere_in_the_editor_runs_no_command(tmp_path)
         assert table.hypotheses[table.cursor_row].dismissed == "the LR is smooth"
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_lessons_screen_takes_letters_as_text(tmp_path):
     app = PostmortemApp(session=Session.read(SAMPLE), kb_root=ROOT)
@@ -72,6 +74,7 @@ async def test_the_lessons_screen_takes_letters_as_text(tmp_path):
         assert app.screen is lessons and len(app.screen_stack) == 3     # no second lessons screen
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_focused_panel_says_so_in_its_title(tmp_path):
     app = PostmortemApp(session=Session.read(SAMPLE), kb_root=tmp_path)
@@ -92,6 +95,7 @@ async def test_the_focused_panel_says_so_in_its_title(tmp_path):
         assert str(app.focused.border_title) == f"{MARK}4. Root cause"      # the first empty section
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_enter_in_the_lesson_moves_on_and_the_lesson_stays_one_line(tmp_path):
     app = PostmortemApp(session=Session.read(SAMPLE), kb_root=tmp_path)
