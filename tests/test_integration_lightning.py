@@ -2,6 +2,7 @@
 with a cause injected, `analyze` finds the incident, `replay` reproduces the logged losses bit
 for bit from Lightning's own .ckpt files and ranks the cause first; bad input is one line."""
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -19,7 +20,9 @@ WHERE = {"long-tail-token": (250, 250), "lr-discontinuity": (250, 256),   # the 
          "optimizer-reset": (200, 206),          # the crash before 245 resumes from the step-200 checkpoint
          "fp16-overflow": (250, 250)}            # the first overflow: NaN, 12 skipped steps
 
-pytest.importorskip("lightning")
+# found, not imported: importing lightning (and torch) is seconds of every collection
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("lightning") is None,
+                                reason="lightning is not installed (the `lightning` extra)")
 
 
 def pm(*args, timeout=600):
