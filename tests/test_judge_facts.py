@@ -48,14 +48,17 @@ def test_an_unknown_size_is_said_assumed_and_set_changes_the_bound_and_its_text(
             for s, v in enumerate(curve(120, 0, 0.02))]
     log = jsonl(tmp_path, rows)
     a2 = check(analyze(log), "A2")
-    assert a2.status == "fail" and "model size unknown: assumed at most 10M parameters" in a2.detail
+    assert a2.status == "skipped" and "cannot tell" in a2.detail and "at most 10M parameters" in a2.detail
+    # beyond the largest model's bound, the size does not matter
+    huge = jsonl(tmp_path / "huge", [{**r, "grad_norm": 5000.0} if r["step"] == 0 else r for r in rows])
+    assert check(analyze(huge), "A2").status == "fail"
     # the manifest's shape (12 layers of 768) is a 85M-parameter model: 15 is in range
     big = jsonl(tmp_path / "big", rows, {"config": {"n_layer": 12, "n_embd": 768}})
     a2 = check(analyze(big), "A2")
     assert a2.status == "pass" and "12 x 12 layers x d_model 768^2" in a2.detail
     # --set: the bound moves, and the question and the threshold say the one in force
     a2 = check(analyze(log, Thresholds(first_grad_norm_max=20.0)), "A2")
-    assert a2.status == "pass" and "0.1 to 20," in a2.question and "first_grad_norm_max=20.0" in a2.threshold
+    assert a2.status == "pass" and "0.1 to 20 at" in a2.question and "first_grad_norm_max=20.0" in a2.threshold
     a2 = check(analyze(big, Thresholds(first_grad_norm_params=1e9)), "A2")
     assert a2.status == "fail" and "1e+09" in a2.question
 

@@ -18,6 +18,7 @@ class Thresholds(BaseModel):
     first_grad_norm_min: float = 0.1
     first_grad_norm_max: float = 10.0
     first_grad_norm_params: float = 1e7      # ... for a model of this size (x sqrt of the ratio above)
+    first_grad_norm_params_max: float = 1e11 # the largest model: a size unknown is judged up to its bound
     warmup_reach: float = 0.05               # LR at end of warmup within 5% of lr_max
     clipping_share_max: float = 0.9          # clipped on more than 90% of steps: always clipping
     dead_grad_norm: float = 1e-6

@@ -82,11 +82,23 @@ def a_first_grad_norm(ctx: Context) -> Outcome:
     # a gradient's norm grows as the square root of the parameters it spans: the bound holds
     # for a model of `first_grad_norm_params`, and widens with a larger one where its size is known
     size = ctx.facts.n_params
-    top = ctx.th.first_grad_norm_max * max(1.0, (size or 0) / ctx.th.first_grad_norm_params) ** 0.5
-    ok = ctx.th.first_grad_norm_min <= gn[0] <= top
-    model = (f"bound {_fmt(top)} for a model of {size / 1e6:.4g}M parameters ({ctx.facts.read_from.get('n_params')})"
-             if size else f"model size unknown: assumed at most {ctx.th.first_grad_norm_params / 1e6:g}M parameters")
-    return ("pass" if ok else "fail"), f"grad norm {_fmt(gn[0])} at step {steps[0]}; {model}"
+    bound = lambda n: ctx.th.first_grad_norm_max * max(1.0, n / ctx.th.first_grad_norm_params) ** 0.5  # noqa: E731
+    said = f"grad norm {_fmt(gn[0])} at step {steps[0]}"
+    if size:
+        top = bound(size)
+        ok = ctx.th.first_grad_norm_min <= gn[0] <= top
+        return ("pass" if ok else "fail"), (f"{said}; bound {_fmt(top)} for a model of {size / 1e6:.4g}M "
+                                            f"parameters ({ctx.facts.read_from.get('n_params')})")
+    # the size unknown: too small fails at any size; too large only beyond the largest model's
+    # bound; in between, the size decides and the log does not say it
+    largest = bound(ctx.th.first_grad_norm_params_max)
+    if gn[0] < ctx.th.first_grad_norm_min or gn[0] > largest:
+        return "fail", f"{said}; out of range for any model size (up to {_fmt(largest)})"
+    if gn[0] <= ctx.th.first_grad_norm_max:
+        return "pass", f"{said}; model size unknown: within the bound of the smallest models"
+    return skip(f"cannot tell: {said} is above {_fmt(ctx.th.first_grad_norm_max)}, the bound assumed for a model of "
+                f"at most {ctx.th.first_grad_norm_params / 1e6:g}M parameters, and the log states no model "
+                "size (no parameter count, d_model or layers)")
 
 
 def a_schedule_applies(ctx: Context) -> Outcome:
@@ -305,8 +317,8 @@ def b_loss_spike(ctx: Context) -> Outcome:
         f"step {s} ({n} step(s) before it, needs {ctx.th.spike_min_history})" for s, n, _ in early[:3]) if early else ""
     if not ev:
         if early:
-            return skip(f"cannot tell: a rise of {ctx.th.sparse_rise:.0%} at step {early[0][0]} with {early[0][1]} "
-                        f"step(s) before it, needs {ctx.th.spike_min_history}")
+            return skip(f"cannot tell: a rise of {ctx.th.sparse_rise:.0%} over the median before it at step "
+                        f"{early[0][0]} with {early[0][1]} step(s) before it, needs {ctx.th.spike_min_history}")
         return "pass", (f"no loss {ctx.th.spike_sigma:g} x the noise and {ctx.th.spike_min_rise:.0%} above the mean "
                         f"of the previous {ctx.th.spike_window} steps")
     shown, head = ev, f"{len(ev)} spike(s): "
@@ -425,7 +437,7 @@ def b_grad_trend(ctx: Context) -> Outcome:
 
 TREE_A = (
     Node("A1", "Did the run start? Loss at step 0 within {start_loss_vs_ln_v:g} of ln V", ("start_loss_vs_ln_v",), "bad-init", a_start_loss),
-    Node("A2", "Is the first grad norm in a sane range ({first_grad_norm_min:g} to {first_grad_norm_max:g}, x sqrt(parameters / {first_grad_norm_params:g}) for a larger model)?", ("first_grad_norm_min", "first_grad_norm_max", "first_grad_norm_params"), "bad-init", a_first_grad_norm),
+    Node("A2", "Is the first grad norm sane ({first_grad_norm_min:g} to {first_grad_norm_max:g} at {first_grad_norm_params:g} parameters, x sqrt of a larger size)?", ("first_grad_norm_min", "first_grad_norm_max", "first_grad_norm_params", "first_grad_norm_params_max"), "bad-init", a_first_grad_norm),
     Node("A3", "Is the LR schedule applying (the LR changes)?", (), "schedule-misconfigured", a_schedule_applies),
     Node("A4", "Does warmup reach lr_max (within {warmup_reach:.0%}), without an off-by-one?", ("warmup_reach",), "schedule-misconfigured", a_warmup),
     Node("A4.1", "After warmup, does the LR follow the configured decay (never rising)?", ("warmup_reach", "lr_jump_ratio"), "schedule-misconfigured", a_decays),
@@ -439,11 +451,11 @@ TREE_B = (
     Node("B0", "Did the run restart (steps or epochs back, a wall-clock gap {resume_gap_factor:g}x a step)?", ("resume_gap_factor",), "optimizer-reset", b_resume),
     Node("B1", "Is any loss or grad norm NaN or Inf?", (), "numerics", b_nonfinite),
     Node("B1.1", "In which dtype regime did it go non-finite?", (), "fp16-overflow", b_nonfinite_dtype),
-    Node("B2", "Is there a loss spike ({spike_sigma:g} x the noise and {spike_min_rise:.0%} over the mean of the previous {spike_window} steps; with fewer than {spike_min_points} before it, {sparse_rise:.0%} over their median, and at least {spike_min_history})?", ("spike_window", "spike_sigma", "spike_min_rise", "spike_min_points", "sparse_rise", "spike_min_history"), "long-tail-token", b_loss_spike),
+    Node("B2", "Is there a loss spike ({spike_sigma:g} x the noise and {spike_min_rise:.0%} over the mean of the previous {spike_window} steps)?", ("spike_window", "spike_sigma", "spike_min_rise", "spike_min_points", "sparse_rise", "spike_min_history"), "long-tail-token", b_loss_spike),
     Node("B2.1", "Did each spike recover (mean + {recovery_sigma:g} std within {recovery_window} steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
     Node("B2.2", "Is there a grad-norm spike ({grad_spike_sigma:g} robust std and {grad_spike_min_ratio:g}x its recent median)?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
     Node("B3", "Does the loss scale cascade down ({cascade_halvings} halvings, each within {cascade_gap} steps)?", ("cascade_halvings", "cascade_gap"), "fp16-overflow", b_loss_scale),
-    Node("B4", "Is the loss slowly diverging over {divergence_window} steps (half the log when shorter, at least {short_log_points} losses)?", ("divergence_window", "divergence_min_rise", "divergence_sigma", "short_log_points"), "lr-too-high", b_divergence),
+    Node("B4", "Is the loss slowly diverging over {divergence_window} steps (half a shorter log)?", ("divergence_window", "divergence_min_rise", "divergence_sigma", "short_log_points"), "lr-too-high", b_divergence),
     Node("B4.1", "Is the LR rising while it diverges?", (), "schedule-misconfigured", b_lr_rising),
     Node("B4.2", "Do weight norms change by over {weight_norm_change:g}x?", ("weight_norm_change",), "weight-decay", b_weight_norm),
     Node("B4.3", "Is the grad norm trending up?", (), "lr-too-high", b_grad_trend),
