@@ -38,3 +38,71 @@ def test_nccl_lines_and_dataset_sizes_are_no_metrics(tmp_path):
     assert "val_loss" not in names and "test loss" not in names
     assert data["steps"] == {"rows": 5, "first": 10, "last": 50}
     assert next(m for m in data["metrics"] if m["name"] == "loss")["max"] == 2.9
+
+
+def _info(tmp_path, lines, name="train.log"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def _metric(data, name):
+    return next(m for m in data["metrics"] if m["name"] == name)
+
+
+MMDET = ("2021-05-01 10:00:00,000 - mmdet - INFO - Epoch [{e}][{i}/500]\tlr: 2.000e-02, eta: 1:02:03, "
+         "time: 0.401, data_time: 0.010, memory: 3456, loss_cls: 0.4567, loss_bbox: 0.7778, loss: {loss:.4f}")
+COCO = [" Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.372",
+        " Average Precision  (AP) @[ IoU=0.50      | area=   all | maxDets=100 ] = 0.581",
+        " Average Precision  (AP) @[ IoU=0.50:0.95 | area= small | maxDets=100 ] = 0.211",
+        " Average Recall     (AR) @[ IoU=0.50:0.95 | area=   all | maxDets= 10 ] = 0.498"]
+
+
+def test_test_finish_and_coco_summary_stay_out_of_the_steps(tmp_path):
+    first = [MMDET.format(e=1, i=i, loss=1.5 - i / 1000) for i in range(50, 550, 50)]
+    second = [MMDET.format(e=2, i=i, loss=1.2 - i / 1000) for i in range(50, 550, 50)]
+    data = _info(tmp_path, first + ["Test finish iter 3"] + COCO + second)
+    assert data["steps"] == {"rows": 20, "first": 50, "last": 1000} and len(data["segments"]) == 1
+    names = {m["name"] for m in data["metrics"]}
+    assert not names & {"IoU", "maxDets", "area"}
+    assert _metric(data, "val_coco_mAP")["max"] == 0.372 and _metric(data, "val_coco_mAP")["count"] == 1
+
+
+def test_dataset_sizes_and_parameter_counts_are_no_metrics(tmp_path):
+    lines = ["Loaded 118287 images from train2017", "number of params: 41123456"]
+    lines += ["iter: %d  total_loss: %.3f  loss_cls: 0.2  time: 0.4  lr: 0.02  max_mem: 3456M" % (i, 1.5 - i / 10000)
+              for i in range(1000, 2000, 100)]
+    data = _info(tmp_path, lines)
+    assert data["steps"] == {"rows": 10, "first": 1000, "last": 1900}
+    assert {m["name"] for m in data["metrics"]} == {"loss", "loss_cls", "time", "lr", "max_mem"}
+
+
+def test_bracketed_epoch_then_iteration(tmp_path):
+    lines = ["[%d][%d/500]\tlr: 1.000e-02, loss: %.4f" % (e, i, 2.5 - e / 10 - i / 10000)
+             for e in (1, 2) for i in range(0, 500, 100)]
+    data = _info(tmp_path, lines)
+    assert data["steps"] == {"rows": 10, "first": 0, "last": 900}
+
+
+def test_bracketed_keys(tmp_path):
+    data = _info(tmp_path, ["[Loss] %.4f | [step] %d | [lr] 0.0001 |" % (2.5 - s / 1000, s) for s in range(10, 110, 10)])
+    assert data["steps"] == {"rows": 10, "first": 10, "last": 100}
+    assert _metric(data, "loss")["max"] == 2.49
+
+
+def test_a_single_dict_line_pasted_alone(tmp_path):
+    data = _info(tmp_path, [str({"loss": 2.345, "grad_norm": 1.2, "learning_rate": 5e-05, "epoch": 0.1})])
+    assert data["run"]["format"] == "hf-console" and _metric(data, "loss")["max"] == 2.345
+
+
+def test_torchtune_step_is_the_global_step_not_the_frame(tmp_path):
+    # torchtune's `f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}"` inside a tqdm frame
+    lines, g = [], 0
+    for e in (0, 1):
+        for i in range(1, 6):
+            g += 1
+            lines.append(f"{e + 1}|{g}|Loss: {2.5 - g / 100}" + f":  24%|##   | {i}/5 [00:01<00:03]")
+    data = _info(tmp_path, lines)
+    assert data["steps"] == {"rows": 10, "first": 1, "last": 10} and len(data["segments"]) == 1

@@ -156,6 +156,10 @@ def _hits(groups: list[Group]) -> dict[str, int]:
     return hits
 
 
+def _metric_lines(groups: list[Group]) -> int:
+    return sum(len(g.rows) for g in groups if g.parsed.values)
+
+
 def _megatron_evidence(groups: list[Group]) -> bool:
     """Megatron iteration lines that carry metrics: the log is Megatron's, even when a
     DeepSpeed engine beside it prints more lines (Megatron-DeepSpeed thins its own)."""
@@ -200,8 +204,8 @@ def sniff(path: Path) -> tuple[str | None, int]:
         n = hits[dialect]
         if n == 0:
             break
-        if dialect in LINE_READERS and n < MIN_HITS:
-            continue
+        if dialect in LINE_READERS and n < MIN_HITS and n < _metric_lines(groups):
+            continue        # a few such lines among others; a dict pasted alone is its family's
         if dialect == "fairseq" and hits["fairseq-json"] >= MIN_HITS:
             return dialect, n
         if dialect in LINE_READERS and dialect != "fairseq" or is_metric_log(groups):

@@ -35,6 +35,8 @@ _PREFIXES = [
 _DATETIME = re.compile(r"\d{2,4}[-/]\d{1,2}[-/]\d{1,4}[ T_]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")
 _CLOCK = re.compile(r"(?<![\w.])\d+:\d\d(?::\d\d)?(?:\.\d+)?(?![\w.])")
 _MARKUP = re.compile(r"\*\*|__(?=\s|$)")
+# A key in brackets before its value (`[Loss] 2.34 | [step] 120 |`): the brackets are blanked
+_BRACKET_KEY = re.compile(r"\[([A-Za-z][\w ./-]{0,40})\](?=\s*(?:[-+]?\.?\d|nan\b|inf\b))")
 
 
 def _blank(text: str, start: int, end: int) -> str:
@@ -59,6 +61,8 @@ def clean(line: str) -> str:
     if ":" in line:
         line = _DATETIME.sub(lambda m: " " * len(m.group()), line)
         line = _CLOCK.sub(lambda m: " " * len(m.group()), line)
+    if "]" in line:
+        line = _BRACKET_KEY.sub(lambda m: " " + m.group(1) + " ", line)
     if "*" in line or "__" in line:
         line = _MARKUP.sub(lambda m: " " * len(m.group()), line)
     return line

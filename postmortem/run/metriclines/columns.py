@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 
 from postmortem.run.assemble import to_number
 from postmortem.run.metriclines import code
-from postmortem.run.metriclines.pairs import Parsed, parse
+from postmortem.run.dialects import progress
+from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse
 
 _DIGITS = b"0123456789"
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
@@ -286,7 +287,7 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
         if not rep.strip():
             continue
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
-        parsed = parse(text)
+        parsed = _parse(text)
         if not parsed.useful:
             continue
         rows = order[bounds[g]:bounds[g + 1]]
@@ -297,8 +298,33 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
         for part in parts:          # each with its own first line: its names, its columns
             rep = data[starts[part[0]]:ends[part[0]]]
             text = rep.decode("utf-8", "surrogateescape")
-            groups.append(_extract(cutter, rep, text, parse(text), part))
+            groups.append(_extract(cutter, rep, text, _parse(text), part))
     return without_code(groups), n
+
+
+def _parse(text: str) -> Parsed:
+    """The line parsed, with the step its framework's catalogue entry names where the general
+    reading took another counter (torchtune's `epoch|step|Loss:` inside a tqdm frame: the
+    second counter, not the frame's `i/N`)."""
+    parsed = parse(text)
+    if not parsed.values or parsed.overflow:
+        return parsed
+    d = progress.of_line(text.strip())
+    if d is None or "step" not in d.pattern.groupindex:
+        return parsed
+    lead = len(text) - len(text.lstrip())
+    m = d.pattern.search(text.strip())
+    if not m or m.group("step") is None:
+        return parsed
+    span = (m.start("step") + lead, m.end("step") + lead)
+    kind = parsed.step_kind
+    if kind is not None and parsed.counters[kind] == span:
+        return parsed
+    parsed.counters = {k: v for k, v in parsed.counters.items() if k not in STEP_KINDS}
+    parsed.counters["step"] = span
+    if "epoch" in d.pattern.groupindex and m.group("epoch") is not None:
+        parsed.epoch = (m.start("epoch") + lead, m.end("epoch") + lead)
+    return parsed
 
 
 def _by_name_digits(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed,

@@ -42,6 +42,7 @@ _LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train
                           r"|validation|valid|val|testing|test)\b", re.I)
 _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
                            r"|^\s*(Test|Eval|Val):", re.I)
+_COCO = re.compile(r"Average (Precision|Recall)\s+\((?:AP|AR)\) @\[[^\]]*\]\s*=\s*(-?\d+\.\d+)")
 _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\] NCCL\b")
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
@@ -63,6 +64,7 @@ _COUNTERS = [
 _EPOCH_BATCH = [
     re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
+    re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
 ]
 _EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)
 # How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
@@ -184,7 +186,7 @@ def _counts_something(text: str, e: int) -> bool:
         return False
     rest = text[m.end():m.end() + 40]
     return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
-        not re.match(r"(?:\s+[A-Za-z][\w/]*){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
+        not re.match(r"(?:\s+[A-Za-z][\w/]*+){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
 
 
 def _unit_after(text: str, e: int) -> str:
@@ -226,6 +228,14 @@ def parse(raw: str) -> Parsed:
         # kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
         return out
+    coco = _COCO.search(text)
+    if coco:
+        # pycocotools' summary: the headline AP (IoU 0.50:0.95, all areas, 100 detections) is the
+        # eval's number; the other eleven rows are its breakdown, not metrics of the run
+        if coco.group(1) == "Precision" and re.search(r"IoU=0\.50:0\.95 \| area=\s*all \| maxDets=\s*100", text):
+            out.values.append(Value("val_coco_mAP", coco.start(2), coco.end(2)))
+            out.stream = "val"
+        return out
     ov = find_overflow(text)
     taken: list[tuple[int, int]] = []
     for kind, pattern in _COUNTERS:
@@ -266,7 +276,19 @@ def parse(raw: str) -> Parsed:
     _values(text, out, taken)
     if out.values and _prose(text, out):
         out.values = []
+    if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
+        out.counters, out.epoch, out.batch, out.period = {}, None, None, None
     return out
+
+
+_COUNTER_WORDS = {"step", "steps", "iter", "iters", "iteration", "epoch", "global", "batch", "num", "updates",
+                  "s", "it"}
+
+
+def _sentence(text: str) -> bool:
+    """A counter in a sentence (`Test finish iter 3`, `Saving at step 500`, `Loaded from epoch
+    2`), not a step header (`[step=10/100]`, `Epoch 3/10`, `iter 10:`): two other words."""
+    return sum(1 for w in _ALPHA_WORD.findall(text) if w.lower() not in _COUNTER_WORDS) >= 2
 
 
 _ALPHA_WORD = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?![\w.])")
