@@ -102,3 +102,13 @@ def test_carriage_return_line_endings(tmp_path):
     p.write_bytes("".join(f"step {i} | loss {3 - i / 10:.2f}\r" for i in range(1, 6)).encode())
     data = _info_in_time(p, 60)
     assert data["steps"] == {"rows": 5, "first": 1, "last": 5}
+
+
+def test_a_binary_blob_inside_a_text_log(tmp_path):
+    p = tmp_path / "train.log"
+    blob = bytes(range(256)) * 12            # NULs, control bytes, bytes that are not UTF-8
+    p.write_bytes(b"step 1 | loss 2.0\nstep 2 | loss 1.9\n" + blob + b"\nstep 3 | loss 1.8\nstep 4 | loss 1.7\n")
+    data = _info_in_time(p, 60)
+    assert data["steps"] == {"rows": 4, "first": 1, "last": 4}
+    assert [m["name"] for m in data["metrics"]] == ["loss"]
+    assert any("binary bytes" in w for w in data["warnings"])

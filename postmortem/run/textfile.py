@@ -126,6 +126,10 @@ def open_text(path: Path):
     return open(path, "r", encoding=enc or UTF8, errors="replace", newline="")
 
 
+def _printable(line: bytes) -> bool:
+    return all(c >= 32 or c in (9, 13, 27) for c in line)
+
+
 def _valid_prefix(head: bytes) -> bool:
     try:
         head.decode(UTF8)
@@ -141,7 +145,9 @@ def looks_like_text(head: bytes) -> bool:
     if encoding_of_head(head):
         return True
     if b"\x00" in head:
-        return False
+        # binary, unless a text line opens it and a blob follows (a log with bytes pasted in)
+        first, nl, _ = head.partition(b"\n")
+        return bool(nl) and len(first) >= 8 and b"\x00" not in first and _printable(first)
     if _valid_prefix(head):
         return True
     control = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13, 27))

@@ -84,10 +84,10 @@ def iter_lines(path: Path) -> Iterator[str]:
                     yield clean(part)
 
 
-_CACHE: dict[tuple, tuple[list[Group], str | None]] = {}
+_CACHE: dict[tuple, tuple[list[Group], str | None, int]] = {}
 
 
-def _grouped(path: Path) -> tuple[list[Group], str | None]:
+def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
@@ -95,7 +95,8 @@ def _grouped(path: Path) -> tuple[list[Group], str | None]:
         groups, _ = read_groups(data)
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
-        _CACHE[key] = groups, encoding
+        wide = (encoding or "").startswith(("UTF-16", "UTF-32"))
+        _CACHE[key] = groups, encoding, -1 if wide else data.find(b"\x00")   # binary bytes pasted in
     return _CACHE[key]
 
 
@@ -451,6 +452,11 @@ def _say_encoding(path: Path, source: Source) -> None:
         source.extras["encoding"] = encoding
         source.warn(f"{path.name} is not UTF-8: read as {encoding}; bytes that read as "
                     f"neither are shown as \ufffd")
+    if path.is_file():
+        at = _grouped(path)[2]
+        if at >= 0:
+            source.warn(f"{path.name} holds binary bytes (a NUL at byte {at}): the lines that "
+                        f"hold them were skipped")
 
 
 def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:

@@ -284,8 +284,8 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
     groups = []
     for g, line_no in enumerate(first):
         rep = data[starts[line_no]:ends[line_no]]
-        if not rep.strip():
-            continue
+        if not rep.strip() or b"\x00" in rep:
+            continue                # blank, or binary bytes pasted into the log
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
         parsed = _parse(text)
         if not parsed.useful:
