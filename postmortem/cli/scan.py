@@ -52,7 +52,7 @@ def register(sub) -> None:
                 "times) in $XDG_CACHE_HOME/postmortem/, so a second scan reads only what changed.",
                 ("postmortem runs mlruns/",
                  "postmortem runs http://127.0.0.1:5000 --json | jq '.runs[] | select(.incidents > 0)'",
-                 "postmortem analyze mlflow.db --run 3f2a   # one of them, whole"))
+                 "postmortem runs lightning_logs/ --jobs 4 --no-cache   # every run analyzed again"))
     p.add_argument("store", metavar="STORE", help="a store of runs, or an MLflow server's URI")
     p.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: one a core)")
     p.add_argument("--no-cache", action="store_true", help="analyze every run again, ignoring the cache")
