@@ -92,7 +92,7 @@ def _print_read(con, data: dict) -> None:
             con.print(f"[bold]{what}[/] from {read[what]}")
     for m in data.get("metrics") or []:
         if m.get("dialect"):
-            con.print(f"[bold]{m['name']}[/] from the messages {', '.join(m['dialect'])}")
+            con.print(f"[bold]{m['name']}[/] from the lines of {', '.join(m['dialect'])}")
     for what in ("events", "segments"):
         if read.get(what):
             con.print(f"[dim]{read[what]}[/]")
