@@ -73,3 +73,17 @@ def test_a_log_of_the_family_is_named_so(fam, tmp_path):
     p.write_text("\n".join(lines * 4) + "\n")
     # GPT-NeoX prints Megatron's `iteration N/M |` line: read by the Megatron refinements
     assert textlogs.sniff(p)[0] == ("megatron" if fam == "gpt-neox" else fam)
+
+
+def test_info_names_each_series_dialect(tmp_path):
+    import json
+
+    from test_cli import pm
+    d = next(x for x in ENTRIES if x.id == "megatron.iteration")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(d.examples[:2]) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    metrics = {m["name"]: m for m in json.loads(r.stdout)["metrics"]}
+    assert metrics["loss"]["dialect"] == ["megatron.iteration"] and metrics["loss"]["from"] == ["lm loss"]
+    assert metrics["grad_norm"]["dialect"] == ["megatron.iteration"]

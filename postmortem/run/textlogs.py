@@ -428,6 +428,7 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
         raise RunReadError(path, f"no {dialect} metric lines")
     lines = metriclines.place(groups, source)
     series = metriclines.series(lines, source)
+    _say_dialects(groups, source)
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
@@ -444,6 +445,18 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
         if omitted:
             source.warn(f"{sum(omitted)} iteration line(s) without a loss")
     return _postprocess(series, source)
+
+
+def _say_dialects(groups: list[Group], source: Source) -> None:
+    """Which catalogue entries' lines each column came from (info's metrics[].dialect)."""
+    by_name: dict[str, set[str]] = {}
+    for g in groups:
+        d = progress.of_line(clean(g.text)) if g.parsed.values else None
+        for name in g.values if d else ():
+            by_name.setdefault(canonical_name(name), set()).add(d.id)
+    said = source.extras.setdefault("series_dialects", {})
+    for name, ids in by_name.items():
+        said[name] = sorted(set(said.get(name, ())) | ids)
 
 
 def _say_encoding(path: Path, source: Source) -> None:
