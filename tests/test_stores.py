@@ -89,3 +89,32 @@ def test_wandb_truncated_real_file(real_runs, tmp_path):
     log = read_run(cut)
     assert 0 < len(log.frame) < 196
     assert any("truncated" in w or "CRC" in w for w in log.source.warnings)
+
+
+def test_a_store_of_many_runs_lists_forty_and_says_how_many_more(tmp_path):
+    db = make_mlflow_db(tmp_path / "mlflow.db", {f"r{k:03d}": [("loss", 0, 1.0, 0)] for k in range(100)})
+    with pytest.raises(RunReadError) as err:
+        read_run(db)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 42 and "60 more" in lines[-1] and "postmortem runs" in lines[-1]
+    assert read_run(db, run="r099").source.extras["mlflow_run_id"] == "r099"
+
+
+def test_deleted_mlflow_runs_are_not_listed(tmp_path):
+    db = make_mlflow_db(tmp_path / "mlflow.db", {"a": [("loss", 0, 1.0, 0)], "b": [("loss", 0, 2.0, 0)]})
+    con = sqlite3.connect(db)
+    con.execute("alter table runs add column lifecycle_stage text default 'active'")
+    con.execute("update runs set lifecycle_stage = 'deleted' where run_uuid = 'b'")
+    con.commit()
+    con.close()
+    assert read_run(db).source.extras["mlflow_run_id"] == "a"      # the one run left
+
+
+def test_run_reaches_a_text_log_beside_structured_ones(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "metrics.jsonl").write_text('{"step": 0, "loss": 1}\n{"step": 1, "loss": 0.9}\n')
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "train.log").write_text("".join(f"step {s} | loss {2 - s / 10:.3f}\n" for s in range(20)))
+    assert read_run(tmp_path).source.format == "jsonl"             # structured first, as ever
+    log = read_run(tmp_path, run="b")
+    assert len(log.frame) == 20 and log.source.path.endswith("train.log")

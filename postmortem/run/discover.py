@@ -296,7 +296,17 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
     pool, cands = _runs_of(cands, path, fmt)
     if run is not None:
         from postmortem.run import listing
-        chosen = pool[store.pick(listing.describe(pool, path), run, path)]
+        try:
+            chosen = pool[store.pick(listing.describe(pool, path), run, path)]
+        except RunReadError:
+            # a log the default passes over (a text log beside structured ones) is still a run
+            others = [c for c in cands if c not in pool]
+            if not others:
+                raise
+            described = listing.describe(others, path)
+            if not any(run in (r.id, r.name) or run in r.aliases for r in described):
+                raise
+            chosen = others[store.pick(described, run, path)]
         if len(pool) > 1:
             chosen.notes.append(f"one of {len(pool)} runs of {path} (--run {run})")
         return chosen

@@ -119,8 +119,14 @@ def mlflow_db_runs(path: Path) -> list[str]:
     """The runs of the database that logged metrics (a NULL run id is no run)."""
     try:
         with _connect(path) as con:
-            return [r[0] for r in con.execute("select distinct run_uuid from metrics where run_uuid "
-                                              "is not null order by run_uuid")]
+            ids = [r[0] for r in con.execute("select distinct run_uuid from metrics where run_uuid "
+                                             "is not null order by run_uuid")]
+            cols = {r[1] for r in con.execute("pragma table_info(runs)")}
+            if {"run_uuid", "lifecycle_stage"} <= cols:      # deleted in the UI: not listed there
+                deleted = {r[0] for r in con.execute(
+                    "select run_uuid from runs where lifecycle_stage = 'deleted'")}
+                ids = [i for i in ids if i not in deleted]
+            return ids
     except sqlite3.Error as err:
         raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
 

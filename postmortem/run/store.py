@@ -39,6 +39,9 @@ class StoredRun:
                 "steps": self.steps, "status": self.status or None}
 
 
+_SHOWN = 40         # runs a refusal lists; a store of thousands is listed by `postmortem runs`
+
+
 class SeveralRuns(RunReadError):
     """The path is a store of several runs and none was picked: the message lists them, one a
     line, and says how to pick one; `runs` holds them for a picker."""
@@ -54,10 +57,14 @@ class SeveralRuns(RunReadError):
         lines = [f"holds {len(runs)} different runs or logs; pick one with "
                  f"`postmortem {command} {self.path} --run ID` (`postmortem runs {self.path}` "
                  f"analyzes them all):"]
-        width = max(len(r.id) for r in runs)
-        for r in runs:
+        shown = runs[:_SHOWN] if len(runs) > _SHOWN + 1 else runs
+        width = max(len(r.id) for r in shown)
+        for r in shown:
             lines.append(f"  {r.id:<{width}}  {r.name or '-':<20}  {r.start_text():16}  "
                          f"{'?' if r.steps is None else r.steps:>7} steps  {r.status or '-'}")
+        if len(shown) < len(runs):
+            lines.append(f"  ... and {len(runs) - len(shown)} more (`postmortem runs {self.path}` "
+                         f"lists them all)")
         self.problem = "\n".join(lines)
         self.args = (f"{self.path}: {self.problem}",)
 
