@@ -53,6 +53,8 @@ def describe(cands: list, base: Path) -> list[StoredRun]:
         else:
             # a log file alone in its folder is named by the folder (runs/a/metrics.jsonl: a)
             own = folder if folder != base and folders.count(folder) == 1 else c.root
+            if own.name == "vis_data" and own.parent != base:
+                own = own.parent            # mmengine's <timestamp>/vis_data/: the run is <timestamp>
             out.append(_describe(c, base, own))
     ids = [r.id for r in out]
     for r, c in zip(out, cands):
