@@ -157,3 +157,30 @@ def test_the_deepspeed_chat_sawtooth_stays_routine_and_is_called_dynamic():
     a = analyze(read_run(REAL / "deepspeed-chat-sft-opt1.3b"))
     b3 = check(a, "B3")
     assert a.incidents == [] and b3.status == "pass" and "dynamic loss scaling" in b3.detail
+
+
+@pytest.mark.parametrize("seed,gap", [(0, 11), (1, 9)])
+def test_two_probes_close_together_are_two_probes_not_a_cascade(tmp_path, seed, gap):
+    """A skipped step whose grad norm is logged inf is one skip (counted once), and a probe
+    just before a real cascade does not date it."""
+    n = 300
+    loss = curve(n, seed, 0.02)
+    scale = np.full(n, 2.0 ** 20)
+    gn = np.ones(n)
+    skipped = np.zeros(n, dtype=int)
+    for at in (200, 200 + gap):
+        skipped[at], gn[at] = 1, np.inf
+        scale[at + 1:] /= 2
+    rows = [{"step": s, "loss": float(loss[s]), "grad_norm": float(gn[s]), "loss_scale": float(scale[s]),
+             "skipped": int(skipped[s])} for s in range(n)]
+    a = analyze(jsonl(tmp_path, rows, {"dtype": "fp16"}))
+    assert a.incidents == [] and "routine probe" in check(a, "B3").detail
+    for k in range(6):                      # a real cascade from step 250, a probe at 246
+        skipped[250 + k], gn[250 + k] = 1, np.inf
+        scale[251 + k:] /= 2
+    skipped[246], gn[246] = 1, np.inf
+    scale[247:] /= 2
+    rows = [{"step": s, "loss": float(loss[s]), "grad_norm": float(gn[s]), "loss_scale": float(scale[s]),
+             "skipped": int(skipped[s])} for s in range(n)]
+    [inc] = analyze(jsonl(tmp_path / "cascade", rows, {"dtype": "fp16"})).incidents
+    assert inc.step == 250 and inc.shown_kind == "cascade"

@@ -122,14 +122,18 @@ def onset(ctx: Context, ev: Event) -> Event:
     if ev.metric != "loss" or ev.kind not in ("spike", "divergence", "nan"):
         return ev
     reach = ctx.around(ev.segment)
+    # a divergence's start is the lowest point of a smoothed loss, known to half its smoothing
+    # span: a cause that far after it is where it began
+    late = ev.step + ctx.th.divergence_smooth // 2 if ev.kind == "divergence" and "confirmed_at" in ev.notes \
+        else ev.step
     starts = []
     c = nearest_cascade(ctx, ev)
-    if c is not None and ev.step - reach <= c.step < ev.step:
+    if c is not None and ev.step - reach <= c.step < late and c.step != ev.step:
         starts.append(c.step)
     if ctx.has("lr"):
         steps, lr = ctx.finite("lr", ev.segment)
-        jump, _ = lr_off_trend(steps, lr, ev.step - reach, ev.step, ctx.th.lr_jump_ratio, ctx.warmup_end)
-        if jump is not None and jump[2] > 1 and jump[0] < ev.step:
+        jump, _ = lr_off_trend(steps, lr, ev.step - reach, late, ctx.th.lr_jump_ratio, ctx.warmup_end)
+        if jump is not None and jump[2] > 1 and jump[0] != ev.step:
             starts.append(jump[0])
     if not starts:
         return ev

@@ -161,7 +161,7 @@ class Context:
     def skips(self) -> np.ndarray:
         """The loss scaler's skipped steps per row (counted, or an overflowing grad norm)."""
         from postmortem.diagnose.nan import skip_counts
-        return skip_counts(self.log) + self.overflows
+        return np.maximum(skip_counts(self.log), self.overflows)   # (one skip, counted or seen as inf)
 
     @cached_property
     def scale_regime(self):

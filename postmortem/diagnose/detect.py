@@ -318,7 +318,8 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
     `overflows`: the rows nan.overflow_rows finds, when the caller has them."""
     from postmortem.diagnose.nan import overflow_rows, skip_counts
     f = log.frame
-    skips = skip_counts(log) + (overflow_rows(log) if overflows is None else overflows)
+    # a skipped step the log counts and whose grad norm it logs as inf is one skip, not two
+    skips = np.maximum(skip_counts(log), overflow_rows(log) if overflows is None else overflows)
     sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else None
     has_scale = sc_all is not None and not np.isnan(sc_all).all()
     if not has_scale and not skips.any():
@@ -355,6 +356,8 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             if m is not None and m[0] - cluster[-1][0] <= gap:
                 cluster.append(m)
                 continue
+            cluster, early = _past_probes(cluster, th)
+            probes += [int(c[0]) for c in early if not startup(c[0])][:1]
             halvings = sum(c[1] for c in cluster)
             skipped = sum(c[2] for c in cluster)
             start = cluster[0][0]
@@ -386,6 +389,24 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             if m is not None:
                 cluster = [m]
     return cascades, probes, drops
+
+
+def _past_probes(cluster: list, th: Thresholds) -> tuple[list, list]:
+    """A cascade's marks without the routine probe just before it: the leading burst (marks on
+    consecutive steps: a skip and its halving) of one halving or one skip, where the rest is
+    still a cascade.
+    Returns (the cascade's marks, the probe's)."""
+    bursts, cur = [], [cluster[0]]
+    for m in cluster[1:]:
+        if m[0] - cur[-1][0] > 1:
+            bursts.append(cur)
+            cur = []
+        cur.append(m)
+    bursts.append(cur)
+    size = lambda b: max(sum(c[1] for c in b), sum(c[2] for c in b))  # noqa: E731
+    if len(bursts) > 1 and size(bursts[0]) <= 1 and size([c for b in bursts[1:] for c in b]) >= th.cascade_halvings:
+        return [c for b in bursts[1:] for c in b], bursts[0]
+    return cluster, []
 
 
 def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:
