@@ -43,3 +43,44 @@ def fp16_on_cpu() -> str | None:
     except (RuntimeError, TypeError, ValueError) as err:
         return f"fp16 on this CPU: {err}"
     return None
+
+
+class Steps:
+    """The training's steps on stderr, as `postmortem` shows long work: rich's bar on a
+    terminal, a line every `every` steps in a pipe. Called with (step, loss) after each step."""
+
+    def __init__(self, total: int, every: int = 50, enabled: bool = True):
+        self.total, self.every, self.enabled, self.bar = total, every, enabled, None
+
+    def __enter__(self) -> "Steps":
+        import sys
+        if self.enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self.bar.__enter__()
+            self.task = self.bar.add_task("training", total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def __call__(self, step: int, loss: float | None) -> None:
+        import sys
+        shown = f"step {step}" + (f" loss {loss:.4f}" if loss is not None else "")
+        if self.bar is not None:
+            self.bar.update(self.task, completed=min(step + 1, self.total), description=f"training: {shown}")
+        elif self.enabled and (step % self.every == 0 or step == self.total - 1):
+            print(f"training: {shown} of {self.total}", file=sys.stderr, flush=True)
+
+
+def finished(out) -> None:
+    """Where the run was written and what to type next."""
+    from pathlib import Path
+    out = Path(out)
+    kept = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir()) if out.is_dir() else []
+    print(f"wrote {out}: {', '.join(kept)}\n"
+          f"next: postmortem analyze {out}    (then `postmortem replay {out}`, or `postmortem {out}` "
+          "for the dashboard)")

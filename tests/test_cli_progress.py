@@ -78,3 +78,18 @@ def test_a_replay_on_a_terminal_draws_its_bars_on_stderr_and_json_stays_alone(tm
     assert json.loads(got["out"])["incident_step"] == 250                  # one JSON document
     text = drawn.decode(errors="replace")
     assert "faithful" in text and "61/61" in text and "━" in text, text[-2000:]
+
+
+@pytest.mark.slow
+def test_the_plain_loop_example_says_its_steps_where_it_wrote_and_what_next(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "runs" / "plain"
+    r = subprocess.run([sys.executable, ROOT / "examples" / "plain_loop" / "train.py", "--out", out, "--steps", "60"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    steps = [line for line in r.stderr.splitlines() if line.startswith("training: step ")]
+    assert [s.split(" loss ")[0] for s in steps] == ["training: step 0", "training: step 50", "training: step 59"]
+    assert steps[-1].endswith(" of 60")
+    assert r.stdout.splitlines() == [
+        f"wrote {out}: checkpoints/, manifest.json, metrics.jsonl, replay.py, tinydata.py, train.py",
+        f"next: postmortem analyze {out}    (then `postmortem replay {out}`, or `postmortem {out}` for the dashboard)"]

@@ -124,6 +124,18 @@ class DropOptimizerState(TrainerCallback):
         optimizer.state.clear()
 
 
+class ShowSteps(TrainerCallback):
+    """Each logged step on stderr (tinydata.Steps): the Trainer's own bar is off, its tqdm
+    would interleave with the records."""
+
+    def __init__(self, shown: tinydata.Steps):
+        self.shown = shown
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.shown(state.global_step - 1, logs["loss"])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="the output directory (the run)")
@@ -138,15 +150,19 @@ def main(argv=None) -> int:
         return 2
     torch.set_num_threads(1)     # one thread: the replay's sums in the same order, bit for bit
     hf_logging.disable_progress_bar()
-    trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
-    if a.inject != "optimizer-reset":
-        trainer.train()
-        return 0
-    trainer.add_callback(Crash())
-    trainer.train()
-    trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
-    trainer.add_callback(DropOptimizerState())
-    trainer.train(resume_from_checkpoint=str(Path(a.out) / f"checkpoint-{RESUME_FROM}"))
+    with tinydata.Steps(a.steps) as shown:
+        trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
+        trainer.add_callback(ShowSteps(shown))
+        if a.inject != "optimizer-reset":
+            trainer.train()
+        else:
+            trainer.add_callback(Crash())
+            trainer.train()
+            trainer = build_trainer(a.out, a.inject, a.steps, a.accumulate, a.bf16)
+            trainer.add_callback(DropOptimizerState())
+            trainer.add_callback(ShowSteps(shown))
+            trainer.train(resume_from_checkpoint=str(Path(a.out) / f"checkpoint-{RESUME_FROM}"))
+    tinydata.finished(a.out)
     return 0
 
 

@@ -154,6 +154,17 @@ def trainer(out: Path, steps: int, args, *more: pl.Callback) -> pl.Trainer:
                       enable_model_summary=False, num_sanity_val_steps=0)
 
 
+class ShowSteps(pl.Callback):
+    """Each step on stderr (tinydata.Steps) instead of Lightning's own bar."""
+
+    def __init__(self, shown: tinydata.Steps):
+        self.shown = shown
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        self.shown(trainer.global_step - 1, float(loss) if loss is not None else None)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
@@ -176,17 +187,19 @@ def main(argv=None) -> int:
     # the optimizer-reset case trains hotter (as the sample run does): a fresh Adam then shows
     hot = {"lr_max": 5e-2, "min_lr": 5e-3, "warmup_steps": 150} if args.inject == "optimizer-reset" else {}
     module, data = build(args.inject, args.steps, **hot)
-    if args.inject != "optimizer-reset":
-        trainer(args.out, args.steps, args).fit(module, data)
-        return 0
-    # the run crashes before step 245, then resumes from the step-200 checkpoint, its optimizer reset
-    try:
-        trainer(args.out, args.steps, args, CrashAt(245)).fit(module, data)
-    except RuntimeError as err:
-        print(f"{err}: resuming from step 200", file=sys.stderr)
-    module, data = build(args.inject, args.steps, **hot)
-    resumed = trainer(args.out, args.steps, args, DropOptimizerState())
-    resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=3-step=200.ckpt")
+    with tinydata.Steps(args.steps) as shown:
+        if args.inject != "optimizer-reset":
+            trainer(args.out, args.steps, args, ShowSteps(shown)).fit(module, data)
+        else:
+            # the run crashes before step 245, then resumes from the step-200 checkpoint, its optimizer reset
+            try:
+                trainer(args.out, args.steps, args, CrashAt(245), ShowSteps(shown)).fit(module, data)
+            except RuntimeError as err:
+                print(f"{err}: resuming from step 200", file=sys.stderr)
+            module, data = build(args.inject, args.steps, **hot)
+            resumed = trainer(args.out, args.steps, args, DropOptimizerState(), ShowSteps(shown))
+            resumed.fit(module, data, ckpt_path=args.out / "checkpoints" / "epoch=3-step=200.ckpt")
+    tinydata.finished(args.out)
     return 0
 
 

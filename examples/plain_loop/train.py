@@ -191,48 +191,51 @@ def train(args) -> None:
         rec = Recorder(out, manifest(args, world), layer_every=50)
     crash = CAUSE_STEP if args.inject == "optimizer-reset" else None
     step = 0
-    while step < args.steps:
-        if step == crash:
-            # The run "crashes" and resumes from a checkpoint, but the resume forgets the
-            # optimizer: Adam's moments and step count start from zero (the injected bug).
-            saved = torch.load(ckpts / f"step_{RESUME_FROM:06d}.pt", weights_only=True)
-            model.load_state_dict(saved["model"])
-            optimizer = new_optimizer(args, model)
-            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: applied_lr(args, s) / args.lr_max)
-            scheduler.load_state_dict(saved["scheduler"])
-            for group, lr in zip(optimizer.param_groups, scheduler.get_last_lr()):
-                group["lr"] = lr
-            if saved["scaler"]:
-                scaler.load_state_dict(saved["scaler"])
-            torch.set_rng_state(saved["rng"])
-            step, crash = RESUME_FROM, None          # the log goes back in steps, as a resumed log does
-            continue
-        x, y = batch_at(args, data, step, rank, world)
-        lr = optimizer.param_groups[0]["lr"]
-        with autocast(args, device):
-            loss = per_token_loss(args, model, step, x, y, forward).mean()
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)    # the pre-clip norm
-        scale = scaler.get_scale() if scaler.is_enabled() else None
-        if rec and rec.wants_layers(step):
-            rec.layers(step, model, optimizer)                                   # before zero_grad
-        scaler.step(optimizer)
-        scaler.update()
-        skipped = int(scaler.get_scale() < scale) if scale is not None else None
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        logged = mean_over_ranks(loss.item(), world)
-        if rec:
-            rec.log(step, loss=logged, grad_norm=grad_norm.item(), lr=lr, loss_scale=scale,
-                    skipped=skipped, batch_hash=batch_hash(x))
-            if (step + 1) % CHECKPOINT_EVERY == 0:
-                torch.save(state(model, optimizer, scheduler, scaler), ckpts / f"step_{step + 1:06d}.pt")
-        if world > 1 and (step + 1) % CHECKPOINT_EVERY == 0:
-            torch.distributed.barrier()         # every rank may read the checkpoint (a resume)
-        step += 1
+    with tinydata.Steps(args.steps, enabled=rank == 0) as shown:
+        while step < args.steps:
+            if step == crash:
+                # The run "crashes" and resumes from a checkpoint, but the resume forgets the
+                # optimizer: Adam's moments and step count start from zero (the injected bug).
+                saved = torch.load(ckpts / f"step_{RESUME_FROM:06d}.pt", weights_only=True)
+                model.load_state_dict(saved["model"])
+                optimizer = new_optimizer(args, model)
+                scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: applied_lr(args, s) / args.lr_max)
+                scheduler.load_state_dict(saved["scheduler"])
+                for group, lr in zip(optimizer.param_groups, scheduler.get_last_lr()):
+                    group["lr"] = lr
+                if saved["scaler"]:
+                    scaler.load_state_dict(saved["scaler"])
+                torch.set_rng_state(saved["rng"])
+                step, crash = RESUME_FROM, None          # the log goes back in steps, as a resumed log does
+                continue
+            x, y = batch_at(args, data, step, rank, world)
+            lr = optimizer.param_groups[0]["lr"]
+            with autocast(args, device):
+                loss = per_token_loss(args, model, step, x, y, forward).mean()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)    # the pre-clip norm
+            scale = scaler.get_scale() if scaler.is_enabled() else None
+            if rec and rec.wants_layers(step):
+                rec.layers(step, model, optimizer)                                   # before zero_grad
+            scaler.step(optimizer)
+            scaler.update()
+            skipped = int(scaler.get_scale() < scale) if scale is not None else None
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            logged = mean_over_ranks(loss.item(), world)
+            if rec:
+                rec.log(step, loss=logged, grad_norm=grad_norm.item(), lr=lr, loss_scale=scale,
+                        skipped=skipped, batch_hash=batch_hash(x))
+                if (step + 1) % CHECKPOINT_EVERY == 0:
+                    torch.save(state(model, optimizer, scheduler, scaler), ckpts / f"step_{step + 1:06d}.pt")
+            if world > 1 and (step + 1) % CHECKPOINT_EVERY == 0:
+                torch.distributed.barrier()         # every rank may read the checkpoint (a resume)
+            shown(step, logged)                 # the step on stderr: a bar, or a line in a pipe
+            step += 1
     if rec:
         rec.close()
+        tinydata.finished(out)                  # where it wrote, and what to type next
     if world > 1:
         torch.distributed.destroy_process_group()
 
