@@ -19,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = "sample_runs/long-tail-token"
 # The README's placeholders, filled as a user would fill them on the sample run.
-PLACEHOLDERS = {"path/to/run_or_log": SAMPLE, "NAME": "ana"}
+# The knowledge base goes beside the clone (../kb), never into the home of whoever runs the tests.
+PLACEHOLDERS = {"path/to/run_or_log": SAMPLE, "NAME": "ana", "~/postmortems": "../kb"}
 # A fresh draft is not argued yet: check lists what is left and commit refuses it (exit 1).
 EXIT_ON_A_FRESH_DRAFT = {"check": 1, "commit": 1}
 
@@ -144,7 +145,9 @@ def test_a_fresh_clone_runs_the_readme_as_written(tmp_path):
         name = argv[1] if len(argv) > 1 else ""
         expected = EXIT_ON_A_FRESH_DRAFT.get(name, 0)
         assert done.returncode == expected, f"`{command}` exited {done.returncode}\n{out[-3000:]}"
-        if name == "new":
+        if name == "init":        # the knowledge base beside the clone, a repository of its own
+            assert (clone.parent / "kb" / ".git").is_dir() and "learner: ana" in out, out
+        elif name == "new":
             draft = clone / argv[argv.index("-o") + 1] if "-o" in argv else None
             assert draft is not None and draft.read_text().startswith("---"), out
         elif name in EXIT_ON_A_FRESH_DRAFT:
