@@ -11,8 +11,10 @@ if ! command -v tmux >/dev/null; then
 fi
 here=$(pwd)
 kb=$(mktemp -d)
+xdg=$(mktemp -d)     # the settings, drafts and views of whoever runs it stay out of it
+export XDG_CONFIG_HOME="$xdg/config" XDG_STATE_HOME="$xdg/state" XDG_CACHE_HOME="$xdg/cache"
 session="pm-e2e-$$"
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "keepalive-$$" 2>/dev/null || true; rm -rf "$kb"' EXIT
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "keepalive-$$" 2>/dev/null || true; rm -rf "$kb" "$xdg"' EXIT
 # a session that outlives the app's: when the app's ends, the tmux server stays up for the next
 tmux new-session -d -s "keepalive-$$" "sleep 600"
 git -C "$kb" init -q
@@ -34,9 +36,10 @@ keys() { tmux send-keys -t "$session" "$@"; sleep 0.3; }
 type_text() { tmux send-keys -t "$session" -l "$1"; sleep 0.3; }
 
 tmux new-session -d -s "$session" -x 120 -y 40 -c "$kb" \
+    -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e XDG_STATE_HOME="$XDG_STATE_HOME" -e XDG_CACHE_HOME="$XDG_CACHE_HOME" \
     -e GIT_AUTHOR_NAME=e2e -e GIT_AUTHOR_EMAIL=e2e@example.invalid \
     -e GIT_COMMITTER_NAME=e2e -e GIT_COMMITTER_EMAIL=e2e@example.invalid \
-    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/long-tail-token"
+    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/long-tail-token"
 wait_for "spike at step 250" 60
 wait_for "long-tail-token" 5
 wait_for "causes of the spike at step 250" 5     # the ranking beside the incidents
@@ -90,7 +93,7 @@ echo "e2e_tui: post-mortem complete, its figure drawn"
 
 # commit into the fresh repository
 keys C-g
-wait_for "Enter commits exactly these files" 10
+wait_for "learner (the lessons file" 10
 for _ in 1 2 3; do                      # a key read before the input had the focus is lost: again
     keys C-u
     type_text "ada"
@@ -98,6 +101,7 @@ for _ in 1 2 3; do                      # a key read before the input had the fo
     has "$(screen)" "learners/ada/lessons.md" && break
 done
 wait_for "learners/ada/lessons.md" 5
+wait_for "Enter commits exactly these files" 10
 wait_for "(the figure)" 5
 keys Enter
 wait_for "committed " 15
@@ -134,7 +138,7 @@ tmux has-session -t "$session" 2>/dev/null && { echo "e2e_tui: ctrl+q did not qu
 
 # a killed app loses seconds of typing at most: type, pause, SIGKILL, reopen
 tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
-    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
+    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
 # the editor's sections line (at 100x30 the focus on the first empty section scrolls the
@@ -147,7 +151,7 @@ grep -rq "Typed just before the crash." "$kb/.postmortem/drafts/" \
     || { echo "e2e_tui: the draft lost the typing"; ls -R "$kb/.postmortem"; exit 1; }
 tmux kill-session -t "$session" 2>/dev/null || true
 tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
-    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
+    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
 wait_for "is back" 10

@@ -32,6 +32,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_sessionfinish(session):
+    """One collection, then the session's objects set aside (gc.freeze): pytest's clean-up
+    collects five times more, and a worker whose heap is big (the TUI's apps, the runs read)
+    took over 5 s at it on a loaded machine; pytest-xdist's execnet then sends the worker a
+    SIGINT, and a green run ended in two KeyboardInterrupt tracebacks (raised in hypothesis'
+    gc callback, where the worker happened to be)."""
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _own_cache(tmp_path_factory):
     """The views the dashboard keeps (tui/viewcache.py) go to a folder of this session, never
