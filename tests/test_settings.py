@@ -158,3 +158,30 @@ async def test_the_commit_screen_asks_before_postmortems_own_checkout(tmp_path):
         assert screen.committed is not None
         assert screen.committed.postmortem == tmp_path / "mine" / "learners" / "ada" / "postmortems" / pm.filename
     assert settings.read_config() == {"kb": str(tmp_path / "mine"), "learner": "ada"}   # kept for next time
+
+
+def test_a_replay_is_kept_with_the_knowledge_base_and_offered_back_in_a_later_session(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from postmortem.diagnose.models import Evidence
+    from postmortem.replay.models import ReplayResult
+    from postmortem.tui.session import Session
+    kb = tmp_path / "kb"
+    git.Repo.init(kb)
+    settings.remember(kb=kb, learner="ada")
+    result = ReplayResult(run_id="19-spike-001", incident_step=250, checkpoint=200, device="cpu",
+                          faithful_max_diff=0.0, faithful=True, arms={}, probes={}, hypotheses=[],
+                          evidence=[Evidence("batch", "the spike goes with the batch", favors=["long-tail-token"])])
+    monkeypatch.chdir(tmp_path)
+    first = Session(str(SAMPLE))
+    first.use_settings(settings.resolve())
+    first.log = SimpleNamespace(run_id="19-spike-001")
+    first.replays[250] = result
+    assert (kb / ".postmortem" / "replays" / "19-spike-001-250.json").is_file()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    later = Session(str(SAMPLE))
+    later.use_settings(settings.resolve())
+    assert later.replay_of(250) is None                      # the run not read yet: no id to look up
+    later.log = SimpleNamespace(run_id="19-spike-001")
+    assert later.replay_of(250) == result and later.replay_of(300) is None

@@ -8,6 +8,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+class KeptReplays(dict):
+    """incident step -> the last replay's result, kept as JSON in `folder` keyed by run and
+    step (`<run-id>-<step>.json`, beside the drafts), so that a replay is offered back in a
+    later session from any folder. `run_id()`: the run's id, or None before it is read."""
+
+    def __init__(self, folder: Path, run_id):
+        super().__init__()
+        self.folder, self.run_id = Path(folder), run_id
+
+    def _path(self, step: int) -> Path | None:
+        from postmortem.files import safe_name
+        rid = self.run_id()
+        return None if rid is None else self.folder / f"{safe_name(rid)}-{int(step)}.json"
+
+    def __setitem__(self, step: int, result) -> None:
+        super().__setitem__(step, result)
+        path = self._path(step)
+        if path is not None and result is not None:
+            from postmortem.files import atomic_write
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, result.model_dump_json())
+            except OSError:
+                pass            # kept for this session; a folder that cannot be written costs the next
+
+    def get(self, step: int, default=None):
+        if step not in self:
+            path = self._path(step)
+            if path is None or not path.is_file():
+                return default
+            from pydantic import ValidationError
+
+            from postmortem.replay.models import ReplayResult
+            try:
+                super().__setitem__(step, ReplayResult.model_validate_json(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, ValidationError):
+                return default       # damaged, or of another version: as if never replayed
+        return super().get(step, default)
+
+
 @dataclass
 class Session:
     run_path: str
@@ -41,6 +81,14 @@ class Session:
         from postmortem.kb.settings import drafts_home
         self.kb_root, self.learner, self.kb_named = settings.kb, settings.learner, settings.chosen
         self.drafts_home = drafts_home(settings)
+        kept = KeptReplays(self.drafts_root / ".postmortem" / "replays", self._run_id)
+        kept.update(self.replays)
+        self.replays = kept
+
+    def _run_id(self) -> str | None:
+        if self.log is not None:
+            return self.log.run_id
+        return self.view.run_id if self.view is not None else None
 
     @property
     def drafts_root(self) -> Path:
