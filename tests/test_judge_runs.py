@@ -181,3 +181,19 @@ def test_a_sawtooth_of_routine_probes_stays_routine(tmp_path, fmt, interval):
     analysis, _, _ = written(tmp_path, spec, fmt, interval)
     b3 = next(c for c in analysis.checks if c.id == "B3")
     assert analysis.incidents == [] and b3.status == "pass" and "dynamic loss scaling" in b3.detail
+
+
+@pytest.mark.slow
+def test_the_divergence_an_lr_rising_against_cosine_causes_is_picked_over_an_early_grad_norm_blip(tmp_path):
+    import json
+
+    spec = Spec(kind="schedule-misconfigured", schedule="cosine", steps=400, hidden=96, factor=25.0, seed=12)
+    written(tmp_path, spec, "jsonl")
+    path = tmp_path / "jsonl-1" / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[60]["grad_norm"] *= 30                       # one batch's gradient, the loss unmoved
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    analysis = analyze(read_run(tmp_path / "jsonl-1"))
+    assert {i.metric for i in analysis.incidents} == {"grad_norm", "loss"}
+    top = analysis.incidents[worst(analysis.incidents)]
+    assert top.kind == "divergence" and top.hypotheses[0].pattern == "schedule-misconfigured"

@@ -102,11 +102,14 @@ class Incident(BaseModel):
         overflows (`kind` stays "spike", as the JSON contract names it)."""
         return "cascade" if self.kind == "spike" and self.metric == "loss_scale" else self.kind
 
-    def priority(self) -> tuple[int, int, float]:
+    def priority(self) -> tuple[int, int, int, float]:
         """For picking the incident to look at first: a non-finite loss, then any other
-        non-finite value, then the most severe; warmup blips and a bad start last."""
+        non-finite value, then what the loss or its scaler shows before a grad-norm blip the
+        loss took in its stride (a divergence the LR causes, not an early blip), then the most
+        severe; warmup blips and a bad start last."""
         nonfinite = 2 if self.kind == "nan" and self.metric == "loss" else 1 if self.kind == "nan" else 0
-        return nonfinite, int(self.headline and self.kind != "bad-start"), self.severity or 0.0
+        return (nonfinite, int(self.headline and self.kind != "bad-start"), int(self.metric != "grad_norm"),
+                self.severity or 0.0)
 
 
 def worst(incidents: list[Incident]) -> int:
