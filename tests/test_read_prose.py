@@ -106,3 +106,11 @@ def test_torchtune_step_is_the_global_step_not_the_frame(tmp_path):
             lines.append(f"{e + 1}|{g}|Loss: {2.5 - g / 100}" + f":  24%|##   | {i}/5 [00:01<00:03]")
     data = _info(tmp_path, lines)
     assert data["steps"] == {"rows": 10, "first": 1, "last": 10} and len(data["segments"]) == 1
+
+
+def test_paddlenlp_batch_counter_is_no_metric(tmp_path):
+    fmt = "global step %d, epoch: %d, batch: %d, loss: %f, speed: %.2f step/s"   # PaddleNLP's examples
+    data = _info(tmp_path, [fmt % (s, 1, s % 50, 2.5 - s / 1000, 4.2) for s in range(10, 110, 10)])
+    assert data["steps"] == {"rows": 10, "first": 10, "last": 100}
+    names = {m["name"] for m in data["metrics"]}
+    assert "loss" in names and not names & {"batch", "epoch"}

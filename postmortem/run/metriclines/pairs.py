@@ -34,7 +34,8 @@ def _word_char(ch: str) -> bool:
 _FILLER_END = {"is", "are", "was", "so", "far", "of", "at", "=", "in", "to", "from", "by", "for", "with"}
 _FILLER_START = {"current", "the"}
 _NOT_METRIC = {"eta", "epoch", "epochs", "step", "steps", "iter", "iteration", "iterations",
-               "global_step", "global step", "num_updates", "rank", "pid", "tid", "it", "line", "sample", "iters"}
+               "global_step", "global step", "num_updates", "rank", "pid", "tid", "it", "line", "sample", "iters",
+               "batch"}
 _STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval": "val",
             "evaluation": "val", "val": "val", "valid": "val", "validation": "val",
             "test": "test", "testing": "test"}
