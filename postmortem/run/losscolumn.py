@@ -124,8 +124,9 @@ def choose(log: RunLog, override: str | None = None) -> None:
         else:
             _sum(log, chosen, canon)
         extras[f"{canon}_from"] = f"{' + '.join(chosen)} ({rule})"
-    if "loss" not in log.frame:
-        _from_perplexity(log)
+    for canon in ("loss", "val_loss"):
+        if canon not in log.frame:
+            _from_perplexity(log, canon)
     if "loss" not in log.frame and not any("--loss" in w for w in log.source.warnings):
         log.source.warn("no column looks like the loss; --loss COLUMN names it")
 
@@ -165,21 +166,22 @@ def _sum(log: RunLog, parts: list[str], new: str) -> None:
     log.frame = frame[["segment", "step", *canonical_order(list(log.metrics))]]
 
 
-_PPL = re.compile(r"^(?:train_?)?(?:ppl|perplexity)$")
+_PPL = {"loss": re.compile(r"^(?:train_?)?(?:ppl|perplexity)$"),
+        "val_loss": re.compile(r"^(?:val|valid|validation|eval|test)_?(?:ppl|perplexity)$")}
 
 
-def _from_perplexity(log: RunLog) -> None:
-    """Only the perplexity logged (OpenNMT-py's `ppl` without `xent`, a `perplexity` column):
+def _from_perplexity(log: RunLog, canon: str) -> None:
+    """Only the perplexity logged (OpenNMT-py's `ppl` without `xent`, `Validation perplexity`):
     the loss is its log, the cross-entropy it is the exponential of."""
-    names = [c for c in log.metrics if _PPL.match(normalize(c).split("/")[-1])]
+    names = [c for c in log.metrics if _PPL[canon].match(normalize(c).split("/")[-1])]
     if len(names) != 1:
         return
     values = log.frame[names[0]].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = np.log(values)
     loss[values < 0] = np.nan                     # no perplexity is negative: not a loss
-    log.frame["loss"] = loss
+    log.frame[canon] = loss
     log.frame = log.frame[["segment", "step", *canonical_order(list(log.metrics))]]
     if names[0] in log.logged_nan:
-        log.logged_nan["loss"] = log.logged_nan[names[0]]
-    log.source.extras["loss_from"] = f"log({names[0]}) (only the perplexity is logged)"
+        log.logged_nan[canon] = log.logged_nan[names[0]]
+    log.source.extras[f"{canon}_from"] = f"log({names[0]}) (only the perplexity is logged)"
