@@ -49,7 +49,7 @@ def test_new_writes_a_draft_with_symptoms_and_hypotheses(tmp_path):
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     doc = parse(text)
-    assert doc.symptoms.spike_step == 251 and doc.symptoms.lr is not None
+    assert doc.symptoms.spike_step == 250 and doc.symptoms.lr is not None      # the LR jump that began it (issue 25)
     assert doc.hypotheses[0].pattern == "lr-discontinuity"
     assert render(doc) == text
     lint = problems(text, ROOT / "sample_runs" / "lr-discontinuity", where=out.parent)
