@@ -70,6 +70,7 @@ def test_an_unreadable_run_is_a_row_not_the_end_of_the_scan(tmp_path, cache):
     assert sum(r["error"] is None for r in rows) == 2
 
 
+@pytest.mark.slow        # starts postmortem processes
 def test_cli_runs_json_and_table(tmp_path):
     store = make_store(tmp_path / "logs", n=3)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}

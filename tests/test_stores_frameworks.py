@@ -230,10 +230,18 @@ def test_bad_database_contents_are_left_out_with_a_warning(tmp_path, bad):
     assert len(log.frame) == 10 and log.frame.loss.iloc[0] == 3.0
     if bad[3] is not None:
         assert any("left out" in w for w in log.source.warnings), log.source.warnings
-    r = pm("analyze", db, "--json")
-    assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow        # starts postmortem processes
+def test_analyze_of_a_database_with_every_bad_row_is_exit_0(tmp_path):
+    good = [("loss", 3.0 - s / 10, s, "r1", s) for s in range(10)]
+    bad = [("loss", 2.0, 5, "r1", "ten"), ("loss", 2.0, 5, "r1", float("inf")), ("loss", None, 5, "r1", 3),
+           ("loss", 2.0, 5, None, 3), ("loss", 2.0, 5, "r1", 1.2345678901234567e19)]
+    r = pm("analyze", bad_db(tmp_path, good + bad), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["run"]["steps"] == 10, r.stderr
+
+
+@pytest.mark.slow        # starts a postmortem process
 def test_a_cut_off_database_is_one_line(tmp_path):
     db = bad_db(tmp_path, [("loss", 1.0, s, "r1", s) for s in range(2000)])
     data = db.read_bytes()

@@ -29,6 +29,7 @@ def test_runs_to_pick_only_for_a_store_of_several(logdir):
     assert runs_to_pick(str(logdir / "calm"), None, "--run ID") is None   # one run: nothing to pick
 
 
+@pytest.mark.slow        # the dashboard's loader process
 @pytest.mark.asyncio
 async def test_the_picker_opens_the_run_picked(logdir):
     app = PostmortemApp(str(logdir), picking=runs_to_pick(str(logdir), None, "--run ID"))
