@@ -87,3 +87,37 @@ def test_info_names_each_series_dialect(tmp_path):
     metrics = {m["name"]: m for m in json.loads(r.stdout)["metrics"]}
     assert metrics["loss"]["dialect"] == ["megatron.iteration"] and metrics["loss"]["from"] == ["lm loss"]
     assert metrics["grad_norm"]["dialect"] == ["megatron.iteration"]
+
+
+def test_ultralytics_rows_are_named_by_their_header(tmp_path):
+    import json
+
+    from test_cli import pm
+    header = ("\n" + "%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size")
+    frames = []
+    for e in range(1, 4):
+        frames.append(header)
+        for i in range(1, 11):    # trainer.py's progress string, then tqdm's bar, frames joined by \r
+            frames.append(("%11s" * 2 + "%11.4g" * 5) % (f"{e}/100", "2.51G", 1.5 - e / 10 - i / 100, 2.345, 1.456,
+                                                         32, 640) + f": {i * 10:3d}%|##########| {i}/10 [00:05<00:00]")
+    p = tmp_path / "train.log"
+    p.write_text("\r".join(frames) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["run"]["format"] == "ultralytics" and data["steps"] == {"rows": 30, "first": 1, "last": 30}
+    box = next(m for m in data["metrics"] if m["name"] == "box_loss")
+    assert box["min"] == 1.1 and box["max"] == 1.39
+
+
+def test_a_notebook_table_under_its_header(tmp_path):
+    import json
+
+    from test_cli import pm
+    p = tmp_path / "train.log"     # HF's notebook table, as unsloth's notebooks show it
+    p.write_text("Step\tTraining Loss\n" + "\n".join("%d\t%.6f" % (s, 2.5 - s / 100) for s in range(1, 31)) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["steps"] == {"rows": 30, "first": 1, "last": 30}
+    assert next(m for m in data["metrics"] if m["name"] == "loss")["max"] == 2.49

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from postmortem.run.assemble import to_number
-from postmortem.run.metriclines import code
+from postmortem.run.metriclines import code, table
 from postmortem.run.dialects import progress
 from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse
 
@@ -288,6 +288,10 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
             continue                # blank, or binary bytes pasted into the log
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
         parsed = _parse(text)
+        if not parsed.values and not parsed.overflow and not parsed.code:
+            above = [data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
+                     range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1)]
+            parsed = table.row(text, above) or parsed        # numbers under a header of names
         if not parsed.useful:
             continue
         rows = order[bounds[g]:bounds[g + 1]]

@@ -1,0 +1,72 @@
+"""Rows of numbers under a header of names: values by position.
+
+Ultralytics prints `Epoch GPU_mem box_loss cls_loss dfl_loss Instances Size` once and then
+a tqdm frame per batch whose description is the row (`3/100 2.51G 1.234 ... 640: 100%|...`);
+HF's notebook table (what unsloth's notebooks show) is `Step<TAB>Training Loss`, then `1<TAB>2.3456`.
+Such a row names nothing: the header above it names its cells.
+"""
+
+from __future__ import annotations
+
+import re
+
+from postmortem.run.metriclines.pairs import Parsed, Value, to_const
+
+_CELLS = re.compile(r"\t|\s{2,}")
+_CELL_NUMBER = re.compile(r"^(?:(?P<i>\d+)/\d+|(?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)[KMGT]?i?B?)$",
+                          re.I)
+_NAME = re.compile(r"^[A-Za-z][\w()./-]*(?: [A-Za-z][\w()./-]*)*$")
+_FRAME = re.compile(r"\|\s*(\d+)/(\d+) \[")      # the tqdm frame's batch i/N after the bar
+_STEP_NAMES = {"step", "steps", "iter", "iteration", "global_step", "global step"}
+LOOK_BACK = 64          # lines above a row searched for its header
+
+
+def _cells(text: str) -> list[tuple[str, int]]:
+    """The cells of a line and where each starts, cut at a progress bar's `: 100%|`."""
+    body = re.split(r":\s+\d+%\||\|", text, maxsplit=1)[0].rstrip(": ")
+    out, pos = [], 0
+    for part in _CELLS.split(body):
+        start = body.index(part, pos) if part else pos
+        pos = start + len(part)
+        if part.strip():
+            out.append((part.strip(), start + len(part) - len(part.lstrip())))
+    return out
+
+
+def _header(lines: list[str], width: int) -> list[str] | None:
+    """The nearest line above (last first) whose cells are `width` names."""
+    for line in lines:
+        cells = [c for c, _ in _cells(line)]
+        if len(cells) == width and all(_NAME.match(c) and not _CELL_NUMBER.match(c) for c in cells):
+            return cells
+    return None
+
+
+def row(text: str, above: list[str]) -> Parsed | None:
+    """The row's values named by the header in `above` (the lines before it, nearest first),
+    or None when the line is no row of numbers under such a header."""
+    cells = _cells(text)
+    if len(cells) < 2 or not all(_CELL_NUMBER.match(c) for c, _ in cells):
+        return None
+    names = _header(above, len(cells))
+    if names is None:
+        return None
+    out = Parsed()
+    for name, (cell, start) in zip(names, cells):
+        m = _CELL_NUMBER.match(cell)
+        key = "i" if m.group("i") else "v"
+        s, e = start + m.start(key), start + m.end(key)
+        low = name.lower()
+        if low == "epoch":
+            out.epoch = (s, e)
+        elif low in _STEP_NAMES:
+            out.counters["step"] = (s, e)
+        elif m.group("v") is not None:
+            digits = any(c.isdigit() for c in cell)
+            out.values.append(Value(name, s, e, None if digits else to_const(m.group("v"))))
+    if out.epoch is not None:
+        out.epoch_base = 1                   # Ultralytics prints `{epoch + 1}/{epochs}`
+        frame = _FRAME.search(text)
+        if frame:                            # each batch's running mean: a step of its own
+            out.batch = (frame.span(1), frame.span(2))
+    return out if out.values else None
