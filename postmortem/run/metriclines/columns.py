@@ -289,8 +289,8 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
         parsed = _parse(text)
         if not parsed.values and not parsed.overflow and not parsed.code:
-            above = [data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
-                     range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1)]
+            above = (data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
+                     range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1))
             parsed = table.row(text, above) or parsed        # numbers under a header of names
         if not parsed.useful:
             continue

@@ -9,6 +9,7 @@ Such a row names nothing: the header above it names its cells.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from postmortem.run.metriclines.pairs import Parsed, Value, to_const
 
@@ -33,7 +34,7 @@ def _cells(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def _header(lines: list[str], width: int) -> list[str] | None:
+def _header(lines: Iterable[str], width: int) -> list[str] | None:
     """The nearest line above (last first) whose cells are `width` names."""
     for line in lines:
         cells = [c for c, _ in _cells(line)]
@@ -42,8 +43,9 @@ def _header(lines: list[str], width: int) -> list[str] | None:
     return None
 
 
-def row(text: str, above: list[str]) -> Parsed | None:
-    """The row's values named by the header in `above` (the lines before it, nearest first),
+def row(text: str, above: Iterable[str]) -> Parsed | None:
+    """The row's values named by the header in `above` (the lines before it, nearest first,
+    read only for a row of numbers),
     or None when the line is no row of numbers under such a header."""
     cells = _cells(text)
     if len(cells) < 2 or not all(_CELL_NUMBER.match(c) for c, _ in cells):
