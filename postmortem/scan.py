@@ -127,13 +127,11 @@ def tasks_of(store: str) -> list[dict]:
                 for r in mlflowserver.server_runs(store)]
     from postmortem.run import listing
     from postmortem.run.discover import runs_in
-    from postmortem.run.model import RunReadError
     path = Path(store)
-    if not path.exists():
-        raise RunReadError(path, "no such file or directory")
     cands = runs_in(path)
     out = []
-    for cand, r in zip(cands, listing.describe(cands, path)):
+    # a file's runs (a database's, or the log itself) are named from the folder it sits in
+    for cand, r in zip(cands, listing.describe(cands, path if path.is_dir() else path.parent)):
         # a run with a folder or file of its own is read as that; a database's run in its store
         own = cand.root if cand.format != "mlflow-db" else path
         out.append(dict(address=str(path), path=str(own), candidate=cand, **_listed(r)))

@@ -87,3 +87,13 @@ def test_cli_runs_json_and_table(tmp_path):
     r = subprocess.run([sys.executable, "-m", "postmortem", "runs", str(tmp_path / "nothing")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_store_that_is_one_unreadable_file_is_refused_not_scanned(tmp_path, cache):
+    from postmortem.errors import RunReadError
+    note = tmp_path / "note.txt"
+    note.write_text("hello\n")
+    with pytest.raises(RunReadError, match="unknown format"):
+        scan(str(note))
+    with pytest.raises(RunReadError, match="no such file"):
+        scan(str(tmp_path / "nothing"))

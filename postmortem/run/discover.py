@@ -324,10 +324,10 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
 def runs_in(path: Path, fmt: str | None = None) -> list[Candidate]:
     """Every run a store holds, under the rule read_run applies (for `postmortem runs`)."""
     path = Path(path)
+    if not path.exists():
+        raise RunReadError(path, "no such file or directory")
     if not path.is_dir():
-        if classify_file(path) == "mlflow-db":
-            return _db_runs(path)
-        return [Candidate(classify_file(path) or "unknown", [path], path)]
+        return _file_runs(path, fmt)
     return _runs_of(find_candidates(path), path, fmt)[0]
 
 
@@ -461,24 +461,8 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
         raise RunReadError(path, "not a regular file or directory (a FIFO, socket or device?); "
                                  "save the log to a file first")
     else:
-        kind = classify_file(path)
-        if format and format != kind and format in textlogs.SNIFF and textlogs.looks_like_text(path):
-            kind = format
-        if kind == "mlflow-db":
-            runs = _db_runs(path)
-            if not runs:
-                raise RunReadError(path, "the MLflow database holds no run with metrics")
-            cand = _choose(runs, path, None, run)
-        elif kind is None and _magic(path).startswith(b"SQLite format 3\x00"):
-            raise RunReadError(path, "an SQLite file, but not a readable MLflow store "
-                                     "(corrupt, truncated, or another program's database)")
-        elif kind is None:
-            raise RunReadError(path, "unknown format: not a metrics table, trainer_state.json, "
-                                     "event file, W&B or MLflow store, or a known text log")
-        else:
-            cand = Candidate(kind, [path], path)
-            if kind == "lightning":
-                cand = Candidate(kind, [path.parent], path.parent)
+        runs = _file_runs(path, format)
+        cand = _choose(runs, path, None, run) if runs[0].format == "mlflow-db" else runs[0]
         if format and cand.format != format:
             raise RunReadError(path, f"is {cand.format}, not {format}")
     if step and cand.format not in _TABLES:
@@ -487,6 +471,27 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
     if run is not None and cand.format != "mlflow-db":
         path = cand.root        # the run picked has a folder or file of its own: named as that
     return read_candidate(cand, path, problems, step, loss)
+
+
+def _file_runs(path: Path, format: str | None) -> list[Candidate]:
+    """The runs one file holds: one, or an MLflow database's; an unreadable file is refused."""
+    kind = classify_file(path)
+    if format and format != kind and format in textlogs.SNIFF and textlogs.looks_like_text(path):
+        kind = format
+    if kind == "mlflow-db":
+        runs = _db_runs(path)
+        if not runs:
+            raise RunReadError(path, "the MLflow database holds no run with metrics")
+        return runs
+    if kind is None and _magic(path).startswith(b"SQLite format 3\x00"):
+        raise RunReadError(path, "an SQLite file, but not a readable MLflow store "
+                                 "(corrupt, truncated, or another program's database)")
+    if kind is None:
+        raise RunReadError(path, "unknown format: not a metrics table, trainer_state.json, "
+                                 "event file, W&B or MLflow store, or a known text log")
+    if kind == "lightning":
+        return [Candidate(kind, [path.parent], path.parent)]
+    return [Candidate(kind, [path], path)]
 
 
 def read_candidate(cand: Candidate, path: Path, problems: list[str] | None = None,
