@@ -45,8 +45,7 @@ def _header(lines: Iterable[str], width: int) -> list[str] | None:
 
 def row(text: str, above: Iterable[str]) -> Parsed | None:
     """The row's values named by the header in `above` (the lines before it, nearest first,
-    read only for a row of numbers),
-    or None when the line is no row of numbers under such a header."""
+    read only for a row of numbers), or None when the line is no such row."""
     cells = _cells(text)
     if len(cells) < 2 or not all(_CELL_NUMBER.match(c) for c, _ in cells):
         return None
