@@ -120,7 +120,7 @@ def test_wandb_folder_of_offline_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     ids = []
     for n, scale in enumerate((1.0, 2.0)):
-        run = wandb.init(project="p", dir=str(tmp_path), mode="offline", id=f"run{n}abc",
+        run = wandb.init(project="p", dir=str(tmp_path), mode="offline", id=f"run{n}abc", name=f"lr-x{scale:g}",
                          settings=wandb.Settings(console="off", x_disable_stats=True))
         for s in range(25):
             run.log({"train/loss": scale * (3 - s / 10), "lr": 1e-3}, step=s)
@@ -130,7 +130,8 @@ def test_wandb_folder_of_offline_runs(tmp_path, monkeypatch):
     with pytest.raises(SeveralRuns) as err:
         read_run(store)
     assert sorted(listed(err.value)) == sorted(ids)
-    log = read_run(store, run=ids[1])
+    assert sorted(r.name for r in err.value.runs) == ["lr-x1", "lr-x2"]      # the run's display name
+    log = read_run(store, run="lr-x2")
     assert len(log.frame) == 25 and log.frame.loss.iloc[0] == pytest.approx(6.0)
     assert log.source.extras["wandb_run_id"] == ids[1]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from postmortem.run import mlflow
+from postmortem.run import mlflow, wandb
 from postmortem.run.store import StoredRun, from_stamp
 
 _MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
@@ -73,7 +73,8 @@ def _describe(c, base: Path, own: Path) -> StoredRun:
         case "mlflow":
             return mlflow.file_store_listing(f) or run
         case "wandb":
-            run.name = f.parent.name
+            run.name = wandb.run_name(f) or f.parent.name
+            run.aliases |= {run.name, f.parent.name}
             run.start = from_stamp(f.parent.name) or _mtime(f)
         case "tensorboard":
             run.start = min((from_stamp(p.name) or _mtime(p) or 0.0) for p in c.files)

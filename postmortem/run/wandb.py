@@ -19,6 +19,7 @@ _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 # HistoryRecord.item = 1, HistoryRecord.step = 2; HistoryItem.key = 1, nested_key = 2,
 # value_json = 16; HistoryStep.num = 1.
 _REC_HISTORY = 2
+_REC_RUN, _RUN_DISPLAY_NAME = 17, 8          # Record.run; RunRecord.display_name
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in range(5)}
 
 
@@ -81,6 +82,21 @@ def _history_row(raw: bytes) -> tuple[dict, int | None]:
                 if f == 1 and w == 0:
                     step = x
     return row, step
+
+
+def run_name(path: Path, head: int = 1 << 18) -> str | None:
+    """The run's display name, from its run record near the start of the log (for a listing)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(head)
+        for rec in _records(data, path, Source("wandb", str(path))):
+            for num, wire, value in fields(rec):
+                if num == _REC_RUN and wire == 2:
+                    names = [x for f, w, x in fields(value) if f == _RUN_DISPLAY_NAME and w == 2]
+                    return names[0].decode("utf-8", "replace") if names else None
+    except (OSError, ProtoError, RunReadError):
+        return None
+    return None
 
 
 def _step(value) -> int | None:
