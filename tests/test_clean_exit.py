@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = [ROOT / "sample_runs" / name for name in ("long-tail-token", "fp16-overflow", "healthy")]
 
 
+@pytest.mark.slow
 def test_the_command_ends_without_the_interpreters_teardown():
     """Where the native pools were torn down is never reached: an exit hook registered
     before the command does not run, and the output is whole."""
