@@ -92,11 +92,11 @@ def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
         data, encoding = textfile.utf8_bytes(path)
-        groups, _ = read_groups(data)
+        binary: list[int] = []
+        groups, _ = read_groups(data, binary)
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
-        wide = (encoding or "").startswith(("UTF-16", "UTF-32"))
-        _CACHE[key] = groups, encoding, -1 if wide else data.find(b"\x00")   # binary bytes pasted in
+        _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0)   # binary bytes pasted in
     return _CACHE[key]
 
 
@@ -466,9 +466,9 @@ def _say_encoding(path: Path, source: Source) -> None:
         source.warn(f"{path.name} is not UTF-8: read as {encoding}; bytes that read as "
                     f"neither are shown as \ufffd")
     if path.is_file():
-        at = _grouped(path)[2]
-        if at >= 0:
-            source.warn(f"{path.name} holds binary bytes (a NUL at byte {at}): the lines that "
+        line = _grouped(path)[2]
+        if line:
+            source.warn(f"{path.name} holds binary bytes (NULs, from line {line}): the lines that "
                         f"hold them were skipped")
 
 

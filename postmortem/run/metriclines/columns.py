@@ -268,8 +268,9 @@ def _cast(arr: pa.Array) -> np.ndarray:
         return np.concatenate(list(pool.map(_cast_slice, slices)))
 
 
-def read_groups(data: bytes) -> tuple[list[Group], int]:
-    """Every useful line of the text, grouped by shape, with its values; and the line count."""
+def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Group], int]:
+    """Every useful line of the text, grouped by shape, with its values; and the line count.
+    Lines holding binary bytes (NUL) are skipped; `binary` gets their line numbers."""
     data = split_lines(data)
     starts, ends, run_s, run_e, first_run, shape = scan(data)
     n = len(starts)
@@ -284,8 +285,12 @@ def read_groups(data: bytes) -> tuple[list[Group], int]:
     groups = []
     for g, line_no in enumerate(first):
         rep = data[starts[line_no]:ends[line_no]]
-        if not rep.strip() or b"\x00" in rep:
-            continue                # blank, or binary bytes pasted into the log
+        if not rep.strip():
+            continue
+        if b"\x00" in rep:         # binary bytes pasted into the log: a line's shape keeps its NULs
+            if binary is not None:
+                binary.extend(order[bounds[g]:bounds[g + 1]].tolist())
+            continue
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
         parsed = _parse(text)
         if not parsed.values and not parsed.overflow and not parsed.code:
