@@ -21,6 +21,7 @@ def test_a_big_read_and_its_analysis_are_said_in_a_pipe_and_small_ones_are_not(c
     quiet = capsys.readouterr()
     assert quiet.err == ""
     monkeypatch.setattr(progress, "BIG_READ", 1000)        # the sample's 0.1 MB as big as 1M steps
+    monkeypatch.setattr(progress, "PIPE_AFTER_S", 0.0)     # and as long
     assert main(["analyze", str(SAMPLE)]) == 0
     said = capsys.readouterr()
     assert said.out == quiet.out
@@ -93,3 +94,13 @@ def test_the_plain_loop_example_says_its_steps_where_it_wrote_and_what_next(tmp_
     assert r.stdout.splitlines() == [
         f"wrote {out}: checkpoints/, manifest.json, metrics.jsonl, replay.py, tinydata.py, train.py",
         f"next: postmortem analyze {out}    (then `postmortem replay {out}`, or `postmortem {out}` for the dashboard)"]
+
+
+def test_a_big_file_refused_at_once_is_one_line(tmp_path):
+    """A phase is said in a pipe only once it has lasted a second: a refusal stays one line."""
+    from cli_run import one_line_error, postmortem
+    huge = tmp_path / "huge.log"
+    with huge.open("wb") as f:
+        f.truncate(64 << 20)                     # 64 MB of nothing: a big read, refused at once
+    assert "unknown format" in one_line_error(postmortem("analyze", huge))
+

@@ -37,14 +37,26 @@ def megabytes(n: int) -> str:
     return f"{n / 1e6:.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB"
 
 
+PIPE_AFTER_S = 1.0          # a phase said in a pipe once it has lasted this long
+
+
 @contextmanager
 def phase(text: str, in_pipe: bool = True):
     """A phase of long work: a spinner with its words and seconds on a terminal (gone when it
-    ends), its words once in a pipe (when `in_pipe`)."""
+    ends), its words once in a pipe (when `in_pipe`) after PIPE_AFTER_S: what is refused at
+    once (a file of an unknown format) stays one line."""
     if not _terminal():
-        if in_pipe:
-            say(text)
-        yield
+        if not in_pipe:
+            yield
+            return
+        import threading
+        timer = threading.Timer(PIPE_AFTER_S, say, (text,))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
         return
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
