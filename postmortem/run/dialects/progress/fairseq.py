@@ -4,8 +4,8 @@ fairseq: `--log-format json` prints `json.dumps(stats)` behind the `| train_inne
 fairseq_cli/train.py's logger (`epoch`, `update`, `loss`, `nll_loss`, `ppl`, `lr`, `gnorm`,
 `loss_scale`, `num_updates`); `simple` prints `'{}:  {:5d} / {:d} {}'.format(prefix, i, size,
 postfix)` with `key=value` pairs. Read at facebookresearch/fairseq v0.10.2 and v0.12.2.
-fairseq2: `LogMetricRecorder` (src/fairseq2/recorders.py, v0.2-v0.4) writes
-`{Run} Metrics (step {N}) - Loss: 2.34 | Grad Norm: 1.2 | Learning Rate: 1e-4`.
+fairseq2: `LogMetricRecorder` (src/fairseq2/metrics/recorder.py in v0.2, metrics/recorders/_log.py
+later) writes `{Title} Metrics (step {N}) - Loss: 2.34 | Grad Norm: 1.2 | Learning Rate: 1e-4`.
 """
 
 import json
@@ -34,9 +34,11 @@ register(
                                          "wps=12040.1, lr=0.0005, gnorm=1.09, loss_scale=64, num_updates=100"),),
           ("epoch",)),
     entry("fairseq2.metrics", "fairseq2", "progress",
-          "facebookresearch/fairseq2 v0.4 src/fairseq2/recorders.py (LogMetricRecorder)",
-          "f'{run} Metrics (step {step}) - ' + ' | '.join(f'{display_name}: {value}')",
-          r"\b(?:Train|Valid|Validation|Eval)\w* Metrics \(step (?P<step>\d+)\) - (?P<fields>.*)$",
+          "facebookresearch/fairseq2 v0.2 src/fairseq2/metrics/recorder.py; v0.4 "
+          "src/fairseq2/metrics/recorders/_log.py (LogMetricRecorder.record_metrics)",
+          "self.logger.info(f'{run} Metrics (step {step_nr}) - {s}')  |  "
+          "m = f'{title} Metrics (step {step_nr})' [+ f' - {subsection}']; log.info('{} - {}', m, s)",
+          r"\b[A-Z]\w* Metrics \(step (?P<step>\d+)\)(?: - [\w/.-]+)? - (?P<fields>.*)$",
           ("Train Metrics (step 100) - Loss: 2.345 | Grad Norm: 1.21 | Learning Rate: 3e-05 | Elapsed Time: 10s",
            "Validation Metrics (step 100) - Loss: 2.401 | Perplexity: 11.03"),
           ("Metrics (step",)),

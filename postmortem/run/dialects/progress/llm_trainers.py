@@ -5,8 +5,8 @@ torchtitan (pytorch/torchtitan train.py, 2024): `logger.info(f"{color.cyan}step:
 {round(wps):,}  {color.magenta}mfu: {mfu:.2f}%{color.reset}")` behind `[titan] <time> - root - INFO - `.
 GPT-NeoX (EleutherAI/gpt-neox megatron/training.py `training_log`): `f" samples/sec: {samples_per_sec:.3f} |"`
 then `f" {key}: {value:.6E} |"` for `lm_loss`, `learning_rate`, `loss_scale`. ColossalAI's
-legacy trainer hooks (colossalai/legacy/trainer/hooks/_log_hook.py): `f"[Epoch {epoch} / {mode}]: {msg}"`
-with msg `Loss = 2.34 | LR = 0.0001`. mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
+legacy trainer hooks (colossalai/legacy/trainer/hooks/_log_hook.py): `f'[Epoch {trainer.cur_epoch} / Train]:
+{msg}'` with msg `Loss = 2.3456, Accuracy = 0.5123` (`_format_number`: `{:.5g}`). mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
 `f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {lr:.3e}, It/sec ..."` and `Val loss`.
 """
 
@@ -30,9 +30,11 @@ register(
           ("lm_loss",)),
     entry("colossalai.epoch", "ColossalAI", "progress",
           "hpcaitech/ColossalAI v0.3.6 colossalai/legacy/trainer/hooks/_log_hook.py (LogMetricByEpochHook)",
-          'f"[Epoch {trainer.cur_epoch} / {mode}]: {msg}"  with msg "Loss = {:.5} | LR = {:.5}"',
-          r"\[Epoch (?P<epoch>\d+) / (?P<mode>\w+)\]: (?P<fields>.*\bLoss = .*)$",
-          ("[Epoch {} / {}]: {}".format(3, "Train", "Loss = 2.3456 | LR = 0.0001"),),
+          "f'[Epoch {trainer.cur_epoch} / Train]: {msg}' with msg ', '.join(f'{metric_name} = "
+          "{_format_number(value)}')  (and '/ Test]')",
+          r"\[Epoch (?P<epoch>\d+) / (?P<mode>Train|Test)\]: (?P<fields>.*\bLoss = .*)$",
+          (f"[Epoch {3} / Train]: " + ", ".join(f"{k} = {v:.5g}" for k, v in (("Loss", 2.34561), ("Accuracy", 0.5123))),
+           f"[Epoch {3} / Test]: " + ", ".join(f"{k} = {v:.5g}" for k, v in (("Loss", 2.40112), ("Accuracy", 0.5012)))),
           ("[Epoch",)),
     entry("mlx-lm.iter", "mlx-lm", "progress", "ml-explore/mlx-lm v0.19 mlx_lm/tuner/trainer.py (train)",
           'f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, ..."',
