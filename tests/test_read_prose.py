@@ -114,3 +114,16 @@ def test_paddlenlp_batch_counter_is_no_metric(tmp_path):
     assert data["steps"] == {"rows": 10, "first": 10, "last": 100}
     names = {m["name"] for m in data["metrics"]}
     assert "loss" in names and not names & {"batch", "epoch"}
+
+
+def test_a_config_dump_in_the_middle_of_a_log_is_no_metric(tmp_path):
+    # DeepSpeed's config print (runtime/config.py print: `name ...... value`, then the JSON)
+    dump = ["[2023-05-01 10:00:00,000] [INFO] [config.py:982:print]   dynamic_loss_scale_args ...... "
+            "{'init_scale': 2048, 'scale_window': 500}", "{", '    "train_batch_size": 256, ', '    "fp16": {',
+            '        "enabled": true, ', '        "loss_scale": 0, ', '        "loss_scale_window": 500, ',
+            '        "min_loss_scale": 1, ', "    }, ", '    "gradient_clipping": 1.0', "}"]
+    lines = ["step %d | loss %.4f | lr 1e-4" % (s, 2.5 - s / 1000) for s in range(10, 60, 10)] + dump
+    lines += ["step %d | loss %.4f | lr 1e-4" % (s, 2.5 - s / 1000) for s in range(60, 110, 10)]
+    data = _info(tmp_path, lines)
+    assert {m["name"] for m in data["metrics"]} == {"loss", "lr"}
+    assert data["run"]["dtype"] is None        # no `"loss_scale": 0` read as a scale

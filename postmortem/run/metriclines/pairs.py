@@ -43,6 +43,8 @@ _LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train
                           r"|validation|valid|val|testing|test)\b", re.I)
 _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
                            r"|^\s*(Test|Eval|Val):", re.I)
+_CONFIG_LINE = re.compile(r'^\s*"[^"]+"\s*:\s*(?:[^\s{}\[\],"]+|"[^"]*")\s*,?\s*$'
+                          r"|^\s*[\w.-]+ \.{3,} \S")
 _COCO = re.compile(r"Average (Precision|Recall)\s+\((?:AP|AR)\) @\[[^\]]*\]\s*=\s*(-?\d+\.\d+)")
 _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\] NCCL\b")
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
@@ -225,8 +227,9 @@ def parse(raw: str) -> Parsed:
         return out
     if _LIBRARY_LOG.search(text):
         return out          # NCCL's own log: host:pid:tid, ranks, channels; never a metric
-    if is_code(text):
-        # kept, as code, only to find the dump around it (`columns.without_code`)
+    if is_code(text) or _CONFIG_LINE.match(text):
+        # code, or a config printed one entry a line (DeepSpeed's `"loss_scale": 0,`, its
+        # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
         return out
     coco = _COCO.search(text)
