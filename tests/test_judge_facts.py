@@ -184,3 +184,19 @@ def test_two_probes_close_together_are_two_probes_not_a_cascade(tmp_path, seed, 
              "skipped": int(skipped[s])} for s in range(n)]
     [inc] = analyze(jsonl(tmp_path / "cascade", rows, {"dtype": "fp16"})).incidents
     assert inc.step == 250 and inc.shown_kind == "cascade"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_spikes_while_a_blow_up_stays_up_are_that_divergence_not_new_incidents(tmp_path, seed):
+    n = 600
+    loss = curve(n, seed, 0.02, tau=60)
+    loss[250:400] += 2.5                    # up at 250, back at 400
+    loss[280] += 4.0
+    loss[320] += 6.0                        # jumps on the way, the loss never back between
+    loss[500] += 3.0                        # after it came back: an incident of its own
+    gn = np.ones(n)
+    gn[330] = 60.0
+    rows = [{"step": s, "loss": float(loss[s]), "grad_norm": float(gn[s])} for s in range(n)]
+    incs = analyze(jsonl(tmp_path, rows)).incidents
+    assert [(i.kind, i.step) for i in incs] == [("divergence", 250), ("spike", 500)]
+    assert {"spike at step 280", "spike at step 320", "grad_norm spike at step 330"} <= set(incs[0].related)

@@ -11,6 +11,7 @@ from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
 from postmortem.diagnose.models import Analysis, Incident, RunSummary
 from postmortem.diagnose.patterns import rank
+from postmortem.diagnose.series import between
 from postmortem.diagnose.symptoms import symptoms
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.diagnose.trees import walk
@@ -63,17 +64,19 @@ def _bad_start(ctx: Context, checks) -> list[Event]:
 def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
     """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
-    lead = _nan_events(ctx) + ctx.loss_spikes + ctx.divergences
+    lead = _nan_events(ctx) + [_stays_up(ctx, e) for e in ctx.loss_spikes] + ctx.divergences
     # NaN runs inside a spike's span, or spikes inside a NaN run, are one incident.
-    lead.sort(key=lambda e: (e.segment, e.kind != "divergence", e.step, e.kind != "nan"))
+    slow = lambda e: e.kind == "divergence" and not e.notes.get("from_spike")  # noqa: E731
+    lead.sort(key=lambda e: (e.segment, not slow(e), e.step, e.kind != "nan"))
     merged: list[tuple[Event, list[str]]] = []
     for e in lead:
-        # A spike inside a divergence, or a NaN run inside a spike, belongs to it.
-        host = next((m for m in merged if m[0].segment == e.segment and e.kind != "divergence" and (
-            m[0].kind == "divergence" and e.step >= m[0].step
+        # A spike inside a divergence (a slow one from its start on; a blow-up until the loss
+        # is back), or a NaN run inside a spike, belongs to it.
+        host = next((m for m in merged if m[0].segment == e.segment and not slow(e) and (
+            slow(m[0]) and e.step >= m[0].step
             or e.step <= m[0].last + ctx.th.merge_gap)), None)
         if host is not None:
-            host[1].append(f"{e.kind} at step {e.step}")
+            host[1].append(f"{'spike' if e.notes.get('from_spike') else e.kind} at step {e.step}")
             continue
         merged.append((e, []))
     for extra in ctx.grad_spikes + ctx.cascades:
@@ -110,15 +113,23 @@ def _rise(ev: Event) -> float | None:
     return round(ev.peak / ev.window_mean, 3)
 
 
+def _stays_up(ctx: Context, ev: Event) -> Event:
+    """A spike of the loss that does not come back within the recovery window is a
+    divergence, spanning until the loss is back within the band before it (or to the end)."""
+    from postmortem.diagnose.symptoms import recovered
+    if ev.kind != "spike" or ev.metric != "loss" or ev.notes.get("sparse") or recovered(ctx, ev):
+        return ev
+    after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
+    std = ev.window_std if np.isfinite(ev.window_std) else abs(ev.window_mean) * ctx.th.spike_min_rise
+    back = after.step.to_numpy()[(after.loss <= ev.window_mean + ctx.th.recovery_sigma * std).to_numpy()]
+    end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
+    return replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True}, end_step=max(end, ev.peak_step))
+
+
 def onset(ctx: Context, ev: Event) -> Event:
     """The incident dated where it began: a loss-scale cascade or an LR jump just before the
-    loss rose (within `ctx.around` steps) dates it at itself; a spike of the loss that did not
-    come back within the recovery window is a divergence."""
+    loss rose (within `ctx.around` steps) dates it at itself."""
     from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade
-    from postmortem.diagnose.symptoms import recovered
-    if ev.kind == "spike" and ev.metric == "loss" and not ev.notes.get("sparse") and not recovered(ctx, ev):
-        ev = replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True},
-                     end_step=max(ev.peak_step, ev.step))
     if ev.metric != "loss" or ev.kind not in ("spike", "divergence", "nan"):
         return ev
     reach = ctx.around(ev.segment)
