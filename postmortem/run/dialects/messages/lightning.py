@@ -5,6 +5,14 @@ checkpoint_connector.py (`resume_start`: "Restoring states from the checkpoint p
 `resume_end`: "Restored all states from the checkpoint at" while fitting (1.x wrote
 "checkpoint file at"), "Loaded model weights from the checkpoint at" for validate/test,
 which is no resume).
+
+SLURM auto-requeue (src/lightning/pytorch/trainer/connectors/signal_connector.py,
+`_slurm_requeue` in 2.x, `_slurm_sigusr_handler_fn` in 1.x): the job saves an HPC checkpoint,
+asks `scontrol requeue` and says "Requeued SLURM job {job_id}" (1.x: "Requeued SLURM job:
+{job_id}"); the next job of the same log goes on from that checkpoint: a relaunch.
+The fp16 precision plugin (plugins/precision/amp.py `MixedPrecision`, 1.x
+`NativeMixedPrecisionPlugin`) steps through torch's GradScaler and prints no overflow or
+skipped-step words; `Using 16bit Automatic Mixed Precision (AMP)` at start is configuration.
 """
 
 from postmortem.run.dialects import register
@@ -25,4 +33,14 @@ register(
           r"Restoring states from the checkpoint path at (?P<path>\S+)",
           ("Restoring states from the checkpoint",),
           ("Restoring states from the checkpoint path at /runs/ckpt/last.ckpt",)),
+)
+
+register(
+    entry("lightning.requeued", "Lightning", "resume",
+          "Lightning-AI/pytorch-lightning 1.x / 2.x src/lightning/pytorch/trainer/connectors/"
+          "signal_connector.py (_slurm_requeue / _slurm_sigusr_handler_fn)",
+          'log.info(f"Requeued SLURM job {job_id}")  (1.x: f"Requeued SLURM job: {job_id}")',
+          r"Requeued SLURM job:? (?P<job>[0-9_]+)",
+          ("Requeued SLURM job",),
+          ("Requeued SLURM job 4242817", "Requeued SLURM job: 4242817_3")),
 )

@@ -4,10 +4,18 @@ Read from open-mmlab/mmengine mmengine/runner/runner.py (`resume`: "resumed epoc
 iter: {self.iter}") and open-mmlab/mmcv 1.x mmcv/runner/base_runner.py (`resume`:
 `self.logger.info('resumed epoch %d, iter %d', self.epoch, self.iter)`). The iteration is
 the step the run goes on from.
+
+Loss scale: mmcv 1.x's legacy `Fp16OptimizerHook` (mmcv/runner/hooks/optimizer.py, used where
+torch < 1.6 or parrots; v1.3.0..v1.7.2) warns "Check overflow, downscale loss scale to
+{cur_scale}" after `update_scale`, so the scale it names is the new one; its
+`GradientCumulativeFp16OptimizerHook` warns the same words before `update_scale` (the scale
+before the halving). With torch >= 1.6 both hooks step through torch's GradScaler and print
+nothing, as mmengine's `AmpOptimWrapper` (mmengine/optim/optimizer/amp_optimizer_wrapper.py:
+`loss_scaler.step` / `update`, no log call) does: a skipped fp16 step leaves no words there.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.messages._shared import entry, num
 
 register(
     entry("mmengine.resumed", "mmengine", "resume",
@@ -18,4 +26,14 @@ register(
           r"resumed epoch:? (?P<epoch>\d+), iter:? (?P<step>\d+)",
           ("resumed epoch",),
           ("resumed epoch: 12, iter: 4800", "resumed epoch 3, iter 1500")),
+)
+
+register(
+    entry("mmcv.fp16.overflow", "mmcv", "overflow",
+          "open-mmlab/mmcv v1.3.0..v1.7.2 (4c01b02) mmcv/runner/hooks/optimizer.py "
+          "(Fp16OptimizerHook.after_train_iter, legacy; GradientCumulativeFp16OptimizerHook)",
+          "runner.logger.warning('Check overflow, downscale loss scale ' f'to {self.loss_scaler.cur_scale}')",
+          r"Check overflow, downscale loss scale to " + num("scale"),
+          ("Check overflow",),
+          ("Check overflow, downscale loss scale to 256.0",)),
 )
