@@ -63,3 +63,11 @@ def test_opennmt_validation_perplexity_gives_the_val_loss(tmp_path):
     assert "only the perplexity" in data["read"]["val_loss"]
     val = next(m for m in data["metrics"] if m["name"] == "val_loss")
     assert val["count"] == 4 and val["max"] == pytest.approx(2.8, abs=1e-3)
+
+
+def test_the_chosen_loss_keeps_its_dialect(tmp_path):
+    fmt = "Step %s; acc: %6.2f; ppl: %5.2f; xent: %4.2f; lr: %7.5f; %3.0f/%3.0f tok/s; %6.0f sec"
+    lines = [fmt % ("%2d/%5d" % (s, 100000), 45.1, math.exp(3.2 - s / 1000), 3.2 - s / 1000, 0.0007, 8123, 7456, s)
+             for s in range(100, 600, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert _loss(data)["dialect"] == ["opennmt.step"]

@@ -152,6 +152,9 @@ def _rename(log: RunLog, old: str, new: str) -> None:
     log.frame = log.frame.rename(columns={old: new})[["segment", "step", *cols]]
     if old in log.logged_nan:
         log.logged_nan[new] = log.logged_nan.pop(old)
+    said = log.source.extras.get("series_dialects", {})
+    if old in said:                    # the catalogue entry whose lines made it goes with it
+        said[new] = said.pop(old)
 
 
 def _sum(log: RunLog, parts: list[str], new: str) -> None:
