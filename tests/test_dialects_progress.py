@@ -121,3 +121,19 @@ def test_a_notebook_table_under_its_header(tmp_path):
     data = json.loads(r.stdout)
     assert data["steps"] == {"rows": 30, "first": 1, "last": 30}
     assert next(m for m in data["metrics"] if m["name"] == "loss")["max"] == 2.49
+
+
+def test_deepspeed_step_lines_with_a_patched_scalar_lr(tmp_path):
+    import json
+
+    from test_cli import pm
+    # `log_dist(f"step={step}, skipped={self.skipped_steps}, lr={lr[0]}, mom={mom[0]}", ranks=[0])`
+    lines = ["[2023-05-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] "
+             + f"step={s}, skipped={0}, lr={[1e-4 * s / 100][0]}, mom={[(0.9, 0.95)][0]}" for s in range(10, 60, 10)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["run"]["format"] == "deepspeed" and data["steps"] == {"rows": 5, "first": 10, "last": 50}
+    assert next(m for m in data["metrics"] if m["name"] == "lr")["max"] == 5e-05
