@@ -137,3 +137,20 @@ def test_deepspeed_step_lines_with_a_patched_scalar_lr(tmp_path):
     data = json.loads(r.stdout)
     assert data["run"]["format"] == "deepspeed" and data["steps"] == {"rows": 5, "first": 10, "last": 50}
     assert next(m for m in data["metrics"] if m["name"] == "lr")["max"] == 5e-05
+
+
+# families whose lines carry their own step (Keras and HF dicts count lines; DeepSpeed reads a
+# step printed twice as a second engine)
+_RANKED = sorted(_STEP_FAMILIES - {"hf-console", "deepspeed"})
+
+
+@pytest.mark.parametrize("fam", _RANKED)
+def test_every_rank_printing_reads_as_one(fam, tmp_path):
+    from postmortem.run import read_run
+    lines = [x for d in ENTRIES if family(d) == fam and d.kind == "progress" for x in d.examples]
+    one, many = tmp_path / "one.log", tmp_path / "many.log"
+    one.write_text("\n".join(lines) + "\n")
+    many.write_text("\n".join(f"[rank{r}]: {x}" for x in lines for r in range(4)) + "\n")
+    a, b = read_run(one), read_run(many)
+    assert textlogs.sniff(many)[0] == textlogs.sniff(one)[0]
+    assert list(a.frame["step"]) == list(b.frame["step"])
