@@ -566,11 +566,14 @@ def segment_starts(log: RunLog) -> list[dict]:
     directory of a resumed run, one file per segment) whose steps carry on."""
     segs = log.segments()
     files = log.source.files if len(log.source.files) == len(segs) else None
+    said = log.source.extras.get("segment_starts", {})    # how the reader saw each start
     out = []
     for k in range(1, len(segs)):
         before, first = segs[k - 1]["last_step"], segs[k]["first_step"]
         if first <= before:
             how = f"steps went back from {before} to {first}"
+        elif segs[k]["segment"] in said:
+            how = f"{said[segs[k]['segment']]}: steps carry on from {before}"
         else:
             where = f", {Path(files[k]).name}" if files else ""
             how = f"resumed in a new log{where}: steps carry on from {before}"

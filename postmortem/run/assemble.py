@@ -171,7 +171,7 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
             at = _warmup_again(s.value.astype(np.float64, copy=False))
             if len(at):
                 out += s.order[at].tolist()
-                _reason(source, "the LR back in warmup")
+                _reason(source, "the LR back in warmup", s.order[at], "the LR back in warmup (a relaunch)")
                 source.warn(f"the LR goes back into warmup {len(at)} time(s) (at step(s) "
                             f"{', '.join(str(int(x)) for x in s.step[at][:5])}): a relaunch, read as a "
                             f"new segment though the steps go on")
@@ -181,7 +181,7 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
                                      & ~np.asarray(pd.isna(v[1:]) & pd.isna(v[:-1]), dtype=bool)) + 1
             if len(changed):
                 out += s.order[changed].tolist()
-                _reason(source, f"{s.name} changing")
+                _reason(source, f"{s.name} changing", s.order[changed], f"{s.name} changed")
                 source.warn(f"{s.name} changes {len(changed)} time(s): each value read as a "
                             f"segment (a launch or phase of its own)")
         elif name == "wall_time" and s.value.dtype != object:
@@ -192,10 +192,14 @@ def relaunches(series: list[Series], source: Source) -> list[int]:
                 continue
             usual = float(np.median(d[ok & (d > 0)])) if (ok & (d > 0)).any() else 0.0
             jump = ok & ((d < 0) | (d > max(_GAP_TIMES * usual, _GAP_SECONDS)))
+            # a pause before the last point only (a final eval written later) starts nothing
+            jump[-1] &= d[-1] < 0
             at = np.flatnonzero(jump) + 1
             if len(at):
                 out += s.order[at].tolist()
-                _reason(source, "the wall clock jumping")
+                hows = [f"wall clock went back {-d[i - 1]:.0f}s (appended runs)" if d[i - 1] < 0
+                        else f"wall-clock gap of {d[i - 1]:.0f}s" for i in at]
+                _reason(source, "the wall clock jumping", s.order[at], hows)
                 source.warn(f"the wall clock jumps {len(at)} time(s) (back, or a pause far longer "
                             f"than a step): read as a relaunch each")
     return out
@@ -242,16 +246,22 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     orders = distinct(np.concatenate(at))
     if not 0 < len(orders) <= 3:
         return np.empty(0, dtype=np.int64)
-    _reason(source, "a step logged again with other values")
+    _reason(source, "a step logged again with other values", orders, "the step logged again with other values")
     source.warn(f"{len(orders)} step(s) logged again with other values (a second launch logging "
                 f"them again?): both kept, the second in a new segment")
     return np.searchsorted(uorder, orders)
 
 
-def _reason(source: Source, why: str) -> None:
+def _reason(source: Source, why: str, orders=(), how: str | list[str] = "") -> None:
+    """Say why segments start: `why` once for the whole read; `how` for each start at
+    `orders` (kept as `segment_how`, order -> words, until the segments are numbered)."""
     reasons = source.extras.setdefault("segment_reasons", [])
     if why not in reasons:
         reasons.append(why)
+    hows = [how] * len(orders) if isinstance(how, str) else how
+    at = source.extras.setdefault("segment_how", {})
+    for o, h in zip(np.asarray(orders).tolist(), hows):
+        at.setdefault(int(o), h)
 
 
 def build_runlog(series: list[Series], source: Source,
@@ -269,6 +279,8 @@ def build_runlog(series: list[Series], source: Source,
 
     if len(resumes):
         _reason(source, "a resumed run's new folder")
+    if len(source.resumes):
+        _reason(source, "a resume message", source.resumes, "a resume message")
     resumes = [*resumes, *source.resumes, *relaunches(series, source)]
     if not len(resumes) and all(_increasing(s) for s in series):
         return _single_segment(series, source, manifest)
@@ -298,9 +310,12 @@ def build_runlog(series: list[Series], source: Source,
                     f"read as {len(back) + 1} segments (resumes)")
     if len(back):
         _reason(source, "the steps going back")
-    if source.extras.get("resumes"):
-        _reason(source, "a resume message")
+    how_at = source.extras.pop("segment_how", {})
     if seg_of_order[-1]:
+        # how each segment after the first starts, where the reader knows it (the checks say it)
+        starts = np.flatnonzero(np.diff(seg_of_order)) + 1
+        source.extras["segment_starts"] = {
+            int(seg_of_order[i]): how_at[int(uorder[i])] for i in starts if int(uorder[i]) in how_at}
         why = source.extras.get("segment_reasons", [])
         source.extras["segments_from"] = f"{int(seg_of_order[-1]) + 1} segments, from " + ", ".join(why)
 
