@@ -192,7 +192,8 @@ def test_postmortem_tui_on_an_unreadable_run_is_one_line_and_exit_2_before_the_a
     bad.write_bytes(b"\x00\x01" * 100)
     for run in (bad, tmp_path / "no-such-run"):
         code, out = in_a_terminal([str(Path(sys.executable).parent / "postmortem"), "tui", str(run)])
-        lines = [line for line in out.decode().splitlines() if line.strip()]
+        # what stays on the terminal: a "reading ..." said while it waited is erased (\r, erase line)
+        lines = [line for line in out.decode().split("\r\x1b[K")[-1].splitlines() if line.strip()]
         assert code == 2 and len(lines) == 1 and lines[0].startswith(f"postmortem: error: {run}"), (code, out)
         assert b"\x1b[?1049h" not in out                 # the terminal's other screen never taken
 

@@ -133,7 +133,15 @@ def run(path: str, format: str | None = None, device: str = "auto", against: lis
     """Run the app; a run that cannot be read is its one line on stderr and exit code 2, said
     before the app takes the terminal when the loader process says so first (it nearly
     always does: reading is what fails)."""
-    why = loader.problem() if loader is not None else None
+    said = []
+
+    def slow() -> None:                 # a long read is said on the terminal, then wiped
+        if sys.stderr.isatty():
+            said.append(sys.stderr.write(f"postmortem: reading {path} ..."))
+            sys.stderr.flush()
+    why = loader.problem(slow) if loader is not None else None
+    if said:
+        sys.stderr.write("\r\x1b[K")          # the line erased: an error is then its one line
     picking = None
     if why is not None:
         loader.close()

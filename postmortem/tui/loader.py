@@ -39,10 +39,17 @@ class Loader:
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
 
-    def problem(self) -> str | None:
+    def problem(self, slow=None) -> str | None:
         """Wait for the child's first word: None when the run is on its way (it was read, or
         a view kept from an earlier opening came), else the one line why it cannot be read.
-        The app starts after it, so Textual's import still overlaps the read."""
+        The app starts after it, so Textual's import still overlaps the read. `slow()` is
+        called once when the word takes over half a second (a long run being read)."""
+        import select
+        try:
+            if slow is not None and not select.select([self.proc.stdout], [], [], 0.5)[0]:
+                slow()
+        except (ValueError, OSError):             # closed: _receive says why
+            pass
         message = self._receive()
         if message[0] != "read":
             self._pending.append(message)
