@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-Kind = Literal["progress", "eval", "overflow", "scale", "skipped", "resume", "checkpoint"]
+Kind = Literal["progress", "eval", "overflow", "scale", "skipped", "resume", "checkpoint",
+               "eval_boundary"]   # eval_boundary: the words around an eval, no values of their own
 
 
 @dataclass(frozen=True)

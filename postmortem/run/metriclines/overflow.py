@@ -22,7 +22,7 @@ import numpy as np
 
 from postmortem.run.dialects import Dialect, catalogue
 
-EVENT_KINDS = ("overflow", "skipped", "scale", "resume", "checkpoint")
+EVENT_KINDS = ("overflow", "skipped", "scale", "resume", "checkpoint", "eval_boundary")
 # kinds that are one skipped optimizer step each
 SKIPS = ("overflow", "skipped")
 
@@ -261,7 +261,8 @@ def say(source, kept: list[Event], placed: list[float], others: int, repeats: in
 def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: list[str],
               ids: list[str], source, present: set[str], nan_said: np.ndarray | None = None) -> list:
     """Events on their steps -> `overflows` and `skipped` (skips per step), `loss_scale` (the
-    scale after the last message of each step); resumes are remembered for the segments."""
+    scale after the last message of each step); resumes are remembered for the segments, eval
+    boundaries in `extras["evals"]`."""
     from postmortem.run.assemble import Series
     kinds_a = np.asarray(kinds, dtype=object)
     nan_said = np.zeros(len(orders), dtype=bool) if nan_said is None else nan_said
@@ -292,6 +293,9 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
         source.resumes.extend(int(o) for o in orders[resume])
         source.extras["resumes"] = [{"step": int(s), "dialect": d} for s, d in
                                     zip(steps[resume], ids_a[resume])]
+    evals = kinds_a == "eval_boundary"
+    if evals.any():
+        source.extras["evals"] = [{"step": int(s), "dialect": d} for s, d in zip(steps[evals], ids_a[evals])]
     if said:
         source.extras.setdefault("series_dialects", {}).update(said)
     return out
