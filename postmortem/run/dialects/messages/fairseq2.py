@@ -64,3 +64,13 @@ register(
           ("Training restored",),
           ("Training restored. Resuming from step 5000.",)),
 )
+
+register(
+    entry("fairseq2.validation", "fairseq2", "eval_boundary",
+          f"{_F2} v0.4.0 recipes/trainer.py; v0.6.0 recipe/trainer.py; 027bdeb trainer.py (_validate)",
+          'log.info("Starting validation after step {}.", self._step_nr)  |  '
+          'log.info("Starting pre-validation before training.")',
+          r"Starting (?:validation after step (?P<step>\d+)|pre-validation before training)",
+          ("Starting validation after step", "Starting pre-validation"),
+          ("Starting validation after step 1000.", "Starting pre-validation before training.")),
+)
