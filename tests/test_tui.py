@@ -316,9 +316,12 @@ app = PostmortemApp(run, loader=Loader(run, terminal=(120, 40)))
 seen = {{}}
 
 def display(screen, renderable):
-    if renderable is not None and not seen and list(screen.query(MetricPanel)):
+    # the first frame with panels laid out (a frame of another widget's update can come
+    # while panels just mounted have no size yet: they are not on the screen then)
+    shown = [p for p in screen.query(MetricPanel) if p.size.width > 0]
+    if renderable is not None and not seen and shown:
         seen["numpy"] = "numpy" in sys.modules
-        seen["drawn"] = [p._drawn is not None for p in screen.query(MetricPanel)]
+        seen["drawn"] = [p._drawn is not None for p in shown]
     return App._display(app, screen, renderable)
 app._display = display
 
