@@ -72,6 +72,7 @@ async def test_the_lessons_screen_takes_letters_as_text(tmp_path):
         assert letters_bound(lessons) == []
         await pilot.press(*"look")
         assert app.screen is lessons and len(app.screen_stack) == 3     # no second lessons screen
+        assert lessons.query_one("#filter").value == "look"            # the typing went to the filter
 
 
 @pytest.mark.slow
@@ -80,6 +81,9 @@ async def test_the_focused_panel_says_so_in_its_title(tmp_path):
     app = PostmortemApp(session=Session.read(SAMPLE), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
+        await pilot.pause()
+        # the panels came in the first frame (a session read): the focus still starts here
+        assert app.focused.id == "incidents" and app.focused.border_title == f"{MARK}incidents"
         seen = []
         for _ in range(len(focusables(app.screen))):
             await pilot.press("tab")

@@ -88,6 +88,9 @@ class DashboardScreen(Screen):
                 show=False, tooltip="Draw the run up to the end of the next segment"),
     ]
 
+    # the focus starts on the incidents whether the panels came in the first frame or after
+    AUTO_FOCUS = "#incidents"
+
     def __init__(self, session: Session, loader=None):
         super().__init__()
         self.session = session

@@ -30,7 +30,8 @@ class LessonsScreen(Screen):
         self.similar: list[tuple[float, Path, object, list[str]]] | None = None   # None: still scoring
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: text, or pattern:fp16 learner:ana run:19-", id="filter")
+        yield Input(placeholder="filter: text, or pattern:fp16 learner:ana run:19-", id="filter",
+                    select_on_focus=False)     # a letter typed on a table is added, not a replacement
         # the lesson takes the rest of the width; the status line shows it whole
         table = FittedTable(Col("pattern", 26, wrap=True), Col("lesson", text=True, least=30), Col("learner", 10),
                             Col("date", 10, optional=True), Col("run", 18, optional=True), id="lessons")
@@ -51,6 +52,14 @@ class LessonsScreen(Screen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.show(event.value)
+
+    def on_key(self, event) -> None:
+        """A character typed on a table goes to the filter: it is what the person meant."""
+        box = self.query_one("#filter", Input)
+        if event.is_printable and event.character and self.focused is not box:
+            event.stop()
+            box.focus()
+            box.insert_text_at_cursor(event.character)
 
     def show(self, text: str) -> None:
         # the biggest pattern first, newest first inside it
