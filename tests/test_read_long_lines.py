@@ -112,3 +112,15 @@ def test_a_binary_blob_inside_a_text_log(tmp_path):
     assert data["steps"] == {"rows": 4, "first": 1, "last": 4}
     assert [m["name"] for m in data["metrics"]] == ["loss"]
     assert any("binary bytes" in w for w in data["warnings"])
+
+
+def test_catalogue_patterns_are_linear():
+    # each entry's pattern on a 100 KB line of one piece of its own example repeated without
+    # the rest (a `.*` after a repeated literal made detectron2's take 5 s at 80 KB)
+    from postmortem.run.dialects import catalogue
+    for d in catalogue():
+        example = d.examples[0]
+        for start in range(0, len(example), 6):
+            unit = example[start:start + 20] + " x "
+            text = unit * (100_000 // len(unit))
+            assert _timed(d.search, text) < 2.0, (d.id, unit)

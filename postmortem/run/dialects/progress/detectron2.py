@@ -14,7 +14,7 @@ register(
     entry("detectron2.iter", "detectron2", "progress",
           "facebookresearch/detectron2 v0.6 detectron2/utils/events.py (CommonMetricPrinter.write)",
           '" {eta}iter: {iter}  {losses}  {non_losses}  {avg_time}{last_time}{avg_data_time}lr: {lr}  {memory}"',
-          r"\biter: (?P<step>\d+)\s+(?:total_loss: (?P<loss>\S+)\s+)?.*\blr: ",
+          r"(?<![\w.])iter: (?P<step>\d+)\s\s(?:total_loss: (?P<loss>\S+))?(?=.{0,1500}?\blr: )",
           ("[05/01 10:00:00 d2.utils.events]:  eta: 1:02:03  iter: {}  {}  time: 0.4012  data_time: 0.0101  "
            "lr: {}  max_mem: {:.0f}M".format(1199, "  ".join("{}: {:.4g}".format(k, v) for k, v in
                                                                (("total_loss", 0.8123), ("loss_cls", 0.2345),

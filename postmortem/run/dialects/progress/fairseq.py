@@ -21,7 +21,7 @@ register(
           "facebookresearch/fairseq v0.12.2 fairseq/logging/progress_bar.py (JsonProgressBar.log); "
           "fairseq_cli/train.py logger 'fairseq_cli.train'",
           "logger.info(json.dumps(stats))  # behind '| train_inner |', '| valid |', '| train |'",
-          r"\|\s*(?P<stream>train_inner|valid|train)\s*\|\s*(?P<stats>\{.*\})\s*$",
+          r"\|\s*(?P<stream>train_inner|valid|train)\s*\|\s*(?P<stats>\{[^{}]*\})\s*$",    # flat JSON: linear
           ("2021-03-01 10:00:00 | INFO | train_inner | " + json.dumps(_STATS),
            "2021-03-01 10:05:00 | INFO | valid | " + json.dumps({"epoch": 1, "valid_loss": "6.9",
                                                                  "valid_ppl": "119.4", "num_updates": "200"})),
@@ -29,7 +29,7 @@ register(
     entry("fairseq.simple", "fairseq", "progress",
           "facebookresearch/fairseq v0.10.2 fairseq/logging/progress_bar.py (SimpleProgressBar.log)",
           "'{}:  {:5d} / {:d} {}'.format(self.prefix, self.i + 1, self.size, postfix)",
-          r"epoch \d+:\s+\d+\s*/\s*\d+\s+(?P<fields>.*=.*)$",
+          r"epoch \d+:\s+\d+\s*/\s*\d+\s+(?P<fields>(?=[^=\n]{0,200}=).*)$",
           ("{}:  {:5d} / {:d} {}".format("epoch 001", 100, 1234, "loss=7.132, nll_loss=6.011, ppl=64.49, "
                                          "wps=12040.1, lr=0.0005, gnorm=1.09, loss_scale=64, num_updates=100"),),
           ("epoch",)),

@@ -23,7 +23,7 @@ register(
     entry("gpt-neox.iteration", "GPT-NeoX", "progress",
           "EleutherAI/gpt-neox v2.0 megatron/training.py (training_log)",
           'f" samples/sec: {samples_per_sec:.3f} |" + f" {key}: {value:.6E} |" (lm_loss, learning_rate, loss_scale)',
-          r"lm_loss: .*samples/sec|samples/sec.*lm_loss",
+          r"samples/sec: [\d.]+ \|(?=.{0,2000}?\blm_loss: )|\blm_loss: [^|]{0,40}\|(?=.{0,2000}?samples/sec)",
           (" samples/sec: {:.3f} |".format(101.234) + " iteration {:8d}/{:8d} |".format(120, 320000)
            + "".join(" {}: {:.6E} |".format(k, v) for k, v in (("learning_rate", 6e-5), ("lm_loss", 2.3456),
                                                                 ("loss_scale", 65536.0))),),
@@ -32,7 +32,7 @@ register(
           "hpcaitech/ColossalAI v0.3.6 colossalai/legacy/trainer/hooks/_log_hook.py (LogMetricByEpochHook)",
           "f'[Epoch {trainer.cur_epoch} / Train]: {msg}' with msg ', '.join(f'{metric_name} = "
           "{_format_number(value)}')  (and '/ Test]')",
-          r"\[Epoch (?P<epoch>\d+) / (?P<mode>Train|Test)\]: (?P<fields>.*\bLoss = .*)$",
+          r"\[Epoch (?P<epoch>\d+) / (?P<mode>Train|Test)\]: (?P<fields>(?=.{0,400}?\bLoss = ).*)$",
           (f"[Epoch {3} / Train]: " + ", ".join(f"{k} = {v:.5g}" for k, v in (("Loss", 2.34561), ("Accuracy", 0.5123))),
            f"[Epoch {3} / Test]: " + ", ".join(f"{k} = {v:.5g}" for k, v in (("Loss", 2.40112), ("Accuracy", 0.5012)))),
           ("[Epoch",)),

@@ -26,7 +26,7 @@ register(
           "facebookresearch/deit main utils.py; facebookresearch/dino main utils.py; facebookresearch/mae "
           "main util/misc.py (MetricLogger.log_every, SmoothedValue fmt)",
           "header + '  [{0:>n}/{1}]  eta: {eta}  {meters}  time: {time}  data: {data}  max mem: {memory:.0f}'",
-          r"\]\s+eta: .*loss: [\d.]+|Train: \[(?P<epoch>\d+)/\d+\]\[\s*(?P<batch>\d+)/\d+\]",
+          r"\]\s+eta: (?=.{0,600}?\bloss: [\d.]+)|Train: \[(?P<epoch>\d+)/\d+\]\[\s*(?P<batch>\d+)/\d+\]",
           ("Epoch: [{}]".format(3) + "  [{0:>3}/{1}]  eta: {eta}  {meters}  time: {time}  data: {data}  max mem: "
            "{memory:.0f}".format(120, 500, eta="0:01:02", meters="  ".join(
                f"{k}: " + _METER.format(median=a, global_avg=b) for k, a, b in (("lr", 1e-4, 1e-4),
