@@ -37,7 +37,7 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+
 
 # The catalogue's patterns (run/dialects/progress/): the line readers below use their groups.
 MEGATRON = progress.dialect("megatron.iteration").pattern
-MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S.*?)\s*$")
+MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S(?:.*\S)?)\s*$")   # greedy: linear on blanks
 DS_STEP = progress.dialect("deepspeed.step").pattern
 DS_PPL = progress.dialect("deepspeed.ppl").pattern
 FAIRSEQ_JSON = progress.dialect("fairseq.json").pattern
