@@ -124,3 +124,10 @@ def test_catalogue_patterns_are_linear():
             unit = example[start:start + 20] + " x "
             text = unit * (100_000 // len(unit))
             assert _timed(d.search, text) < 2.0, (d.id, unit)
+
+
+def test_megatron_argument_line_with_a_long_run_of_blanks():
+    from postmortem.run import textlogs
+    line = "  lr ...... 0.1" + " " * 200_000 + "x  "
+    assert _timed(textlogs.MEGATRON_ARG.match, line) < 1.0      # was ~20 s at 100 KB
+    assert textlogs.MEGATRON_ARG.match("  lr ........ 0.0003   ").groups() == ("lr", "0.0003")
