@@ -43,6 +43,9 @@ def cmd_init(args) -> int:
     if not now.chosen:
         print("post-mortems go to the git repository you stand in: "
               "`postmortem init --kb DIR` names one for every folder")
+    elif now.learner:
+        print(f"next: `postmortem new RUN` drafts a post-mortem, `postmortem commit FILE` puts it in "
+              f"learners/{now.learner}/ there, from any folder")
     return 0
 
 
