@@ -131,3 +131,9 @@ def test_megatron_argument_line_with_a_long_run_of_blanks():
     line = "  lr ...... 0.1" + " " * 200_000 + "x  "
     assert _timed(textlogs.MEGATRON_ARG.match, line) < 1.0      # was ~20 s at 100 KB
     assert textlogs.MEGATRON_ARG.match("  lr ........ 0.0003   ").groups() == ("lr", "0.0003")
+
+
+def test_argument_dump_reader_with_a_long_run_of_blanks(tmp_path):
+    from postmortem.run import logconfig
+    line = "  lr ...... 0.1" + " " * 200_000 + "x  "
+    assert _timed(lambda t: list(logconfig._DUMP.finditer(t)), line) < 1.0      # was ~2 s at 20 KB

@@ -39,8 +39,10 @@ KEYS: dict[str, tuple[str, ...]] = {
 _CONFIG_FILES = ("training_args.json", "args.yaml", "args.json", "hparams.yaml", "hparams.json",
                  "config.yaml", "params.json", "config.json")
 _BIG = 4 << 20       # a config file bigger than this is not a config
-_DUMP = re.compile(r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*([A-Za-z_][\w.]*) \.{3,} (.*?)(?:\s?\.{3,}[ \t]*\w+)?[ \t]*\r?$",
-                   re.MULTILINE)
+# `name ...... value` (a value's own `..... [OKAY]` trailer cut after): the value is taken to the
+# line's end and trimmed in Python, so a long run of blanks is crossed once
+_DUMP = re.compile(r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*([A-Za-z_][\w.]*) \.{3,} ([^\n]*)", re.MULTILINE)
+_TRAILER = re.compile(r"\s?\.{3,}[ \t]*\w+$")
 _PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\)")
 
 
@@ -264,7 +266,9 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
     if "...." in head:
         for m in _DUMP.finditer(head):
             if len(m.group(1)) < 80:
-                out.setdefault(m.group(1), m.group(2).strip())
+                value = m.group(2).rstrip()
+                trailer = _TRAILER.search(value) if "..." in value else None
+                out.setdefault(m.group(1), (value[:trailer.start()] if trailer else value).strip())
     m = _PADDED_VOCAB.search(head)
     if m:
         out["vocab_size"] = m.group(1)       # Megatron: the tokenizer's size before padding
