@@ -266,3 +266,19 @@ def test_fairseq2_validation_step_in_another_trainers_log(tmp_path):
     run = _fairseq2_validation(tmp_path, lambda s: f"step {s} | loss {3 - s / 1000:.3f} | lr 0.0001",
                                values=False)
     assert run.source.extras["evals"] == [{"step": 30, "dialect": "fairseq2.validation"}]
+
+
+def test_the_prefilter_pieces_hold_every_keyword_and_no_progress_line():
+    """The line readers test every line: a few pieces stand for all the keywords (a line with
+    a keyword has a piece), and none is in a progress line of the catalogue."""
+    from postmortem.run.metriclines import overflow
+    overflow.entries()
+    pieces = overflow._KEYWORDS
+    keywords = {k for d in EVENTS for k in d.keywords}
+    assert len(pieces) < len(keywords) / 2
+    assert all(any(p in k for p in pieces) for k in keywords)
+    progress = [e for d in catalogue() if d.kind in ("progress", "eval") for e in d.examples]
+    assert not any(p in line for p in pieces for line in progress)
+    # a keyword with no piece of its own (too short, or all in progress lines) stands for itself
+    piece, short = overflow.stems(["loss", "OVERFLOW! Rank"], ["loss 2.5 | step 3"])
+    assert len(piece) == 7 and piece in "OVERFLOW! Rank" and short == "loss"
