@@ -4,6 +4,7 @@ types runs no command; the focused panel says so in its title; the lesson stays 
 from pathlib import Path
 
 import pytest
+from textual.keys import key_to_character
 
 from pilots import opened, screen_lines
 from postmortem.tui.app import PostmortemApp
@@ -14,7 +15,7 @@ from postmortem.tui.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "sample_runs" / "long-tail-token")
-SENTENCE = "quiz: we crawl to pay, d n"      # every letter bound anywhere in the app
+SENTENCE = "quiz: we crawl to pay, d n? []"      # every character bound anywhere in the app
 
 
 def focusables(screen) -> list:
@@ -22,9 +23,9 @@ def focusables(screen) -> list:
 
 
 def letters_bound(screen) -> list[str]:
-    """The bare printable keys that would act on `screen` now."""
+    """The keys of a printable character (a letter, ?, [ ...) that would act on `screen` now."""
     return sorted(b.key for _, b, enabled, _ in screen.active_bindings.values()
-                  if enabled and len(b.key) == 1 and b.key.isprintable())
+                  if enabled and (key_to_character(b.key) or "").isprintable() and key_to_character(b.key))
 
 
 @pytest.mark.slow

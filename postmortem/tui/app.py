@@ -27,7 +27,9 @@ class PostmortemApp(App):
     # where they are the workflow (the dashboard shows l; the palette lists both), and act
     # only where nobody types (check_action)
     BINDINGS = [
-        Binding("f1,question_mark", "help", "Help", id="help", tooltip="Explain every panel of this screen"),
+        Binding("f1", "help", "Help", id="help", tooltip="Explain every panel of this screen"),
+        Binding("question_mark", "help('?')", "Help", id="help.question", show=False,
+                tooltip="Explain every panel of this screen (f1 where one types)"),
         Binding("ctrl+q", "quit", "Quit", id="quit", tooltip="Leave postmortem"),
         Binding("t", "toggle_theme", "Theme", id="theme", show=False, tooltip="Light or dark theme"),
         Binding("l", "lessons", "Lessons", id="lessons", show=False, tooltip="Lessons across learners, by pattern"),
@@ -87,8 +89,10 @@ class PostmortemApp(App):
             self.loader.close()                # the app quit before the child was done
 
     def check_action(self, action: str, parameters) -> bool | None:
-        """t and l are letters: on a screen where a person types they are the text's."""
-        if action in ("toggle_theme", "lessons") and focus.types_here(self.screen):
+        """t, l and ? are characters: on a screen where a person types they are the text's
+        (F1 still helps there)."""
+        typed = action in ("toggle_theme", "lessons") or (action == "help" and parameters == ("?",))
+        if typed and focus.types_here(self.screen):
             return False
         return True
 
@@ -98,7 +102,7 @@ class PostmortemApp(App):
     def on_descendant_blur(self, event) -> None:
         focus.mark(event.widget, False)
 
-    def action_help(self) -> None:
+    def action_help(self, key: str = "f1") -> None:
         from postmortem.tui.help import describe
         if isinstance(self.screen, HelpScreen):
             return
