@@ -45,7 +45,7 @@ _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|
                            r"|^\s*(Test|Eval|Val):", re.I)
 _CONFIG_LINE = re.compile(r'^\s*"[^"]+"\s*:\s*(?:[^\s{}\[\],"]+|"[^"]*")\s*,?\s*$'
                           r"|^\s*[\w.-]+ \.{3,} \S")
-_COCO = re.compile(r"Average (Precision|Recall)\s+\((?:AP|AR)\) @\[[^\]]*\]\s*=\s*(-?\d+\.\d+)")
+_COCO = re.compile(r"Average (Precision|Recall)\s+\((?:AP|AR)\) @\[[^\]]{0,120}\]\s*=\s*(-?\d+\.\d+)")
 _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\] NCCL\b")
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
