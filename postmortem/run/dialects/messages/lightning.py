@@ -10,9 +10,9 @@ SLURM auto-requeue (src/lightning/pytorch/trainer/connectors/signal_connector.py
 `_slurm_requeue` in 2.x, `_slurm_sigusr_handler_fn` in 1.x): the job saves an HPC checkpoint,
 asks `scontrol requeue` and says "Requeued SLURM job {job_id}" (1.x: "Requeued SLURM job:
 {job_id}"); the next job of the same log goes on from that checkpoint: a relaunch.
-The fp16 precision plugin (plugins/precision/amp.py `MixedPrecision`, 1.x
-`NativeMixedPrecisionPlugin`) steps through torch's GradScaler and prints no overflow or
-skipped-step words; `Using 16bit Automatic Mixed Precision (AMP)` at start is configuration.
+The fp16 precision plugin (src/lightning/pytorch/plugins/precision/amp.py `MixedPrecision`,
+`optimizer_step`: `scaler.step` / `scaler.update`; 1.x `NativeMixedPrecisionPlugin`) steps
+through torch's GradScaler and prints no overflow or skipped-step words.
 """
 
 from postmortem.run.dialects import register
