@@ -108,6 +108,9 @@ def test_ultralytics_rows_are_named_by_their_header(tmp_path):
     assert data["run"]["format"] == "ultralytics" and data["steps"] == {"rows": 30, "first": 1, "last": 30}
     box = next(m for m in data["metrics"] if m["name"] == "box_loss")
     assert box["min"] == 1.1 and box["max"] == 1.39
+    # the trainer steps on box + cls + dfl: the loss is their sum (the catalogue says so)
+    assert data["read"]["loss"].startswith("box_loss + cls_loss + dfl_loss")
+    assert next(m for m in data["metrics"] if m["name"] == "loss")["max"] == pytest.approx(1.39 + 2.345 + 1.456)
 
 
 def test_a_notebook_table_under_its_header(tmp_path):

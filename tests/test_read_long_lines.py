@@ -13,7 +13,8 @@ from test_cli import pm
 
 # Shapes that made a regex try every split of a run (code's method-call test on a word,
 # the logger prefix's `\s*\|?\s*` on blanks) or a list scan per number (fractions).
-SHAPES = ["Average Precision  (AP) @[ ", "a", "7", "a1", "a ", "7 ", "  ", "\t", "1/2 ", "(1 ", "a.b", "a.(", "f(a=", "{'loss': ",
+SHAPES = ["Average Precision  (AP) @[ ", "a", "7", "a1", "a ", "7 ", "  ", "\t", "1/2 ", "(1 ", "a.b", "a.(",
+          "f(a=", "{'loss': ",
           "loss: 1.0 ", "nan ", "x=1 ", "[rank0]: ", "| ", "'a': ", "Epoch [1][", "eta: ", "INFO "]
 
 

@@ -87,7 +87,8 @@ def test_bracketed_epoch_then_iteration(tmp_path):
 
 
 def test_bracketed_keys(tmp_path):
-    data = _info(tmp_path, ["[Loss] %.4f | [step] %d | [lr] 0.0001 |" % (2.5 - s / 1000, s) for s in range(10, 110, 10)])
+    lines = ["[Loss] %.4f | [step] %d | [lr] 0.0001 |" % (2.5 - s / 1000, s) for s in range(10, 110, 10)]
+    data = _info(tmp_path, lines)
     assert data["steps"] == {"rows": 10, "first": 10, "last": 100}
     assert _metric(data, "loss")["max"] == 2.49
 

@@ -10,7 +10,9 @@ The rules, in order, for the train loss (the eval loss the same way over val/eva
    `train/cls_loss`, `train/dfl_loss`): their sum, since the trainer steps on the sum and a spike
    in any part is a spike of it; the parts keep their own columns;
 6. several losses with no shared namespace (a GAN's `generator_loss` and `critic_loss`, RLHF's
-   `act_loss` and `cri_loss`: two models): none is chosen, and a warning names them.
+   `act_loss` and `cri_loss`: two models): none is chosen, and a warning names them, unless the
+   catalogue says the family steps on their sum (Ultralytics' console: box + cls + dfl);
+7. only a perplexity (`ppl`, `Validation perplexity`): the loss is its log.
 The choice is kept in `source.extras["loss_from"]` (and `val_loss_from`), which `info` prints.
 """
 
@@ -22,6 +24,8 @@ import numpy as np
 
 from postmortem.run.aliases import normalize
 from postmortem.run.assemble import canonical_order
+from postmortem.run.dialects import catalogue
+from postmortem.run.dialects.progress import LOSS_IS_SUM_OF_PARTS
 from postmortem.run.model import RunLog, RunReadError
 
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
@@ -113,6 +117,8 @@ def choose(log: RunLog, override: str | None = None) -> None:
         if not names:
             continue
         chosen, rule = _pick(names)
+        if rule is None and stream == "train" and _sum_by_family(extras.get("dialect")):
+            rule = f"the sum of the component losses, as {extras['dialect']} steps on it"
         if rule is None:
             if stream == "eval":        # several eval sets (HF's eval_g0_loss ...): each its own
                 continue
@@ -188,3 +194,11 @@ def _from_perplexity(log: RunLog, canon: str) -> None:
     if names[0] in log.logged_nan:
         log.logged_nan[canon] = log.logged_nan[names[0]]
     log.source.extras[f"{canon}_from"] = f"log({names[0]}) (only the perplexity is logged)"
+
+
+def _sum_by_family(dialect: str | None) -> bool:
+    """Whether the catalogue says this family's loss is the sum of the parts it prints."""
+    if not dialect:
+        return False
+    catalogue()                       # the modules register themselves on first use
+    return dialect in LOSS_IS_SUM_OF_PARTS

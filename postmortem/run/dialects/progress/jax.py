@@ -17,7 +17,8 @@ register(
           'total_weights: {...}, loss: {...:.3f}"',
           r"completed step: (?P<step>\d+)",
           ("I0801 10:00:00.000000 1 train.py:500] " + "completed step: {}, seconds: {:.3f}, TFLOP/s/device: {:.3f}, "
-           "Tokens/s/device: {:.3f}, total_weights: {}, loss: {:.3f}".format(120, 1.234, 200.5, 25000.1, 393216, 2.345),),
+           "Tokens/s/device: {:.3f}, total_weights: {}, loss: {:.3f}".format(120, 1.234, 200.5, 25000.1, 393216,
+                                                                            2.345),),
           ("completed step:",)),
     entry("levanter.pbar", "levanter", "progress",
           "stanford-crfm/levanter v1.1 src/levanter/callbacks.py (pbar_logger)",

@@ -6,7 +6,8 @@ torchtitan (pytorch/torchtitan train.py, 2024): `logger.info(f"{color.cyan}step:
 GPT-NeoX (EleutherAI/gpt-neox megatron/training.py `training_log`): `f" samples/sec: {samples_per_sec:.3f} |"`
 then `f" {key}: {value:.6E} |"` for `lm_loss`, `learning_rate`, `loss_scale`. ColossalAI's
 legacy trainer hooks (colossalai/legacy/trainer/hooks/_log_hook.py): `f'[Epoch {trainer.cur_epoch} / Train]:
-{msg}'` with msg `Loss = 2.3456, Accuracy = 0.5123` (`_format_number`: `{:.5g}`). mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
+{msg}'` with msg `Loss = 2.3456, Accuracy = 0.5123` (`_format_number`: `{:.5g}`).
+mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
 `f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {lr:.3e}, It/sec ..."` and `Val loss`.
 """
 
@@ -15,7 +16,8 @@ from postmortem.run.dialects.progress._entry import NUM, entry
 
 register(
     entry("torchtitan.step", "torchtitan", "progress", "pytorch/torchtitan v0.1 torchtitan/train.py (train)",
-          'f"step: {step:2}  loss: {loss:7.4f}  memory: {mem:5.2f}GiB({pct:.2f}%)  wps: {round(wps):,}  mfu: {mfu:.2f}%"',
+          'f"step: {step:2}  loss: {loss:7.4f}  memory: {mem:5.2f}GiB({pct:.2f}%)  wps: {round(wps):,}  "'
+          'mfu: {mfu:.2f}%"',
           r"\bstep:\s*(?P<step>\d+)\s+(?P<fields>loss:\s*" + NUM + r".*)$",
           ("[rank0]:[titan] 2024-10-01 10:00:00,000 - root - INFO - " + f"step: {120:2}  loss: {3.4567:7.4f}  "
            f"memory: {30.12:5.2f}GiB({38.01:.2f}%)  wps: {round(7123.4):,}  mfu: {41.23:.2f}%",),

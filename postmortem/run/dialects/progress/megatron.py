@@ -41,7 +41,8 @@ register(
           "' validation loss at {} | '.format('iteration {}'.format(iteration)) + '{} value: {:.6E} | '"
           " + '{} PPL: {:.6E} | '",
           r"\b(?:validation|valid) loss at iteration\s+(?P<step>\d+)\s*(?:on [^|]*)?\|(?P<fields>.*)$",
-          (" validation loss at {} | ".format("iteration {}".format(1000)) + "{} value: {:.6E} | ".format("lm loss", 2.31)
+          (" validation loss at {} | ".format("iteration {}".format(1000))
+           + "{} value: {:.6E} | ".format("lm loss", 2.31)
            + "{} PPL: {:.6E} | ".format("lm loss", 10.07),),
           ("loss at iteration",)),
 )

@@ -4,10 +4,15 @@ A header `('\\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem', *
 'Instances', 'Size')` then tqdm frames whose description is `('%11s' * 2 + '%11.4g' * (2 +
 loss_len)) % (f'{epoch + 1}/{self.epochs}', mem, *losses, instances, imgsz)`: the values by
 position under the header's names. The general reader reads the numbers; the header names them.
+The trainer steps on the sum of the parts (`loss.sum() * batch_size`, v8 utils/loss.py): the
+loss is their sum.
 """
 
 from postmortem.run.dialects import register
+from postmortem.run.dialects.progress import LOSS_IS_SUM_OF_PARTS
 from postmortem.run.dialects.progress._entry import entry
+
+LOSS_IS_SUM_OF_PARTS.add("ultralytics")
 
 register(
     entry("ultralytics.epoch", "Ultralytics", "progress",
