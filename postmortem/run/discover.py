@@ -37,6 +37,7 @@ class Candidate:
     notes: list[str] = field(default_factory=list)
     run_id: str | None = None     # the store's own id of the run (MLflow, W&B); else its folder
     record: bool = False          # postmortem's own record of the run (metrics.jsonl + manifest.json)
+    picked: str | None = None     # the listing's id of the run `--run` picked (a post-mortem records it)
 
     def label(self, base: Path) -> str:
         rel = self.root.relative_to(base) if self.root != base and base in self.root.parents else self.root.name
@@ -297,7 +298,8 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
     if run is not None:
         from postmortem.run import listing
         try:
-            chosen = pool[store.pick(listing.describe(pool, path), run, path)]
+            described = listing.describe(pool, path)
+            chosen = pool[at := store.pick(described, run, path)]
         except RunReadError:
             # a log the default passes over (a text log beside structured ones) is still a run
             others = [c for c in cands if c not in pool]
@@ -306,7 +308,8 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
             described = listing.describe(others, path)
             if not any(run in (r.id, r.name) or run in r.aliases for r in described):
                 raise
-            chosen = others[store.pick(described, run, path)]
+            chosen = others[at := store.pick(described, run, path)]
+        chosen.picked = described[at].id
         if len(pool) > 1:
             chosen.notes.append(f"one of {len(pool)} runs of {path} (--run {run})")
         return chosen
@@ -437,6 +440,8 @@ def _read_server(uri: str, run: str | None, loss: str | None) -> RunLog:
         raise store.SeveralRuns(uri, runs)
     chosen = runs[store.pick(runs, run, uri) if run is not None else 0]
     source = Source(format="mlflow-server", path=uri, files=[])
+    if run is not None:
+        source.extras.update(store=uri, store_run=chosen.id)
     log = build_runlog(mlflowserver.read_server_run(uri, chosen.id, source), source, None)
     return _finish(log, [], loss)
 
@@ -468,9 +473,10 @@ def _read_run(path: Path, format: str | None, loss: str | None, step: str | None
     if step and cand.format not in _TABLES:
         raise RunReadError(path, f"--step picks a column of a table ({', '.join(_TABLES)}); "
                                  f"this is {cand.format}")
+    store_path = path
     if run is not None and cand.format != "mlflow-db":
         path = cand.root        # the run picked has a folder or file of its own: named as that
-    return read_candidate(cand, path, problems, step, loss)
+    return read_candidate(cand, path, problems, step, loss, store_path)
 
 
 def _file_runs(path: Path, format: str | None) -> list[Candidate]:
@@ -495,11 +501,13 @@ def _file_runs(path: Path, format: str | None) -> list[Candidate]:
 
 
 def read_candidate(cand: Candidate, path: Path, problems: list[str] | None = None,
-                   step: str | None = None, loss: str | None = None) -> RunLog:
+                   step: str | None = None, loss: str | None = None, store_path: Path | None = None) -> RunLog:
     """One run found in a store (runs_in), read as read_run reads it, without looking again."""
     problems = list(problems or [])
     manifest = load_manifest(path, problems)
     source = Source(format=cand.format, path=str(path), files=[str(f) for f in cand.files])
+    if cand.picked is not None:         # where it was picked and its id there: read again so
+        source.extras.update(store=str(store_path or path), store_run=cand.picked)
     try:
         log = _read(cand, source, manifest, step)
     except OSError as err:

@@ -85,6 +85,14 @@ def from_stamp(text: str) -> float | None:
     return None
 
 
+class NoSuchRun(RunReadError):
+    """`--run` names no run of the store, or several: `held` is what it holds (their ids)."""
+
+    def __init__(self, path, problem: str, wanted: str, held: list[str]):
+        super().__init__(path, problem)
+        self.wanted, self.held = wanted, held
+
+
 def pick(runs: list[StoredRun], wanted: str, path) -> int:
     """The index of the run `--run` names: its id, a name or folder, else the one id that starts
     with it; otherwise a one-line refusal that lists what the store holds."""
@@ -99,8 +107,9 @@ def pick(runs: list[StoredRun], wanted: str, path) -> int:
         return starts[0]
     shown = ", ".join(runs[i].id for i in (named or starts or range(len(runs)))[:6])
     why = "names several runs" if len(named) > 1 or len(starts) > 1 else "is no run of it"
-    raise RunReadError(path, f"--run {wanted} {why}; it holds: {shown}"
-                             f"{' ...' if len(runs) > 6 else ''} (`postmortem runs {path}` lists them)")
+    raise NoSuchRun(path, f"--run {wanted} {why}; it holds: {shown}"
+                          f"{' ...' if len(runs) > 6 else ''} (`postmortem runs {path}` lists them)",
+                    wanted, [r.id for r in runs])
 
 
 def newest_first(runs: list[StoredRun]) -> list[StoredRun]:
