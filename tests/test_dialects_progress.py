@@ -157,3 +157,23 @@ def test_every_rank_printing_reads_as_one(fam, tmp_path):
     a, b = read_run(one), read_run(many)
     assert textlogs.sniff(many)[0] == textlogs.sniff(one)[0]
     assert list(a.frame["step"]) == list(b.frame["step"])
+
+
+def test_nemo_bar_global_step_is_the_step_not_the_bar(tmp_path):
+    import json
+
+    from test_cli import pm
+    lines, g = [], 0
+    for e in range(2):       # NeMo's postfix, through Lightning's TQDM bar: the bar's i/N restarts
+        for i in range(1, 6):
+            g += 1
+            lines.append(f"Epoch {e}: {i * 20:3d}%|#    | {i}/5 [00:50<07:30, 2.00it/s, v_num=0, "
+                         f"reduced_train_loss={2.5 - g / 100:.3f}, global_step={g - 1:.1f}, "
+                         f"consumed_samples={g * 512:.1f}, train_step_timing in s=0.5]")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["steps"] == {"rows": 10, "first": 0, "last": 9}
+    assert "global_step" not in {m["name"] for m in data["metrics"]}
