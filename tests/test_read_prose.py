@@ -128,3 +128,9 @@ def test_a_config_dump_in_the_middle_of_a_log_is_no_metric(tmp_path):
     data = _info(tmp_path, lines)
     assert {m["name"] for m in data["metrics"]} == {"loss", "lr"}
     assert data["run"]["dtype"] is None        # no `"loss_scale": 0` read as a scale
+
+
+def test_a_float_global_step_is_the_step(tmp_path):
+    lines = [f"epoch {s // 5} batch {s % 5} | global_step={s:.1f} | loss={2.5 - s / 100:.3f}" for s in range(10)]
+    data = _info(tmp_path, lines)
+    assert data["steps"] == {"rows": 10, "first": 0, "last": 9}
