@@ -86,8 +86,14 @@ class Session:
         self.replays = kept
 
     def _run_id(self) -> str | None:
+        """The key of the replays kept: the post-mortem's run id (document.draft.run_id_of: a
+        run of a store of several carries its id there, so two runs of one store never share
+        one); before the run is handed over, the view's id, unless a run was picked in a store."""
         if self.log is not None:
-            return self.log.run_id
+            from postmortem.document.draft import run_id_of
+            return run_id_of(self.log)
+        if self.columns.get("run"):
+            return None
         return self.view.run_id if self.view is not None else None
 
     @property
