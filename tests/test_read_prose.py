@@ -25,6 +25,11 @@ def test_megatron_log_cut_before_its_first_iteration_is_an_error(tmp_path):
     p = tmp_path / "train.log"
     p.write_text("\n".join(ARGS + NCCL * 3 + SIZES) + "\n")
     assert_one_line_error(pm("info", p), "Megatron", "iteration")
+    # its opening banner cut off too, DeepSpeed's engine lines after it: still Megatron's
+    ds = ["[2022-10-28 22:57:01,564] [INFO] [logging.py:68:log_dist] [Rank 0] step=%d, skipped=0, "
+          "lr=[0.0, 0.0], mom=[(0.9, 0.95), (0.9, 0.95)]" % s for s in (0, 10)]
+    p.write_text("\n".join(ARGS[1:] + ["  tensor_model_parallel_size ...................... 1"] + NCCL + ds) + "\n")
+    assert_one_line_error(pm("info", p), "Megatron", "iteration")
 
 
 def test_nccl_lines_and_dataset_sizes_are_no_metrics(tmp_path):

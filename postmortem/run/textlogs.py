@@ -168,16 +168,20 @@ def _megatron_evidence(groups: list[Group]) -> bool:
                for g in groups)
 
 
-# megatron/arguments.py (_print_args) opens its argument dump with this line
-_MEGATRON_ARGS = b"------------------------ arguments ------------------------"
+# megatron/arguments.py (_print_args) prints its argument dump between these lines, one
+# `  name ..... value` a line; Megatron's own parallelism argument is in every dump
+_MEGATRON_ARGS = (b"------------------------ arguments ------------------------",
+                  b"-------------------- end of arguments ---------------------",
+                  b"  tensor_model_parallel_size ...")
 
 
 def _megatron_banner(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
-            return _MEGATRON_ARGS in f.read(4 << 20)
+            head = f.read(4 << 20)
     except OSError:
         return False
+    return any(marker in head for marker in _MEGATRON_ARGS)
 
 
 def sniff(path: Path) -> tuple[str | None, int]:
