@@ -230,7 +230,7 @@ def test_json_of_the_postmortem_commands(capsys, tmp_path, monkeypatch):
     for beside in EXAMPLE.parent.glob(EXAMPLE.stem + ".*"):      # the document and its figure
         shutil.copy(beside, tmp_path / beside.name)
     assert one_json(capsys, "check", doc, "--json") == {"ok": True, "problems": [],   # the numbers checked too
-                                                        "run": str(SAMPLE)}
+                                                        "run": str(SAMPLE), "run_in_store": None}
     done = one_json(capsys, "commit", doc, "--learner", "example", "--repo", kb, "--json")
     assert done["committed"] is True and len(done["sha"]) == 40
     assert git.Repo(kb).head.commit.hexsha == done["sha"]

@@ -80,7 +80,8 @@ def cmd_new(args) -> int:
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)
     if args.json:
-        _json({"wrote": str(out), "run_id": pm.run_id, "incident": pm.incident, "step": pm.spike_step,
+        _json({"wrote": str(out), "run_id": pm.run_id, "run_in_store": pm.run_in_store,
+               "incident": pm.incident, "step": pm.spike_step,
                "hypotheses": [h.pattern for h in pm.hypotheses],
                "figure": str(out.with_name(pm.figure)) if pm.figure else None})
     return 0
@@ -113,19 +114,18 @@ def _with_figure(pm, out: Path, log, replayed=None):
     return pm.model_copy(update={"figure": path.name})
 
 
-def _figure_to_commit(path: str, pm, run) -> bytes | None:
+def _figure_to_commit(path: str, pm, log) -> bytes | None:
     """The PNG the document shows (the check found it beside the document); a document that
-    shows none gets one drawn from its run (`run`: where it is, or None) when the run and
-    matplotlib are at hand."""
+    shows none gets one drawn from its run (`log`: the run as the check read it, or None)
+    when matplotlib is at hand."""
     if pm.figure:
         return (Path(path).parent / pm.figure).read_bytes()
-    if run is None:
+    if log is None:
         return None
     from postmortem.document import figure
     from postmortem.errors import UserError
-    from postmortem.run import read_run
     try:
-        return figure.png(read_run(run), pm.spike_step, None, pm.incident)
+        return figure.png(log, pm.spike_step, None, pm.incident)
     except UserError as err:
         print(f"postmortem: committed without a figure: {err}", file=sys.stderr)
         return None
@@ -150,28 +150,34 @@ def run_to_check(path: str, pm, given: str | None, unchecked: bool):
 
 
 def _problems(path: str, given: str | None, unchecked: bool = False):
-    """(the document, its problems, the run its numbers were compared with or None)."""
-    from postmortem.document.lint import check_text
+    """(the document, its problems, the run its numbers were compared with or None, and that
+    run's RunLog or None). A run inside a store is read by its id there (`run_in_store`); a
+    store that no longer holds it is a problem, as a run that is nowhere is."""
+    from postmortem.document.lint import Problem, check_text
+    from postmortem.document.runpath import RunGone, read
     pm = _doc(path)
     run, missing = run_to_check(path, pm, given, unchecked)
     log = None
     if run is not None:
-        from postmortem.run import read_run
-        log = read_run(run)
+        try:
+            log = read(run, pm.run_in_store, given=bool(given))
+        except RunGone as err:
+            run, missing = None, Problem("Symptoms", f"numbers not checked: {err}; --run RUN names "
+                                                     "it, or --no-run-check goes without the comparison")
     problems = check_text(Path(path).read_text(encoding="utf-8"), pm, log, where=Path(path).parent)
-    return pm, ([missing] if missing else []) + problems, run
+    return pm, ([missing] if missing else []) + problems, run, log
 
 
 def cmd_check(args) -> int:
-    _, problems, run = _problems(args.file, args.run, args.no_run_check)
+    _, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     if args.json:
         _json({"ok": not problems, "problems": _problem_list(problems),
-               "run": str(run) if run is not None else None})
+               "run": str(run) if run is not None else None, "run_in_store": _picked(log)})
     else:
         for p in problems:
             print(p)
         if not problems:
-            print(f"{args.file}: complete" + (f" and true to the run {run}" if run is not None
+            print(f"{args.file}: complete" + (f" and true to the run {_shown(run, log)}" if run is not None
                                                else f"; numbers {NOT_CHECKED} (--no-run-check)"))
     return 1 if problems else 0
 
@@ -181,7 +187,7 @@ def cmd_commit(args) -> int:
 
     from postmortem.kb.repo import commit
     settings = _settings(args)
-    pm, problems, run = _problems(args.file, args.run, args.no_run_check)
+    pm, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     learner = args.learner and settings.learner or pm.learner or _learner_needed(settings)
     _refuse_another_learner(args.file, pm, learner)
     root = _kb_to_write(settings)
@@ -198,8 +204,10 @@ def cmd_commit(args) -> int:
     from postmortem.kb.repo import run_as_committed
     found = run or locate(pm.run, args.file)[0]          # the run the draft names, found once
     pm.run = run_as_committed(pm, learner, root, found)
+    if log is not None:                 # the store's id as it was read (none: a run of its own)
+        pm.run_in_store = _picked(log)
     from postmortem.document.markdown import render
-    figure = _figure_to_commit(args.file, pm, found)
+    figure = _figure_to_commit(args.file, pm, log)
     pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None,
                                "numbers": NOT_CHECKED if run is None else None})
     try:
@@ -218,6 +226,16 @@ def cmd_commit(args) -> int:
     for note in done.notes:
         print(f"  {note}")
     return 0
+
+
+def _picked(log) -> str | None:
+    """The id of the run read inside its store, or None (a run with a path of its own)."""
+    return None if log is None else log.source.extras.get("store_run")
+
+
+def _shown(run, log) -> str:
+    """The run as a message names it: `STORE --run ID` for a run inside a store."""
+    return f"{run} --run {_picked(log)}" if _picked(log) else str(run)
 
 
 def _kb_to_write(settings) -> Path:
@@ -277,13 +295,15 @@ def cmd_similar(args) -> int:
         from postmortem.diagnose.analyze import analyze
         from postmortem.diagnose.models import worst
         from postmortem.diagnose.signature import of_incident
+        from postmortem.document.draft import run_id_of
         from postmortem.run import read_run
-        log = read_run(target)
+        log = read_run(target, run=args.run_id)
         incidents = analyze(log).incidents
         if not incidents:
             raise IncidentError(f"{target}: no incident to compare")
         inc = incidents[worst(incidents)]          # the one the dashboard opens on
-        sig, skip = of_incident(inc, log.manifest), this_incident(log.run_id, inc.step)
+        # the post-mortem's own id (a run of a store: with its id there), as `new` names it
+        sig, skip = of_incident(inc, log.manifest), this_incident(run_id_of(log), inc.step)
         if sig.peak_ratio is None and sig.recovery is None:
             raise IncidentError(f"{target}: no incident to compare")
     # this very incident, already written up, is left out, as the lessons screen leaves it out
@@ -306,7 +326,7 @@ def cmd_verify(args) -> int:
     from postmortem.run import read_run
     pm = _doc(args.file)
     base_log, missing = _baseline(args.file, pm, args.baseline)
-    outcomes = verify(pm, read_run(args.run), base_log, missing)
+    outcomes = verify(pm, _rerun(args.run, args.run_id), base_log, missing)
     if not outcomes:
         raise DocumentError(f"{args.file}: the Verification section has nothing to check")
     if args.json:
@@ -318,21 +338,35 @@ def cmd_verify(args) -> int:
     return 0 if all(o.ok for o in outcomes) else 1
 
 
+def _rerun(path: str, run_id: str | None):
+    """The run made with the fix; in a store of several, the one --run-id names."""
+    from postmortem.errors import RunReadError
+    from postmortem.run import read_run
+    from postmortem.run.store import SeveralRuns
+    try:
+        return read_run(path, run=run_id)
+    except SeveralRuns as err:
+        ids = [r.id for r in err.runs]
+        raise RunReadError(path, f"holds {len(ids)} runs; name the re-run with --run-id ID: "
+                                 f"{', '.join(ids[:6])}{' ...' if len(ids) > 6 else ''} "
+                                 f"(`postmortem runs {path}` lists them)") from None
+
+
 def _baseline(path: str, pm, given: str | None):
     """(the original run, or None and why): --baseline as given, else the front matter's
     `run`, found from the document's repository, its folder or here."""
     from postmortem.document.lint import listed
-    from postmortem.document.runpath import locate
-    from postmortem.run import read_run
-    if given:
-        return read_run(given), None
-    if not pm.run:
+    from postmortem.document.runpath import RunGone, locate, read
+    if not given and not pm.run:
         return None, "the document names no run (front matter `run`); --baseline names it"
-    found, tried = locate(pm.run, path)
+    found, tried = (given, []) if given else locate(pm.run, path)
     if found is None:
         return None, (f"front matter `run: {pm.run}` is not at {listed([str(p) for p in tried])}; "
                       "--baseline names it")
-    return read_run(found), None
+    try:
+        return read(found, pm.run_in_store, given=bool(given)), None      # a run of a store: by its id
+    except RunGone as err:
+        return None, f"{err}; --baseline names it"
 
 
 def _add_run_check(p) -> None:
@@ -412,6 +446,7 @@ def register(sub) -> None:
                 ("postmortem similar runs/r17               # a run: its largest incident",
                  "postmortem similar 2026-11-23-r17.md --top 3"))
     p.add_argument("target", metavar="RUN|FILE", help="a run, or a post-mortem (.md)")
+    add_run_id(p)
     add_repo(p)
     p.add_argument("--top", type=int, default=5, metavar="N", help="how many (default: 5)")
     add_json(p, "the matches, a JSON list")
@@ -424,6 +459,8 @@ def register(sub) -> None:
                  "postmortem verify 2026-11-23-r17.md --run runs/r17-fixed --baseline runs/r17"))
     p.add_argument("file", metavar="FILE", help="the post-mortem (Markdown)")
     p.add_argument("--run", required=True, metavar="NEWRUN", help="the run made with the fix")
+    p.add_argument("--run-id", metavar="ID", help="NEWRUN's run when it is a store of several (its id, "
+                                                "name or folder, as `--run ID` of analyze)")
     p.add_argument("--baseline", metavar="RUN", help="the original run (default: the document's `run`)")
     add_json(p, '{"ok": ..., "outcomes": [...]}')
     p.set_defaults(func=cmd_verify)

@@ -58,12 +58,30 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
         evidence += precision_rules_out(log, evidence)
     # the learner the TUI guesses (the login name) may not be a plain name: made one; the
     # CLI refuses a bad --learner before it gets here, and commit checks the one typed
-    return PostMortem(run_id=log.run_id, learner=safe_name(learner) if learner else "",
+    return PostMortem(run_id=run_id_of(log), learner=safe_name(learner) if learner else "",
                       spike_step=inc.step, incident=inc.kind,
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
-                      date=today or Date.today(), run=log.source.path, symptoms=inc.symptoms,
+                      date=today or Date.today(), run=log.source.extras.get("store", log.source.path),
+                      run_in_store=log.source.extras.get("store_run"), symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
                       signature=of_incident(inc, log.manifest))   # `similar` reads it, not the run
+
+
+def run_id_of(log) -> str:
+    """The post-mortem's run id (its file name, its draft's and kept replay's key): the run's
+    own id, and for a run picked in a store of several (`--run ID`, the TUI's picker) its id
+    there too, unless the run's id says it already: two runs of one store (Lightning's
+    version_0 and version_1 of one project, two MLflow runs of one name) never share a file."""
+    from postmortem.run.identity import safe_id
+    own, there = log.run_id, log.source.extras.get("store_run")
+    if not there:
+        return own
+    there = safe_id(there)
+    if own == there:
+        return own
+    if len(there) > 12 and there.isalnum():
+        there = there[:8]           # a tracker's 32-hex id: its start tells runs apart (as --run takes it)
+    return safe_id(f"{own}-{there}")
 
 
 NOTHING_SUPPORTS = "nothing in the run supports it; against it: "

@@ -53,6 +53,8 @@ def render(pm: PostMortem, template: Path = TEMPLATE) -> str:
         if k == "run_id" and pm.run_name:
             front["run_name"] = pm.run_name        # the run's own id, beside its safe form
     front["date"] = pm.date.isoformat()
+    if pm.run_in_store is not None:
+        front["run_in_store"] = pm.run_in_store     # said only of a run inside a store of several
     if pm.numbers:
         front["numbers"] = pm.numbers         # said only when the Symptoms were not checked
     if pm.signature is not None:
@@ -336,7 +338,7 @@ def parse(text: str) -> PostMortem:
     front, body = _split_front(text)
     secs = sections(body)
     missing = [s for s in SECTIONS if s not in secs]
-    data: dict = {k: front.get(k) for k in (*_FRONT, "run_name", "signature", "numbers") if front.get(k) is not None}
+    data: dict = {k: front.get(k) for k in (*_FRONT, "run_name", "run_in_store", "signature", "numbers") if front.get(k) is not None}
     data.pop("schema_version", None)
     sym = {}
     for row in _table(secs.get("Symptoms", [])):

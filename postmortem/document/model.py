@@ -139,7 +139,8 @@ class PostMortem(BaseModel):
     pattern: str | None = None
     spike_step: int | None = None
     date: Date
-    run: str | None = None                  # where the run was read from
+    run: str | None = None                  # where the run was read from (a store of several: the store)
+    run_in_store: str | None = None         # the run's id in that store (`--run ID`): read again with it
     numbers: str | None = None              # "not checked against the run": committed --no-run-check
     incident: Literal["nan", "spike", "divergence", "bad-start"] = "spike"
     symptoms: Symptoms
@@ -179,6 +180,12 @@ class PostMortem(BaseModel):
     @classmethod
     def _plain_learner(cls, v: str) -> str:
         return v if v == "" else check_name(v, "learner name")
+
+    @field_validator("run_in_store", mode="before")
+    @classmethod
+    def _id_as_text(cls, v):
+        # a hand-edited `run_in_store: 0` (a TensorBoard run folder named 0) is YAML's number
+        return None if v is None else one_line(str(v)) or None
 
     @field_validator("run_name")
     @classmethod

@@ -1,12 +1,16 @@
 """Where a post-mortem's run is. The front matter's `run` is kept relative to the root of the
 git repository that holds both the document and the run, so that the document travels with
-its repository (a clone, another machine); a run outside that repository is kept absolute.
-It is found again the same way from any working directory."""
+its repository (a clone, another machine); a run outside that repository is kept absolute,
+an MLflow server's URI as it is. It is found again the same way from any working directory.
+A run inside a store of several (an MLflow database, a TensorBoard logdir, ...) is the store's
+path there, and `run_in_store` its id in the store: it is read again with that id (`read`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from postmortem.errors import UserError
 
 
 def repository_of(path: str | Path) -> Path | None:
@@ -18,9 +22,17 @@ def repository_of(path: str | Path) -> Path | None:
     return None
 
 
+def is_uri(run) -> bool:
+    """An MLflow server's address (http://host:port): no file, kept and read as it is."""
+    from postmortem.run.mlflowserver import is_uri
+    return is_uri(str(run))
+
+
 def stored(run: str | Path, document: str | Path) -> str:
     """The run's path as the front matter of `document` keeps it: relative to the root of the
-    document's repository when the run is inside it, else absolute."""
+    document's repository when the run is inside it, else absolute (a URI as it is)."""
+    if is_uri(run):
+        return str(run)
     run = Path(os.path.abspath(run))
     root = repository_of(Path(document).parent)
     if root is not None:
@@ -41,9 +53,41 @@ def candidates(run: str, document: str | Path) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def locate(run: str | None, document: str | Path) -> tuple[Path | None, list[Path]]:
-    """(the run's path, or None when it is nowhere; every path looked at)."""
+def locate(run: str | None, document: str | Path) -> tuple[Path | str | None, list[Path]]:
+    """(the run's path, or None when it is nowhere; every path looked at). A URI is its own
+    place: reading it says whether the server is there."""
     if not run:
         return None, []
+    if is_uri(run):
+        return run, []
     tried = candidates(run, document)
     return next((p for p in tried if p.exists()), None), tried
+
+
+class RunGone(UserError):
+    """The store the document names no longer holds its run (`run_in_store`): one line naming
+    the store, the id, and the runs it holds."""
+
+    def __init__(self, store, run_id: str, held: list[str]):
+        shown = ", ".join(held[:8]) + (f" ... and {len(held) - 8} more" if len(held) > 8 else "")
+        super().__init__(f"{store}: holds no run `{run_id}` (front matter `run_in_store`) any more; "
+                         f"it holds: {shown or 'no runs'} (`postmortem runs {store}` lists them)")
+
+
+def read(where: str | Path, run_in_store: str | None, given: bool = False):
+    """The RunLog of the document's run at `where`: its run `run_in_store` when it names one.
+    `given`: `where` was named on the command line (--run, --baseline); the id is then used only
+    if that path holds several runs (the store moved), not for a run's own folder."""
+    from postmortem.run import read_run
+    from postmortem.run.store import NoSuchRun, SeveralRuns
+    if run_in_store is None:
+        return read_run(where)
+    if given:
+        try:
+            return read_run(where)
+        except SeveralRuns:
+            pass
+    try:
+        return read_run(where, run=run_in_store)
+    except NoSuchRun as err:
+        raise RunGone(where, run_in_store, err.held) from None
