@@ -139,3 +139,12 @@ def test_a_float_global_step_is_the_step(tmp_path):
     lines = [f"epoch {s // 5} batch {s % 5} | global_step={s:.1f} | loss={2.5 - s / 100:.3f}" for s in range(10)]
     data = _info(tmp_path, lines)
     assert data["steps"] == {"rows": 10, "first": 0, "last": 9}
+
+
+def test_a_rate_unit_ends_a_value_and_is_no_name(tmp_path):
+    # PaddleNLP's `speed: %.2f step/s`, PaddleDetection's `ips: %.4f images/s` before the next meter
+    lines = ["global step %d, epoch: 1, batch: %d, loss: %f, speed: %.2f step/s" % (s, s, 2.5 - s / 100, 4.2)
+             for s in range(1, 6)]
+    lines += ["step %d ips: 19.9 images/s loss: %.3f" % (s, 2.4 - s / 100) for s in range(6, 11)]
+    names = {m["name"] for m in _info(tmp_path, lines)["metrics"]}
+    assert {"loss", "speed", "ips"} <= names and not any("images/s" in n for n in names)

@@ -139,6 +139,8 @@ def _name_and_start(text: str, p: int) -> tuple[str, int]:
         word = text[k:j]
         if not word or not any(c.isalpha() for c in word) or word[-1] in ".,-/" or word[0].isdigit():
             break
+        if words and _is_unit(word):
+            break                                # `19.9 images/s loss: 1.2`: the unit ends a value
         if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
@@ -182,12 +184,17 @@ _UNIT_WORDS = {"gb", "mb", "kb", "gib", "mib", "kib", "tb", "b", "s", "ms", "sec
                "min", "mins", "minutes"}
 
 
+def _is_unit(word: str) -> bool:
+    low = word.lower()
+    return low in _UNIT_WORDS or low.endswith(("/s", "/sec", "/second"))
+
+
 def _counts_something(text: str, e: int) -> bool:
     """`53 steps`, `99 shards for ...`, `447.2 records/second.`: a count in a sentence, unless
     the next word is the next metric's name (`time: 1.03 data_time: 0.03`)."""
     m = _NEXT_WORD.match(text, e)
-    if not m or m.group(1).lower() in _UNIT_WORDS:
-        return False
+    if not m or _is_unit(m.group(1)):
+        return False                # a unit: `4.20 step/s`, `812 images/s`, `1.2 GB`
     rest = text[m.end():m.end() + 40]
     return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
         not re.match(r"(?:\s+[A-Za-z][\w/]*+){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
