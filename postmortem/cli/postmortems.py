@@ -295,7 +295,7 @@ def cmd_similar(args) -> int:
         from postmortem.diagnose.analyze import analyze
         from postmortem.diagnose.models import worst
         from postmortem.diagnose.signature import of_incident
-        from postmortem.document.draft import run_id_of
+        from postmortem.document.runpath import run_id_of
         from postmortem.run import read_run
         log = read_run(target, run=args.run_id)
         incidents = analyze(log).incidents

@@ -9,6 +9,7 @@ from postmortem.diagnose.models import SPIKE_PATTERNS, Evidence, Incident, worst
 from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import listed, panel_has_data
 from postmortem.document.model import HypothesisEntry, PostMortem
+from postmortem.document.runpath import run_id_of
 from postmortem.errors import IncidentError
 from postmortem.files import safe_name
 from postmortem.run import RunLog
@@ -65,23 +66,6 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
                       run_in_store=log.source.extras.get("store_run"), symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
                       signature=of_incident(inc, log.manifest))   # `similar` reads it, not the run
-
-
-def run_id_of(log) -> str:
-    """The post-mortem's run id (its file name, its draft's and kept replay's key): the run's
-    own id, and for a run picked in a store of several (`--run ID`, the TUI's picker) its id
-    there too, unless the run's id says it already: two runs of one store (Lightning's
-    version_0 and version_1 of one project, two MLflow runs of one name) never share a file."""
-    from postmortem.run.identity import safe_id
-    own, there = log.run_id, log.source.extras.get("store_run")
-    if not there:
-        return own
-    there = safe_id(there)
-    if own == there:
-        return own
-    if len(there) > 12 and there.isalnum():
-        there = there[:8]           # a tracker's 32-hex id: its start tells runs apart (as --run takes it)
-    return safe_id(f"{own}-{there}")
 
 
 NOTHING_SUPPORTS = "nothing in the run supports it; against it: "

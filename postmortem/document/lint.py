@@ -178,8 +178,9 @@ def not_ruled_out(rank: int, h) -> str:
 
 def _against_run(pm: PostMortem, run_log) -> list[Problem]:
     from postmortem.diagnose.analyze import analyze
-    if pm.run_id != run_log.run_id:
-        return [Problem("Symptoms", f"the document is about run {pm.run_id}, the run given is {run_log.run_id}")]
+    from postmortem.document.runpath import run_id_of
+    if pm.run_id not in (run_id_of(run_log), run_log.run_id):      # the latter: before ids in stores
+        return [Problem("Symptoms", f"the document is about run {pm.run_id}, the run given is {run_id_of(run_log)}")]
     result = analyze(run_log)
     match = [i for i in result.incidents if i.step == pm.spike_step]
     if not match:

@@ -64,6 +64,23 @@ def locate(run: str | None, document: str | Path) -> tuple[Path | str | None, li
     return next((p for p in tried if p.exists()), None), tried
 
 
+def run_id_of(log) -> str:
+    """The post-mortem's run id (its file name, its draft's and kept replay's key): the run's
+    own id, and for a run picked in a store of several (`--run ID`, the TUI's picker) its id
+    there too, unless the run's id says it already: two runs of one store (Lightning's
+    version_0 and version_1 of one project, two MLflow runs of one name) never share a file."""
+    from postmortem.run.identity import safe_id
+    own, there = log.run_id, log.source.extras.get("store_run")
+    if not there:
+        return own
+    there = safe_id(there)
+    if own == there:
+        return own
+    if len(there) > 12 and there.isalnum():
+        there = there[:8]           # a tracker's 32-hex id: its start tells runs apart (as --run takes it)
+    return safe_id(f"{own}-{there}")
+
+
 class RunGone(UserError):
     """The store the document names no longer holds its run (`run_in_store`): one line naming
     the store, the id, and the runs it holds."""

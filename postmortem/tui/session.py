@@ -90,7 +90,7 @@ class Session:
         run of a store of several carries its id there, so two runs of one store never share
         one); before the run is handed over, the view's id, unless a run was picked in a store."""
         if self.log is not None:
-            from postmortem.document.draft import run_id_of
+            from postmortem.document.runpath import run_id_of
             return run_id_of(self.log)
         if self.columns.get("run"):
             return None

@@ -1,0 +1,148 @@
+"""A post-mortem of a run that lives inside a store of several runs (a TensorBoard logdir written
+by TensorBoard's writer, an mlflow.db written by MLflow's client) names the store and the run's
+id in it (`run_in_store`), so that `check` (numbers compared by default, from another folder),
+`commit` into a knowledge base of its own and `verify` read that run again, not the store's
+listing; two runs of one store never share a document's or a draft's name; a store that no
+longer holds the run is one line naming the store, the id and the runs it holds."""
+
+import math
+import random
+
+import git
+import pytest
+
+from postmortem.cli.parser import main
+from postmortem.diagnose.models import Evidence
+from postmortem.document.markdown import read, render
+from postmortem.document.model import Expectation, Verification
+from test_stores_frameworks import tb_write
+
+
+def losses(spike: int, steps: int = 300, seed: int = 0) -> list[float]:
+    """A loss that falls smoothly, four times higher for three steps from `spike`."""
+    rng = random.Random(seed)
+    return [(3 * math.exp(-s / 200) + 1 + rng.gauss(0, 0.02)) * (4 if spike <= s < spike + 3 else 1)
+            for s in range(steps)]
+
+
+def filled(path, expect_below: float) -> None:
+    """Sections 3-7 written as an author would (every hypothesis argued), the Verification with
+    an expectation and the epsilon comparison with the document's own run (the baseline)."""
+    pm = read(path)
+    patterns = [h.pattern for h in pm.hypotheses]
+    pm.evidence = [Evidence(panel="loss", observation="four times the loss for three steps, then back",
+                            favors=patterns[:1], rules_out=patterns[1:])]
+    pm.root_cause = "one batch of rare tokens"
+    pm.remediation = ["filter the shard of rare tokens"]
+    pm.verification = Verification(seed=0, epsilon=0.0, through_step=pm.spike_step + 10, expectations=[
+        Expectation(text=f"max loss in [{pm.spike_step}, {pm.spike_step + 5}] < {expect_below}")])
+    pm.lesson = "a spike of three steps on a smooth LR: look at the batch first"
+    path.write_text(render(pm))
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def front(path) -> dict:
+    import yaml
+    return yaml.safe_load(path.read_text().split("---\n")[1])
+
+
+@pytest.fixture
+def places(tmp_path, monkeypatch):
+    """(the drafts' folder, a knowledge base that is a repository of its own, the folder the
+    commands are typed in after `new`: none inside another)."""
+    kb = tmp_path / "kb"
+    git.Repo.init(kb, initial_branch="main")
+    for env in ("GIT_AUTHOR", "GIT_COMMITTER"):
+        monkeypatch.setenv(f"{env}_NAME", "Ada")
+        monkeypatch.setenv(f"{env}_EMAIL", "ada@example.invalid")
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "drafts")
+    return tmp_path / "drafts", kb, tmp_path / "elsewhere"
+
+
+def new_check_commit_verify(capsys, monkeypatch, store, run, places, peak: str) -> None:
+    """`new STORE --run ID` -> `check` (from another folder, no --run, a wrong number caught)
+    -> `commit` into the knowledge base -> `verify` with the document's run as the baseline."""
+    drafts, kb, elsewhere = places
+    code, out, err = cli(capsys, "new", store, "--run", run, "--learner", "ada", "--json")
+    assert code == 0, err
+    import json
+    wrote = drafts / json.loads(out)["wrote"]
+    said = front(wrote)
+    assert said["run"] == str(store) and said["run_in_store"] == json.loads(out)["run_in_store"]
+    filled(wrote, expect_below=50)
+    monkeypatch.chdir(elsewhere)
+    code, out, _ = cli(capsys, "check", wrote)
+    assert code == 0, out
+    assert out.strip() == f"{wrote}: complete and true to the run {store} --run {said['run_in_store']}"
+    text = wrote.read_text()
+    assert f"| peak_loss | {peak} |" in text, text
+    wrote.write_text(text.replace(f"| peak_loss | {peak} |", "| peak_loss | 99.5 |"))
+    code, out, _ = cli(capsys, "check", wrote)
+    assert code == 1 and out.strip() == f"Symptoms: peak_loss is 99.5 but the run says {peak}"
+    code, out, err = cli(capsys, "commit", wrote, "--kb", kb)
+    assert code == 1 and "not committed" in err
+    wrote.write_text(text)
+    code, out, err = cli(capsys, "commit", wrote, "--kb", kb)
+    assert code == 0, out + err
+    committed = kb / "learners" / "ada" / "postmortems" / wrote.name
+    assert front(committed)["run_in_store"] == said["run_in_store"] and "numbers" not in front(committed)
+    assert git.Repo(kb).head.commit.message.startswith("post-mortem")
+    # verify: the re-run named in the store, the baseline read from the front matter by its id
+    code, out, err = cli(capsys, "verify", committed, "--run", store, "--run-id", said["run_in_store"])
+    assert code == 0 and out.startswith("pass  loss within 0 of the baseline") and "FAIL" not in out, out + err
+    # the store no longer holds the run: one line naming the store, the id and what is there
+    gone = wrote.read_text().replace(f"run_in_store: {said['run_in_store']}", "run_in_store: gone-run")
+    wrote.write_text(gone)
+    code, out, _ = cli(capsys, "check", wrote)
+    assert code == 1 and len(out.strip().splitlines()) == 1
+    assert f"{store}: holds no run `gone-run`" in out and "it holds:" in out, out
+
+
+def test_a_tensorboard_logdir_of_two_runs(places, capsys, monkeypatch):
+    drafts, kb, elsewhere = places
+    logdir = drafts.parent / "tb_logs"
+    for name, spike, seed in (("calm", 120, 1), ("wild", 200, 2)):
+        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike, seed=seed))])
+    new_check_commit_verify(capsys, monkeypatch, logdir, "wild", places, peak=f"{max(losses(200, seed=2)):.4g}")
+
+
+def log_two_runs_of_one_name(uri) -> list[str]:
+    """Two runs named `trial` in two experiments, logged with MLflow's own client (a batch a
+    call); their ids, in order."""
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(tracking_uri=uri)
+    ids = []
+    for exp, spike in (("baseline", 120), ("fp16", 200)):
+        rid = client.create_run(client.create_experiment(exp), run_name="trial").info.run_id
+        points = [Metric("train/loss", v, 1_700_000_000_000 + 1000 * s, s) for s, v in enumerate(losses(spike))]
+        points += [Metric("lr", 1e-3, 1_700_000_000_000 + 1000 * s, s) for s in range(300)]
+        for k in range(0, len(points), 1000):
+            client.log_batch(rid, metrics=points[k:k + 1000])
+        client.set_terminated(rid)
+        ids.append(rid)
+    return ids
+
+
+@pytest.mark.slow           # MLflow's client makes the database (~10 s)
+def test_an_mlflow_db_of_two_runs_of_one_name(places, capsys, monkeypatch):
+    pytest.importorskip("mlflow")
+    drafts, kb, elsewhere = places
+    db = drafts.parent / "mlflow.db"
+    first, second = log_two_runs_of_one_name(f"sqlite:///{db}")
+    # both runs are `trial`: their documents are named apart by their ids in the store
+    code, out, err = cli(capsys, "new", db, "--run", first[:10], "--learner", "ada")
+    assert code == 0, err
+    new_check_commit_verify(capsys, monkeypatch, db, second, places, peak=f"{max(losses(200)):.4g}")
+    names = sorted(p.name for p in drafts.glob("*.md"))
+    assert len(names) == 2 and names[0] != names[1], names
+    assert all("trial-" in n for n in names) and any(first[:8] in n for n in names)
+    assert front(drafts / next(n for n in names if first[:8] in n))["run_in_store"] == first   # the whole id
