@@ -146,3 +146,76 @@ def test_an_mlflow_db_of_two_runs_of_one_name(places, capsys, monkeypatch):
     assert len(names) == 2 and names[0] != names[1], names
     assert all("trial-" in n for n in names) and any(first[:8] in n for n in names)
     assert front(drafts / next(n for n in names if first[:8] in n))["run_in_store"] == first   # the whole id
+
+
+def test_two_runs_of_one_store_named_alike_get_documents_of_their_own(places, capsys):
+    """Run folders `0` and `1` of a logdir (names that tell nothing) give `new` two files."""
+    drafts, kb, elsewhere = places
+    logdir = drafts.parent / "tb_logs"
+    for name, spike in (("0", 120), ("1", 200)):
+        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
+    for run in ("0", "1"):
+        code, out, err = cli(capsys, "new", logdir, "--run", run, "--learner", "ada")
+        assert code == 0, err
+    names = sorted(p.name for p in drafts.glob("*.md"))
+    assert len(names) == 2 and names[0].endswith("-0.md") and names[1].endswith("-1.md"), names
+    assert [front(drafts / n)["run_in_store"] for n in names] == ["0", "1"]
+
+
+@pytest.mark.slow           # the dashboard's loader process reads the run
+@pytest.mark.asyncio
+async def test_the_tui_opened_on_a_store_writes_and_commits_the_run_picked(places, capsys):
+    from pilots import opened
+    from textual.widgets import TextArea
+
+    from postmortem.document import sections
+    from postmortem.kb import settings
+    from postmortem.tui.app import PostmortemApp
+    from postmortem.tui.screens.commit import CommitScreen
+    from postmortem.tui.screens.editor import EditorScreen
+    from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
+    drafts, kb, elsewhere = places
+    logdir = drafts.parent / "tb_logs"
+    for name, spike in (("0", 120), ("1", 200)):
+        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
+    settings.remember(kb=kb, learner="ada")
+    app = PostmortemApp(str(logdir), picking=runs_to_pick(str(logdir), None, "--run ID"))
+    app.session.use_settings(settings.resolve())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        await pilot.press(*["down"] * [r.id for r in picker.runs].index("1"), "enter")
+        await opened(app, pilot)
+        assert app.session.error is None and app.session.incident.step == 200
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        # the draft is keyed by the run picked: run 0's would be another file
+        assert editor.store.path.parent == kb / ".postmortem" / "drafts"
+        assert editor.store.path.name.endswith("-1-200.md") and editor.pm.run_in_store == "1"
+        patterns = [h.pattern for h in editor.pm.hypotheses]
+        written = editor.pm.model_copy(update={
+            "evidence": [Evidence(panel="loss", observation="four times the loss for three steps",
+                                  favors=patterns[:1], rules_out=patterns[1:])],
+            "root_cause": "one batch of rare tokens", "remediation": ["filter the shard"],
+            "verification": Verification(expectations=[Expectation(text="max loss in [200, 205] < 50")]),
+            "lesson": "a spike of three steps: look at the batch first"})
+        for name, text in sections.texts(written).items():
+            editor.query_one(f"#{name}", TextArea).text = text
+        await app.workers.wait_for_complete()
+        editor.settle()
+        assert not editor.problems, editor.problems
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        commit = app.screen
+        assert isinstance(commit, CommitScreen) and commit.ready, str(commit.query_one("#commit-plan").render())
+        await pilot.press("enter")
+        await pilot.pause()
+        assert commit.committed is not None, str(commit.query_one("#commit-plan").render())
+        committed = commit.committed.postmortem
+    said = front(committed)
+    assert said["run"] == str(logdir) and said["run_in_store"] == "1"
+    code, out, _ = cli(capsys, "check", committed)          # read again: the run, not the listing
+    assert code == 0 and out.strip().endswith(f"true to the run {logdir} --run 1"), out
