@@ -219,3 +219,23 @@ async def test_the_tui_opened_on_a_store_writes_and_commits_the_run_picked(place
     assert said["run"] == str(logdir) and said["run_in_store"] == "1"
     code, out, _ = cli(capsys, "check", committed)          # read again: the run, not the listing
     assert code == 0 and out.strip().endswith(f"true to the run {logdir} --run 1"), out
+
+
+@pytest.mark.slow           # a replay (torch)
+def test_a_replay_of_a_run_in_a_store_names_it_in_what_to_type_next(places, capsys):
+    """Two copies of the sample run (one manifest run id) side by side: the replay of one says
+    `new STORE --run ID`, and the two documents are named apart."""
+    import shutil
+    from pathlib import Path
+    drafts, kb, elsewhere = places
+    store = drafts.parent / "two"
+    sample = Path(__file__).resolve().parents[1] / "sample_runs" / "long-tail-token"
+    for name in ("a", "b"):
+        shutil.copytree(sample, store / name)
+    code, out, err = cli(capsys, "replay", store, "--run", "b", "--arms", "faithful")
+    assert code == 0, err
+    assert f"next: `postmortem new {store} --run b --step 250 --replay`" in err, err
+    for run in ("a", "b"):
+        assert cli(capsys, "new", store, "--run", run, "--learner", "ada")[0] == 0
+    names = sorted(p.name for p in drafts.glob("*.md"))
+    assert len(names) == 2 and names[0].endswith("19-spike-001-a.md") and names[1].endswith("19-spike-001-b.md")

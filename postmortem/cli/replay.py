@@ -32,13 +32,16 @@ def cmd_replay(args) -> int:
         log = read_run(args.run, format=args.format, run=args.run_id)
         inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)
+    picked = log.source.extras.get("store_run")      # a run of a store of several: its id there
+    again = f"{args.run} --run {picked}" if picked else args.run
     cancel = threading.Event()
     # said once the steps run: a replay that cannot start is its one line alone
     with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on {device}, faithful first") as progress:
         try:
             if nproc:                      # every rank in a process of its own, under torchrun
-                result = launch(args.run, inc.step, arms, device, nproc, args.format, progress, cancel,
-                                allow_data_drift=args.allow_data_drift)
+                # each rank reads the run again: a run picked in a store by its own folder
+                result = launch(log.source.path if picked else args.run, inc.step, arms, device, nproc,
+                                args.format, progress, cancel, allow_data_drift=args.allow_data_drift)
             else:
                 with users_code(args.run):     # its prints to stderr: stdout carries --json
                     result = Replayer(log, inc, device, progress, cancel,
@@ -53,7 +56,7 @@ def cmd_replay(args) -> int:
             raise ReplayError(f"{args.run}: the replay failed in the run's code: "
                               f"{type(err).__name__}: {err}") from None
     say(f"replayed {progress.done()}; nothing written (--json > FILE keeps it); next: "
-        f"`postmortem new {args.run} --step {inc.step} --replay` replays again and drafts the "
+        f"`postmortem new {again} --step {inc.step} --replay` replays again and drafts the "
         "post-mortem with the evidence")
     if args.json:
         print(result.model_dump_json(indent=2))
