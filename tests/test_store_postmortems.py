@@ -239,3 +239,30 @@ def test_a_replay_of_a_run_in_a_store_names_it_in_what_to_type_next(places, caps
         assert cli(capsys, "new", store, "--run", run, "--learner", "ada")[0] == 0
     names = sorted(p.name for p in drafts.glob("*.md"))
     assert len(names) == 2 and names[0].endswith("19-spike-001-a.md") and names[1].endswith("19-spike-001-b.md")
+
+
+def test_a_store_moved_is_named_with_run_and_the_id_still_picks_the_run(places, capsys, monkeypatch):
+    drafts, kb, elsewhere = places
+    logdir = drafts.parent / "tb_logs"
+    for name, spike in (("calm", 120), ("wild", 200)):
+        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
+    assert cli(capsys, "new", logdir, "--run", "wild", "--learner", "ada", "-o", "wild.md")[0] == 0
+    filled(drafts / "wild.md", expect_below=50)
+    moved = drafts.parent / "moved"
+    logdir.rename(moved)
+    code, out, _ = cli(capsys, "check", "wild.md")
+    assert code == 1 and f"front matter `run: {logdir}` is not at" in out
+    code, out, _ = cli(capsys, "check", "wild.md", "--run", moved)      # the store: its run by the id
+    assert code == 0 and out.strip().endswith(f"true to the run {moved} --run wild"), out
+    code, out, _ = cli(capsys, "check", "wild.md", "--run", moved / "wild")   # the run's own folder
+    assert code == 0 and out.strip().endswith(f"true to the run {moved / 'wild'}"), out
+    code, out, err = cli(capsys, "commit", "wild.md", "--run", moved / "wild", "--kb", kb)
+    assert code == 0, out + err
+    said = front(kb / "learners" / "ada" / "postmortems" / read(drafts / "wild.md").filename)
+    assert said["run"] == str(moved / "wild") and "run_in_store" not in said     # read as a run of its own
+
+
+def test_an_mlflow_server_address_is_kept_as_it_is(tmp_path):
+    from postmortem.document.runpath import locate, stored
+    uri = "http://127.0.0.1:5000"
+    assert stored(uri, tmp_path / "doc.md") == uri and locate(uri, tmp_path / "doc.md") == (uri, [])
