@@ -77,10 +77,11 @@ class LessonsScreen(Screen):
         """Every past post-mortem scored against this incident (documents only, but many:
         off the UI thread)."""
         from postmortem.diagnose.signature import of_incident
+        from postmortem.document.runpath import run_id_of
         from postmortem.kb.similar import find_similar, this_incident
         mine = of_incident(self.incident, self.run_log.manifest)
-        # this very incident, already written up, is left out
-        found = find_similar(self.root, mine, skip=this_incident(self.run_log.run_id, self.incident.step))
+        # this very incident, already written up, is left out (by its post-mortem's run id)
+        found = find_similar(self.root, mine, skip=this_incident(run_id_of(self.run_log), self.incident.step))
         self.app.call_from_thread(self.show_similar, [(m.score, m.path, m.pm, m.why) for m in found])
 
     def show_similar(self, found) -> None:
