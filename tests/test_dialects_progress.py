@@ -177,3 +177,46 @@ def test_nemo_bar_global_step_is_the_step_not_the_bar(tmp_path):
     data = json.loads(r.stdout)
     assert data["steps"] == {"rows": 10, "first": 0, "last": 9}
     assert "global_step" not in {m["name"] for m in data["metrics"]}
+
+
+def _info(tmp_path, text):
+    import json
+
+    from test_cli import pm
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    r = pm("info", p, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_llmc_stdout_of_every_release_is_read_with_its_step_and_loss(tmp_path):
+    # llm.c train_gpt2.cu's printf0 (today's wording, with z-scores), through a torchrun `[rank0]:` prefix,
+    # with the `val loss %f` line printf0 writes between them
+    fmt = "step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.1f%% bf16 MFU | %.0f tok/s"
+    lines = ["[rank0]: " + fmt % (s, 74, 11 - s / 2, -0.5, 15 - s, 0.1, s * 1e-6, 120.0, 10.0, 43690)
+             for s in range(1, 6)]
+    lines.insert(3, "[rank0]: val loss %f" % 9.9)
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "llm.c" and data["steps"] == {"rows": 5, "first": 1, "last": 5}
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["loss"]["min"] == 8.5 and m["loss"]["max"] == 10.5 and m["loss"]["dialect"] == ["llm.c.stdout"]
+    assert m["grad_norm"]["min"] == 10 and m["lr"]["max"] == 5e-06
+    # the oldest wording (2024-04): `step N/M: train loss X (acc Y) (...)`
+    old = "step %4d/%d: train loss %f (acc %f) (%f ms, %d tok/s)"
+    data = _info(tmp_path, "\n".join(old % (s, 74, 11 - s / 2, 11 - s / 2, 120.5, 43690) for s in range(1, 6)) + "\n")
+    assert data["steps"] == {"rows": 5, "first": 1, "last": 5}
+    assert next(x for x in data["metrics"] if x["name"] == "loss")["max"] == 10.5
+
+
+def test_modded_nanogpt_train_lines_without_a_loss_keep_their_val_loss(tmp_path):
+    # since late 2024 train_gpt.py's train line carries no loss; only `val_loss:` does
+    lines = []
+    for s in range(1, 11):
+        lines.append(f"step:{s}/{10} train_time:{s * 230:.0f}ms step_avg:{230.0:.2f}ms")
+        if s % 5 == 0:
+            lines.append(f"step:{s}/{10} val_loss:{5 - s / 10:.4f} train_time:{s * 230:.0f}ms step_avg:{230.0:.2f}ms")
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "modded-nanogpt"
+    val = next(x for x in data["metrics"] if x["name"] == "val_loss")
+    assert val["min"] == 4.0 and val["max"] == 4.5
