@@ -478,7 +478,7 @@ def _say_encoding(path: Path, source: Source) -> None:
 
 def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:
     """An iteration line without its loss: NaN where Megatron counted NaN iterations."""
-    if g.parsed.stream == "val" or "iteration" not in g.parsed.counters:
+    if g.parsed.stream == "val" or "iteration" not in g.parsed.counters or g.parsed.overflow:
         return
     names = [c.lower() for c in g.values]
     if any(c.endswith("loss") for c in names):

@@ -28,7 +28,7 @@ register(
     entry("apex.fp16_utils.bare", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
           "print('OVERFLOW!')",
-          r"(?:^|[\s\]:])OVERFLOW!\s*$",
+          r"(?:^|[\s\]:|])OVERFLOW!\s*$",
           ("OVERFLOW!",),
           ("OVERFLOW!",)),
     entry("apex.contrib.grad_overflow", "apex", "overflow",
