@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from postmortem.run.assemble import to_number
 from postmortem.run.metriclines import code, table
 from postmortem.run.dialects import progress
-from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse
+from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse, split_event
 
 _DIGITS = b"0123456789"
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
@@ -300,14 +300,17 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
         if not parsed.useful:
             continue
         rows = order[bounds[g]:bounds[g + 1]]
-        parts = _by_name_digits(cutter, rep, text, parsed, rows)
-        if parts is None:
-            groups.append(_extract(cutter, rep, text, parsed, rows))
-            continue
-        for part in parts:          # each with its own first line: its names, its columns
-            rep = data[starts[part[0]]:ends[part[0]]]
-            text = rep.decode("utf-8", "surrogateescape")
-            groups.append(_extract(cutter, rep, text, _parse(text), part))
+        # a message glued behind a metric frame: the frame's group, then the message's (one
+        # line, two entries: its metrics and its event)
+        for piece, parsed in enumerate(split_event(parsed)):
+            parts = _by_name_digits(cutter, rep, text, parsed, rows)
+            if parts is None:
+                groups.append(_extract(cutter, rep, text, parsed, rows))
+                continue
+            for part in parts:          # each with its own first line: its names, its columns
+                prep = data[starts[part[0]]:ends[part[0]]]
+                ptext = prep.decode("utf-8", "surrogateescape")
+                groups.append(_extract(cutter, prep, ptext, split_event(_parse(ptext))[piece], part))
     return without_code(groups), n
 
 
@@ -316,8 +319,12 @@ def _parse(text: str) -> Parsed:
     reading took another counter (torchtune's `epoch|step|Loss:` inside a tqdm frame: the
     second counter, not the frame's `i/N`)."""
     parsed = parse(text)
-    if not parsed.values or parsed.overflow:
+    if not parsed.values:
         return parsed
+    if parsed.overflow:                 # the frame in front of a message is the progress line
+        if parsed.overflow["step"]:
+            return parsed               # the message's own step stays its own
+        text = text[:parsed.overflow["start"]]
     d = progress.of_line(text.strip())
     if d is None or "step" not in d.pattern.groupindex:
         return parsed

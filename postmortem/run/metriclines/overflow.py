@@ -65,7 +65,7 @@ def stems(keywords: list[str], progress: list[str], n: int = 7) -> tuple[str, ..
 
 
 def find_event(text: str) -> dict | None:
-    """The first event message in `text`: {'dialect', 'kind', 'start', and the spans of its
+    """The first event message in `text`: {'dialect', 'kind', 'start', 'end', and the spans of its
     values: 'scale', 'prev_scale', 'rank', 'step' (None where the message has none)}."""
     dialects = entries()
     if not any(k in text for k in _KEYWORDS):
@@ -79,7 +79,7 @@ def find_event(text: str) -> dict | None:
         return None
     d, m = best
     names = m.re.groupindex
-    out = {"dialect": d.id, "kind": d.kind, "start": m.start()}
+    out = {"dialect": d.id, "kind": d.kind, "start": m.start(), "end": m.end()}
     for name in ("scale", "prev_scale", "rank", "step"):
         out[name] = m.span(name) if name in names and m.group(name) is not None else None
     return out

@@ -10,6 +10,7 @@ value in every line of the same shape without parsing it again.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -235,7 +236,11 @@ def parse(raw: str) -> Parsed:
         return out
     if _LIBRARY_LOG.search(text):
         return out          # NCCL's own log: host:pid:tid, ranks, channels; never a metric
-    if is_code(text) or _CONFIG_LINE.match(text):
+    ov = find_overflow(text)
+    # a framework's own message is never code, whatever its words look like (Paddle's
+    # `decrease to: 32768.0*0.5`): the code test sees the line without it
+    rest = text if ov is None else text[:ov["start"]] + " " * (ov["end"] - ov["start"]) + text[ov["end"]:]
+    if is_code(rest) or _CONFIG_LINE.match(rest):
         # code, or a config printed one entry a line (DeepSpeed's `"loss_scale": 0,`, its
         # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
@@ -248,7 +253,6 @@ def parse(raw: str) -> Parsed:
             out.values.append(Value("val_coco_mAP", coco.start(2), coco.end(2)))
             out.stream = "val"
         return out
-    ov = find_overflow(text)
     taken: list[tuple[int, int]] = []
     for kind, pattern in _COUNTERS:
         if kind in out.counters:
@@ -278,19 +282,45 @@ def parse(raw: str) -> Parsed:
         taken.append(m.span())
     if ov is not None:
         out.overflow = ov
+        if text[:ov["start"]].strip():
+            # a message glued behind a progress frame: the frame's metrics are read too (the
+            # words after it are the message's, never metrics); `split_event` parts them
+            _metrics(text[:ov["start"]], out, taken)
         return out
-    taken += [m.span() for m in _FRACTION.finditer(text)]
+    _metrics(text, out, taken)
+    if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
+        out.counters, out.epoch, out.batch, out.period = {}, None, None, None
+    return out
+
+
+def _metrics(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
+    """The line's stream and its name/value pairs."""
+    taken = taken + [m.span() for m in _FRACTION.finditer(text)]
     m = _EPOCH_STREAM.search(text) or _LINE_STREAM.match(text)
     if m:
         out.stream = _STREAMS[next(g for g in m.groups() if g).lower()]
     if _SKIP_LINE.search(text):
-        return out
+        return
     _values(text, out, taken)
     if out.values and _prose(text, out):
         out.values = []
-    if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
-        out.counters, out.epoch, out.batch, out.period = {}, None, None, None
-    return out
+
+
+def split_event(parsed: Parsed) -> list[Parsed]:
+    """A line that is a metric frame and a message glued behind it, as two: the frame (its
+    metrics, the counters printed before the message) and the message (the frame's counters
+    kept: the step it was printed at). Any other line: itself."""
+    ov = parsed.overflow
+    if ov is None or not parsed.values:
+        return [parsed]
+    start = ov["start"]
+    before = {k: s for k, s in parsed.counters.items() if s[1] <= start}
+    epoch = parsed.epoch if parsed.epoch and parsed.epoch[1] <= start else None
+    frame = dataclasses.replace(parsed, overflow=None, counters=before, epoch=epoch,
+                                batch=parsed.batch if epoch else None,
+                                epoch_base=parsed.epoch_base if epoch else None)
+    message = dataclasses.replace(parsed, values=[], stream=None)
+    return [frame, message]
 
 
 _COUNTER_WORDS = {"step", "steps", "iter", "iters", "iteration", "epoch", "global", "batch", "num", "updates",
