@@ -220,3 +220,37 @@ def test_modded_nanogpt_train_lines_without_a_loss_keep_their_val_loss(tmp_path)
     assert data["run"]["format"] == "modded-nanogpt"
     val = next(x for x in data["metrics"] if x["name"] == "val_loss")
     assert val["min"] == 4.0 and val["max"] == 4.5
+
+
+def _fairseq_simple_epoch(with_summary):
+    """fairseq v0.12 `--log-format simple`: SimpleProgressBar.log lines, then (end of epoch) the
+    valid and train `print` lines `'{} | {}'.format(prefix, postfix)`."""
+    lines = []
+    for u in range(100, 1100, 100):
+        pairs = f"loss={8 - u / 1000:.3f}, nll_loss=6.011, ppl=64.49, num_updates={u}, lr=0.0005, gnorm=1.09"
+        lines.append("2021-03-01 10:00:00 | INFO | train_inner | "
+                     + "{}:  {:5d} / {:d} {}".format("epoch 001", u, 1000, pairs))
+    if with_summary:
+        lines.append("2021-03-01 10:05:00 | INFO | valid | " + "{} | {}".format(
+            "epoch 001 | valid on 'valid' subset", "loss 6.9 | nll_loss 5.1 | ppl 34.3 | num_updates 1000"))
+        lines.append("2021-03-01 10:05:01 | INFO | train | " + "{} | {}".format(
+            "epoch 001", "loss 7.45 | nll_loss 6.0 | ppl 64 | num_updates 1000 | lr 0.0005 | gnorm 1.1"))
+    return "\n".join(lines) + "\n"
+
+
+def test_fairseq_tqdm_frames_are_fairseqs_with_num_updates_as_the_step(tmp_path):
+    frames = [f"epoch 001:  {u * 5:3d}%|##        | {u * 10}/200 [00:30<04:30,  3.30it/s, loss={8 - u / 100:.3f}, "
+              f"nll_loss=6.011, ppl=64.49, num_updates={u * 10 + 500}, lr=0.0005, gnorm=1.09, loss_scale=64]"
+              for u in range(1, 21)]
+    data = _info(tmp_path, "\r".join(frames) + "\n")
+    assert data["run"]["format"] == "fairseq" and data["steps"] == {"rows": 20, "first": 510, "last": 700}
+    assert next(x for x in data["metrics"] if x["name"] == "loss")["dialect"] == ["fairseq.tqdm"]
+
+
+@pytest.mark.xfail(strict=True, reason="the general reader (metriclines, not the catalogue's) reads fairseq's "
+                   "end-of-epoch print `epoch 001 | loss 7.45 | ... | num_updates 1000` as update 1000 logged "
+                   "again (a fake relaunch segment) and drops the valid line's loss")
+def test_fairseq_epoch_summaries_are_not_a_relaunch(tmp_path):
+    data = _info(tmp_path, _fairseq_simple_epoch(True))
+    assert data["read"]["segments"] is None
+    assert next(x for x in data["metrics"] if x["name"] == "val_loss")["max"] == 6.9

@@ -1,9 +1,15 @@
 """fairseq's progress bars (fairseq/logging/progress_bar.py) and fairseq2's metric log.
 
-fairseq: `--log-format json` prints `json.dumps(stats)` behind the `| train_inner |` tag of
-fairseq_cli/train.py's logger (`epoch`, `update`, `loss`, `nll_loss`, `ppl`, `lr`, `gnorm`,
-`loss_scale`, `num_updates`); `simple` prints `'{}:  {:5d} / {:d} {}'.format(prefix, i, size,
-postfix)` with `key=value` pairs. Read at facebookresearch/fairseq v0.10.2 and v0.12.2.
+Read at facebookresearch/fairseq v0.9.0 (fairseq/progress_bar.py), v0.10.2 and v0.12.2
+(fairseq/logging/progress_bar.py; fairseq_cli/train.py). `--log-format json`: `log` prints
+`json.dumps(stats)` (`epoch`, `update`, then the stats: `loss`, `nll_loss`, `ppl`, `lr`, `gnorm`,
+`loss_scale`, `num_updates`), from v0.10 through the logger renamed to the tag (`train_inner`),
+before as a bare `print`; `print` (the epoch's end) prefixes each key with the tag (`valid_loss`).
+`simple`: `'{}:  {:5d} / {:d} {}'.format(prefix, i, size, postfix)` with `key=value, ` pairs
+(prefix `epoch 001`; `| epoch 001` in v0.9). `tqdm`: the bar's description is the prefix and its
+postfix the same pairs. `simple` and `tqdm` print the epoch's end as `'{} | {}'.format(prefix,
+postfix)`, pairs `key value | ` (`epoch 001 | loss 7.4 | ... | num_updates 1000`; valid adds
+`valid on 'valid' subset`): averages over the epoch, logged at the last update's step again.
 fairseq2: `LogMetricRecorder` (src/fairseq2/metrics/recorder.py in v0.2, metrics/recorders/_log.py
 later) writes `{Title} Metrics (step {N}) - Loss: 2.34 | Grad Norm: 1.2 | Learning Rate: 1e-4`.
 """
@@ -13,13 +19,24 @@ import json
 from postmortem.run.dialects import register
 from postmortem.run.dialects.progress._entry import entry
 
+_FAIRSEQ = "facebookresearch/fairseq v0.12.2 fairseq/logging/progress_bar.py"
+_PAIRS = ("loss=7.132, nll_loss=6.011, ppl=64.49, wps=12040.1, ups=2.1, wpb=3000, bsz=64, num_updates=100, "
+          "lr=0.0005, gnorm=1.09, loss_scale=64, train_wall=30, wall=100")
+_END = [("loss", "7.45"), ("nll_loss", "6.0"), ("ppl", "64"), ("wps", "12000"), ("num_updates", "1000"),
+        ("lr", "0.0005"), ("gnorm", "1.1"), ("loss_scale", "64"), ("train_wall", "300"), ("wall", "310")]
+
+
+def _pipes(stats):
+    return " | ".join(key + " " + v.strip() for key, v in stats)     # BaseProgressBar._str_pipes
+
+
 _STATS = {"epoch": 1, "update": 0.5, "loss": "7.132", "nll_loss": "6.011", "ppl": "64.49", "wps": "12040.1",
           "lr": "0.0005", "gnorm": "1.09", "loss_scale": "64", "num_updates": "200"}
 
 register(
     entry("fairseq.json", "fairseq", "progress",
-          "facebookresearch/fairseq v0.12.2 fairseq/logging/progress_bar.py (JsonProgressBar.log); "
-          "fairseq_cli/train.py logger 'fairseq_cli.train'",
+          _FAIRSEQ + " (JsonProgressBar.log, .print); v0.10.2 the same; fairseq_cli/train.py "
+          "(progress.log(stats, tag='train_inner'), rename_logger)",
           "logger.info(json.dumps(stats))  # behind '| train_inner |', '| valid |', '| train |'",
           r"\|\s*(?P<stream>train_inner|valid|train)\s*\|\s*(?P<stats>\{[^{}]*\})\s*$",    # flat JSON: linear
           ("2021-03-01 10:00:00 | INFO | train_inner | " + json.dumps(_STATS),
@@ -27,11 +44,28 @@ register(
                                                                  "valid_ppl": "119.4", "num_updates": "200"})),
           ("train", "valid")),
     entry("fairseq.simple", "fairseq", "progress",
-          "facebookresearch/fairseq v0.10.2 fairseq/logging/progress_bar.py (SimpleProgressBar.log)",
-          "'{}:  {:5d} / {:d} {}'.format(self.prefix, self.i + 1, self.size, postfix)",
+          _FAIRSEQ + " (SimpleProgressBar.log); v0.10.2 the same; v0.9.0 fairseq/progress_bar.py (prefix '| epoch 001')",
+          "'{}:  {:5d} / {:d} {}'.format(self.prefix, self.i + 1, self.size, postfix)  "
+          "# postfix: ', '.join(key + '=' + stats[key].strip())",
           r"epoch \d+:\s+\d+\s*/\s*\d+\s+(?P<fields>(?=[^=\n]{0,200}=).*)$",
-          ("{}:  {:5d} / {:d} {}".format("epoch 001", 100, 1234, "loss=7.132, nll_loss=6.011, ppl=64.49, "
-                                         "wps=12040.1, lr=0.0005, gnorm=1.09, loss_scale=64, num_updates=100"),),
+          ("2021-03-01 10:00:00 | INFO | train_inner | " + "{}:  {:5d} / {:d} {}".format("epoch 001", 100, 1234, _PAIRS),
+           "{}:  {:5d} / {:d} {}".format("| epoch 001", 100, 1234, _PAIRS)),        # v0.9: print(), no logger
+          ("epoch",)),
+    entry("fairseq.tqdm", "fairseq", "progress", _FAIRSEQ + " (TqdmProgressBar: tqdm(iterable, self.prefix); "
+          "log: self.tqdm.set_postfix(self._format_stats(stats)))",
+          "tqdm desc 'epoch {:03d}', postfix key=value, ... (tqdm's own set_postfix format)",
+          r"^\|? ?epoch \d+:\s+\d+%\|.*\|\s*(?P<batch>\d+)/\d+ \[[^\]]*?\bnum_updates=(?P<step>\d+)",
+          ("epoch 001:  10%|\u2589         | 100/1000 [00:30<04:30,  3.30it/s, " + _PAIRS + "]",),
+          ("num_updates=",)),
+    entry("fairseq.summary", "fairseq", "eval", _FAIRSEQ + " (SimpleProgressBar.print, TqdmProgressBar.print); "
+          "fairseq_cli/train.py progress.print(stats, tag='train' | subset)",
+          "logger.info('{} | {}'.format(self.prefix, postfix))  # postfix ' | '.join(key + ' ' + value)",
+          # the epoch's averages (train) and the validation (valid): neither is one update's value
+          r"\bepoch (?P<epoch>\d+) \| (?:valid on '[^']*' subset \| )?loss (?P<loss>[-+\w.]+) \|",
+          ("2021-03-01 10:05:01 | INFO | train | " + "{} | {}".format("epoch 001", _pipes(_END)),
+           "2021-03-01 10:05:00 | INFO | valid | " + "{} | {}".format("epoch 001 | valid on 'valid' subset",
+                                                                      _pipes(_END[:5])),
+           "{} | {}".format("| epoch 001", _pipes(_END))),                  # v0.9
           ("epoch",)),
     entry("fairseq2.metrics", "fairseq2", "progress",
           "facebookresearch/fairseq2 v0.2 src/fairseq2/metrics/recorder.py; v0.4 "
