@@ -194,11 +194,24 @@ def test_torchrun_restarting_the_worker_group_is_a_relaunch(tmp_path):
     assert set(run.metrics) == {"loss", "lr"}
 
 
-@pytest.mark.xfail(strict=True, reason="the general reader (metriclines/pairs.py) reads the agent's "
-                   "multi-line `Result:` block (`restart_count=1`, `master_port=29500`, ...) as a row "
-                   "of metrics on the last step, and the segment then starts at that row")
-def test_torchrun_relaunch_with_the_rendezvous_result_block(tmp_path):
-    run = _torchrun_relaunch(tmp_path, RESULT_BLOCK)
+# torch/distributed/launcher/api.py, `Starting elastic_operator with launch configs:` (%-style)
+LAUNCH_CONFIGS = ["  entrypoint       : train.py", "  min_nodes        : 2", "  max_nodes        : 2",
+                  "  nproc_per_node   : 4", "  run_id           : 4", "  rdzv_backend     : c10d",
+                  "  rdzv_endpoint    : node-1:29400", "  rdzv_configs     : {'timeout': 900}",
+                  "  max_restarts     : 3", "  monitor_interval : 5", "  log_dir          : None",
+                  "  metrics_cfg      : {}", ""]
+
+
+@pytest.mark.parametrize("block", [
+    RESULT_BLOCK,                                                   # the f-string releases
+    RESULT_BLOCK[:-1] + ["  event_log_handler=null", ""],          # the %-style ones
+    [f"{ELASTIC.replace('agent.server.api', 'launcher.api')}Starting elastic_operator with launch "
+     f"configs:", *LAUNCH_CONFIGS, *RESULT_BLOCK],
+], ids=["result f-string", "result %-style", "launch configs and result"])
+def test_torchrun_relaunch_with_the_rendezvous_result_block(tmp_path, block):
+    """The agent's multi-line blocks (`  restart_count=1`, `  master_port=29500`, `  nproc_per_node
+    : 4`) are the launcher's facts, not a row of metrics: the new segment starts at the next step."""
+    run = _torchrun_relaunch(tmp_path, block)
     assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(10, 50), (60, 100)]
     assert set(run.metrics) == {"loss", "lr"}
 

@@ -37,6 +37,17 @@ _FILLER_START = {"current", "the"}
 _NOT_METRIC = {"eta", "epoch", "epochs", "step", "steps", "iter", "iteration", "iterations",
                "global_step", "global step", "num_updates", "rank", "pid", "tid", "it", "line", "sample", "iters",
                "batch"}
+# The launcher's facts, never metrics: torch.distributed.elastic's rendezvous `Result:` block
+# (`  restart_count=1`, `  master_port=29500`, `  group_world_size=2`, one a line, api.py
+# `_rendezvous`) and torchrun's launch configs (`  nproc_per_node   : 4`, launcher/api.py)
+_LAUNCH_FACTS = {"restart_count", "master_addr", "master_port", "group_rank", "group_world_size",
+                 "local_ranks", "role_ranks", "global_ranks", "role_world_sizes", "global_world_sizes",
+                 "local_rank", "global_rank", "world_size", "local_world_size", "node_rank", "nnodes",
+                 "nproc_per_node", "min_nodes", "max_nodes", "max_restarts", "monitor_interval",
+                 "rdzv_endpoint", "rdzv_backend", "rdzv_configs", "rdzv_id", "run_id", "entrypoint",
+                 "log_dir", "metrics_cfg", "event_log_handler"}
+# a line that is one of them (`  rdzv_endpoint    : node-1:29400`, `  rdzv_configs : {'timeout': 900}`)
+_LAUNCH_LINE = re.compile(r"^\s*(\w+)\s*[:=]")
 _STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval": "val",
             "evaluation": "val", "val": "val", "valid": "val", "validation": "val",
             "test": "test", "testing": "test"}
@@ -301,6 +312,9 @@ def _metrics(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
         out.stream = _STREAMS[next(g for g in m.groups() if g).lower()]
     if _SKIP_LINE.search(text):
         return
+    m = _LAUNCH_LINE.match(text)
+    if m and m.group(1).lower() in _LAUNCH_FACTS:
+        return
     _values(text, out, taken)
     if out.values and _prose(text, out):
         out.values = []
@@ -371,7 +385,8 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
         after = text[e:e + 1]
         if after == ":" and m.group().isdigit() and name:
             pending_counter = (name, (s, e))
-        if (name and name.lower() not in _NOT_METRIC and not _PATH.search(name) and _name_like(name)
+        if (name and name.lower() not in _NOT_METRIC and name.lower() not in _LAUNCH_FACTS
+                and not _PATH.search(name) and _name_like(name)
                 and not _counts_something(text, e)):
             found.append((name, s, e, unit, name_start))
         last_end = e + (len(_UNIT.match(text, e).group()) if _UNIT.match(text, e) else 0)
