@@ -175,7 +175,7 @@ def test_a_replay_is_kept_with_the_knowledge_base_and_offered_back_in_a_later_se
     monkeypatch.chdir(tmp_path)
     first = Session(str(SAMPLE))
     first.use_settings(settings.resolve())
-    first.log = SimpleNamespace(run_id="19-spike-001")
+    first.log = SimpleNamespace(run_id="19-spike-001", source=SimpleNamespace(extras={}))
     first.replays[250] = result
     assert (kb / ".postmortem" / "replays" / "19-spike-001-250.json").is_file()
     (tmp_path / "elsewhere").mkdir()
@@ -183,5 +183,5 @@ def test_a_replay_is_kept_with_the_knowledge_base_and_offered_back_in_a_later_se
     later = Session(str(SAMPLE))
     later.use_settings(settings.resolve())
     assert later.replay_of(250) is None                      # the run not read yet: no id to look up
-    later.log = SimpleNamespace(run_id="19-spike-001")
+    later.log = SimpleNamespace(run_id="19-spike-001", source=SimpleNamespace(extras={}))
     assert later.replay_of(250) == result and later.replay_of(300) is None
