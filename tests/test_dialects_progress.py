@@ -254,3 +254,36 @@ def test_fairseq_epoch_summaries_are_not_a_relaunch(tmp_path):
     data = _info(tmp_path, _fairseq_simple_epoch(True))
     assert data["read"]["segments"] is None
     assert next(x for x in data["metrics"] if x["name"] == "val_loss")["max"] == 6.9
+
+
+@pytest.mark.xfail(strict=True, reason="the general reader (metriclines) reads torchtitan's `validate step: N  loss: X` "
+                   "as the train loss of step N logged again (a fake relaunch segment); the catalogue names it "
+                   "torchtitan.validate, an eval, but the reader does not route eval dialects to val_ columns")
+def test_torchtitan_colored_console_with_its_validator(tmp_path):
+    # metrics.py's colours (`{color.red}step: ...`, ANSI codes when the console is a terminal), every
+    # rank printing behind `[rankN]:`, and the validator's `validate step:` line: an eval, not a step
+    red, green, orange, reset = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[39m"
+    lines = []
+    for s in range(1, 11):
+        for r in range(2):
+            lines.append(f"[rank{r}]:[titan] 2025-06-01 10:00:{s:02d},000 - root - INFO - "
+                         f"{red}step: {s:2}  {green}loss: {9 - s / 10:7.4f}  {orange}grad_norm: {1.5:7.4f}  "
+                         f"memory: {30.12:5.2f}GiB({38.01:.2f}%)  tps: {round(7123.4):,}  tflops: {312.71:,.2f}  "
+                         f"mfu: {41.23:.2f}%{reset}")
+        if s % 5 == 0:
+            lines.append(f"[rank0]:[titan] 2025-06-01 10:00:{s:02d},500 - root - INFO - "
+                         f"{orange}validate step: {s:2}  {green}loss: {8.9 - s / 10:7.4f}  memory: {30.12:5.2f}GiB"
+                         f"({38.01:.2f}%){reset}")
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "torchtitan" and data["steps"] == {"rows": 10, "first": 1, "last": 10}
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["loss"]["min"] == 8.0 and m["loss"]["max"] == 8.9
+    assert m["val_loss"]["min"] == 7.9 and m["val_loss"]["max"] == 8.4
+
+
+def test_gpt_neox_validation_results_line(tmp_path):
+    from postmortem.run.dialects.progress import dialect
+    d = dialect("gpt-neox.validation")
+    line = f" {'validation'} results at {'iteration 1000'} | " + f"{'lm_loss'} value: {2.401:.6E} | "
+    assert d.search(line).group("step") == "1000"
+    assert of_line(line).id == "gpt-neox.validation"

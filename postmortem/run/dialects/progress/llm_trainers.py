@@ -1,10 +1,16 @@
 """Other LLM trainers' progress lines: torchtitan, GPT-NeoX, ColossalAI, mlx-lm.
 
-torchtitan (pytorch/torchtitan train.py, 2024): `logger.info(f"{color.cyan}step: {train_state.step:2}
-{color.green}loss: {global_avg_loss:7.4f}  {color.yellow}memory: ...GiB  {color.blue}wps:
-{round(wps):,}  {color.magenta}mfu: {mfu:.2f}%{color.reset}")` behind `[titan] <time> - root - INFO - `.
-GPT-NeoX (EleutherAI/gpt-neox megatron/training.py `training_log`): `f" samples/sec: {samples_per_sec:.3f} |"`
-then `f" {key}: {value:.6E} |"` for `lm_loss`, `learning_rate`, `loss_scale`. ColossalAI's
+torchtitan, read at pytorch/torchtitan 78a1643 and 9eb6a21 (train.py, 2024-02/03), v0.1.0, v0.2.0 and
+master (torchtitan/components/metrics.py `MetricsProcessor.log`): `logger.info(f"{color.red}step: {step:2}
+{color.green}loss: {global_avg_loss:7.4f}  {color.orange}grad_norm: {grad_norm:7.4f}  ...memory:
+{..:5.2f}GiB({..:.2f}%)  tps: {round(tps):,}  tflops: {tflops:,.2f}  mfu: {mfu:.2f}%")` behind `[titan]
+<time> - root - INFO - ` (grad_norm since v0.2.0; `wps:` before `tps:`; `loss: {:8.5f}` on master;
+2024-02: `step: {:>2}  loss: {round(loss, 4):>7}  iter: ..  data: ..  lr: ..`), and the validator's
+`validate step: {step:2}  loss: {loss:7.4f}  memory: ...` (v0.2.0 on).
+GPT-NeoX (EleutherAI/gpt-neox v1.0, v2.0, main megatron/logging.py `training_log`): `" samples/sec:
+{:.3f} |"`, `" iteration {:8d}/{:8d} |"`, ..., `f" approx flops per GPU: {...} |"`, `" {}: {:.6E} |"` per
+loss key (`lm_loss`), `" loss scale: {:.1f} |"`; megatron/training.py `evaluate_and_print_results`:
+`f" {chart_name} results at {prefix} | "` + `f"{k} value: {v:.6E} | "` (prefix `iteration N`). ColossalAI's
 legacy trainer hooks (colossalai/legacy/trainer/hooks/_log_hook.py): `f'[Epoch {trainer.cur_epoch} / Train]:
 {msg}'` with msg `Loss = 2.3456, Accuracy = 0.5123` (`_format_number`: `{:.5g}`).
 mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
@@ -15,21 +21,46 @@ from postmortem.run.dialects import register
 from postmortem.run.dialects.progress._entry import NUM, entry
 
 register(
-    entry("torchtitan.step", "torchtitan", "progress", "pytorch/torchtitan v0.1 torchtitan/train.py (train)",
-          'f"step: {step:2}  loss: {loss:7.4f}  memory: {mem:5.2f}GiB({pct:.2f}%)  wps: {round(wps):,}  "'
-          'mfu: {mfu:.2f}%"',
-          r"\bstep:\s*(?P<step>\d+)\s+(?P<fields>loss:\s*" + NUM + r".*)$",
-          ("[rank0]:[titan] 2024-10-01 10:00:00,000 - root - INFO - " + f"step: {120:2}  loss: {3.4567:7.4f}  "
-           f"memory: {30.12:5.2f}GiB({38.01:.2f}%)  wps: {round(7123.4):,}  mfu: {41.23:.2f}%",),
+    entry("torchtitan.step", "torchtitan", "progress",
+          "pytorch/torchtitan v0.2.0 torchtitan/components/metrics.py (MetricsProcessor.log); v0.1.0 the same "
+          "without grad_norm; 9eb6a21 train.py (wps)",
+          'f"{color.red}step: {step:2}  {color.green}loss: {global_avg_loss:7.4f}  {color.orange}grad_norm: '
+          '{grad_norm:7.4f}  {color.turquoise}memory: {..:5.2f}GiB({..:.2f}%)  {color.blue}tps: {round(tps):,}  '
+          '{color.cyan}tflops: {tflops:,.2f}  {color.magenta}mfu: {mfu:.2f}%{color.reset}"',
+          r"(?<!validate )\bstep:\s*(?P<step>\d+)\s+(?P<fields>loss:\s*" + NUM + r".*)$",
+          ("[rank0]:[titan] 2025-06-01 10:00:00,000 - root - INFO - " + f"step: {120:2}  loss: {3.4567:7.4f}  "
+           f"grad_norm: {0.8123:7.4f}  memory: {30.12:5.2f}GiB({38.01:.2f}%)  tps: {round(7123.4):,}  "
+           f"tflops: {312.71:,.2f}  mfu: {41.23:.2f}%",
+           "[titan] 2024-03-15 10:00:00,000 - root - INFO - " + f"step: {5:2}  loss: {9.8765:7.4f}  "
+           f"memory: {30.12:5.2f}GiB({38.01:.2f}%)  wps: {round(7123.4):,}",
+           f"step: {6:>2}  loss: {round(9.81234567, 4):>7}  iter: {1.2345:>7}  data: {0.01:>5}  lr: {0.0008:<6}"),
           ("step:",)),
+    entry("torchtitan.validate", "torchtitan", "eval",
+          "pytorch/torchtitan v0.2.0 torchtitan/components/metrics.py (MetricsProcessor.log_validation)",
+          'f"{color.yellow}validate step: {step:2}  {color.green}loss: {loss:7.4f}  {color.turquoise}memory: '
+          '{..:5.2f}GiB({..:.2f}%){color.reset}"',
+          r"\bvalidate step:\s*(?P<step>\d+)\s+loss:\s*(?P<val_loss>" + NUM + r")",
+          ("[titan] 2025-06-01 10:00:00,000 - root - INFO - " + f"validate step: {500:2}  loss: {3.5012:7.4f}  "
+           f"memory: {30.12:5.2f}GiB({38.01:.2f}%)",),
+          ("validate step:",)),
     entry("gpt-neox.iteration", "GPT-NeoX", "progress",
-          "EleutherAI/gpt-neox v2.0 megatron/training.py (training_log)",
+          "EleutherAI/gpt-neox v2.0 megatron/logging.py (training_log); v1.0 the same",
           'f" samples/sec: {samples_per_sec:.3f} |" + f" {key}: {value:.6E} |" (lm_loss, learning_rate, loss_scale)',
           r"samples/sec: [\d.]+ \|(?=.{0,2000}?\blm_loss: )|\blm_loss: [^|]{0,40}\|(?=.{0,2000}?samples/sec)",
           (" samples/sec: {:.3f} |".format(101.234) + " iteration {:8d}/{:8d} |".format(120, 320000)
-           + "".join(" {}: {:.6E} |".format(k, v) for k, v in (("learning_rate", 6e-5), ("lm_loss", 2.3456),
-                                                                ("loss_scale", 65536.0))),),
+           + " elapsed time per iteration (ms): {:.1f} |".format(2412.3) + " learning rate: {:.3E} |".format(6e-5)
+           + " approx flops per GPU: %3.1f%s |" % (152.3, "TFLOPS") + " {}: {:.6E} |".format("lm_loss", 2.3456)
+           + " loss scale: {:.1f} |".format(65536.0) + " number of skipped iterations: {:3d} |".format(0)
+           + " number of nan iterations: {:3d} |".format(0),),
           ("lm_loss",)),
+    entry("gpt-neox.validation", "GPT-NeoX", "eval",
+          "EleutherAI/gpt-neox v2.0 megatron/training.py (evaluate_and_print_results)",
+          'f" {chart_name} results at {prefix} | " + f"{k} value: {v:.6E} | " ...  # prefix "iteration {}"',
+          r"\b(?:validation|test) results at (?:iteration (?P<step>\d+)|the end of training for \w+ data) \| "
+          r"(?P<fields>\w+ value: .*)$",
+          (f" {'validation'} results at {'iteration 1000'} | " + f"{'lm_loss'} value: {2.401:.6E} | "
+           + f"{'lm_loss_ppl'} value: {11.03:.6E} | ",),
+          ("results at",)),
     entry("colossalai.epoch", "ColossalAI", "progress",
           "hpcaitech/ColossalAI v0.3.6 colossalai/legacy/trainer/hooks/_log_hook.py (LogMetricByEpochHook)",
           "f'[Epoch {trainer.cur_epoch} / Train]: {msg}' with msg ', '.join(f'{metric_name} = "
