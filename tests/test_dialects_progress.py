@@ -287,3 +287,26 @@ def test_gpt_neox_validation_results_line(tmp_path):
     line = f" {'validation'} results at {'iteration 1000'} | " + f"{'lm_loss'} value: {2.401:.6E} | "
     assert d.search(line).group("step") == "1000"
     assert of_line(line).id == "gpt-neox.validation"
+
+
+def test_keras_verbose_2_epoch_lines_are_keras(tmp_path):
+    # Progbar verbose=2 (Keras 3): `count - {s}s - {ms}ms/step - k: v`, after the fit loop's `Epoch e/E`
+    lines = []
+    for e in range(1, 6):
+        lines += ["Epoch %d/%d" % (e, 5), "%d/%d" % (100, 100) + " - 2s - 20ms/step" + " - %s: %.4f" % ("loss", 1 - e / 10)
+                  + " - %s: %.4f" % ("val_loss", 1.1 - e / 10)]
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "keras" and data["steps"] == {"rows": 5, "first": 1, "last": 5}
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["loss"]["dialect"] == ["keras.progbar"] and m["loss"]["min"] == 0.5 and m["val_loss"]["max"] == 1.0
+
+
+def test_lightning_15_rich_bar_without_max_epochs(tmp_path):
+    # RichProgressBar 1.5: `Epoch N` padded to `Validation`'s width, `{completed}/--` for an infinite total
+    lines = [f"{'Epoch ' + str(e):<11} " + "━" * 20 + f" {i}/-- 0:00:{i:02d} • -:--:-- 14.80it/s "
+             + "".join(f"{k}: {round(v, 3) if isinstance(v, float) else v} " for k, v in (("loss", 2.5 - i / 100),
+                                                                                        ("v_num", 0)))
+             for e in range(2) for i in range(10, 60, 10)]
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "lightning-bar"
+    assert next(x for x in data["metrics"] if x["name"] == "loss")["dialect"] == ["lightning-bar.rich"]
