@@ -266,3 +266,21 @@ def test_an_mlflow_server_address_is_kept_as_it_is(tmp_path):
     from postmortem.document.runpath import locate, stored
     uri = "http://127.0.0.1:5000"
     assert stored(uri, tmp_path / "doc.md") == uri and locate(uri, tmp_path / "doc.md") == (uri, [])
+
+
+def test_commit_without_the_check_still_draws_the_figure_from_the_run_in_the_store(places, capsys):
+    drafts, kb, elsewhere = places
+    logdir = drafts.parent / "tb_logs"
+    for name, spike in (("calm", 120), ("wild", 200)):
+        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
+    assert cli(capsys, "new", logdir, "--run", "wild", "--learner", "ada", "-o", "wild.md")[0] == 0
+    filled(drafts / "wild.md", expect_below=50)
+    text = (drafts / "wild.md").read_text()
+    (drafts / "wild.md").write_text("\n".join(ln for ln in text.split("\n") if not ln.startswith("![")))
+    code, out, err = cli(capsys, "commit", "wild.md", "--no-run-check", "--kb", kb)
+    assert code == 0, out + err
+    assert "without a figure" not in err, err
+    pm = read(drafts / "wild.md")
+    said = front(kb / "learners" / "ada" / "postmortems" / pm.filename)
+    assert said["numbers"] == "not checked against the run" and said["run_in_store"] == "wild"
+    assert (kb / "learners" / "ada" / "postmortems" / pm.figure_filename).is_file()

@@ -114,18 +114,20 @@ def _with_figure(pm, out: Path, log, replayed=None):
     return pm.model_copy(update={"figure": path.name})
 
 
-def _figure_to_commit(path: str, pm, log) -> bytes | None:
+def _figure_to_commit(path: str, pm, log, found) -> bytes | None:
     """The PNG the document shows (the check found it beside the document); a document that
-    shows none gets one drawn from its run (`log`: the run as the check read it, or None)
-    when matplotlib is at hand."""
+    shows none gets one drawn from its run (`log`: the run as the check read it; else read
+    from `found`, where the run is, with --no-run-check) when the run and matplotlib are at hand."""
     if pm.figure:
         return (Path(path).parent / pm.figure).read_bytes()
-    if log is None:
+    if log is None and found is None:
         return None
     from postmortem.document import figure
+    from postmortem.document.runpath import read
     from postmortem.errors import UserError
     try:
-        return figure.png(log, pm.spike_step, None, pm.incident)
+        run = log if log is not None else read(found, pm.run_in_store)
+        return figure.png(run, pm.spike_step, None, pm.incident)
     except UserError as err:
         print(f"postmortem: committed without a figure: {err}", file=sys.stderr)
         return None
@@ -207,7 +209,7 @@ def cmd_commit(args) -> int:
     if log is not None:                 # the store's id as it was read (none: a run of its own)
         pm.run_in_store = _picked(log)
     from postmortem.document.markdown import render
-    figure = _figure_to_commit(args.file, pm, log)
+    figure = _figure_to_commit(args.file, pm, log, found)
     pm = pm.model_copy(update={"figure": pm.figure_filename if figure else None,
                                "numbers": NOT_CHECKED if run is None else None})
     try:
