@@ -264,7 +264,8 @@ def test_fairseq2_overflow_cascade_on_the_steps_it_names(tmp_path):
     assert f.overflows.dropna().index.tolist() == [121, 122, 123, 124, 125]
     assert f.loss_scale.dropna().to_dict() == {121: 64, 122: 32, 123: 16, 124: 8, 125: 4, 2130: 8}
     assert len(run.segments()) == 1 and f.loc[130, "loss"] == 2.6
-    assert run.source.extras["resumes"] == [{"step": 110, "dialect": "fairseq2.resumed"}]
+    # the step its words name (`Resuming from step 100.`), as Megatron's `at iteration N` is
+    assert run.source.extras["resumes"] == [{"step": 100, "dialect": "fairseq2.resumed"}]
 
 
 def test_eval_boundaries_are_events_on_the_next_step(tmp_path):
@@ -304,13 +305,27 @@ def test_fairseq2_validation_on_the_step_it_names(tmp_path):
     assert run.frame.set_index("step").loc[30, "val_loss"] == 2.9
 
 
-@pytest.mark.xfail(strict=True, reason="the general reader's step counter (metriclines/pairs.py "
-                   "_COUNTERS, `(?![\\d.])`) refuses a step ending a sentence (`after step 30.`), so "
-                   "the message's own step is not used and the next progress line's is")
-def test_fairseq2_validation_step_in_another_trainers_log(tmp_path):
-    run = _fairseq2_validation(tmp_path, lambda s: f"step {s} | loss {3 - s / 1000:.3f} | lr 0.0001",
-                               values=False)
+@pytest.mark.parametrize("progress", [
+    lambda s: f"step {s} | loss {3 - s / 1000:.3f} | lr 0.0001",
+    lambda s: f"[rank3]: iteration {s:8d}/    1000 | lm loss: {3 - s / 1000:.6E} |",
+    lambda s: f"{s}/1000 [00:10<03:00,  4.50it/s, loss={3 - s / 1000:.3f}]",
+], ids=["pipe line", "megatron on [rank3]:", "tqdm postfix"])
+def test_fairseq2_validation_step_in_another_trainers_log(tmp_path, progress):
+    """A step that ends a sentence (`after step 30.`) is the message's own step."""
+    run = _fairseq2_validation(tmp_path, progress, values=False)
     assert run.source.extras["evals"] == [{"step": 30, "dialect": "fairseq2.validation"}]
+
+
+def test_a_step_with_a_decimal_part_is_no_step():
+    """`step 30.` ends a sentence; `step 30.5` (a value) and `iteration 1.2.3` are no counter."""
+    from postmortem.run.metriclines.pairs import parse
+    for text, kind in [("step 30. loss: 2.1", "step"), ("iteration 7. lm loss: 2.1", "iteration"),
+                       ("epoch 3. loss 2.1", "epoch")]:
+        p = parse(text)
+        span = p.epoch if kind == "epoch" else p.counters.get(kind)
+        assert span is not None and text[span[0]:span[1]] in ("30", "7", "3"), text
+    for text in ("step 30.5 | loss 2.1", "iteration 1.2.3 | loss 2.1"):
+        assert not {"step", "iteration"} & set(parse(text).counters), text
 
 
 def test_the_prefilter_pieces_hold_every_keyword_and_no_progress_line():

@@ -62,16 +62,17 @@ _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\]
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
 
-# Counters, in the order of preference for the step.
+# Counters, in the order of preference for the step. A counter ends where no digit follows it,
+# nor a decimal part (`step 30.5` is no step; `after step 30.` ends a sentence: it is).
 STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
 _COUNTERS = [
     ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/(\d+))?")),       # OLMo, Composer headers
     # a float `global_step=99.0` too (Lightning loggers print their postfix values as floats)
-    ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?:\.0+)?(?![\d.])", re.I)),
-    ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
-    ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
-    ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)),
-    ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?![\d.])")),
+    ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?:\.0+)?(?!\d|\.\d)", re.I)),
+    ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
 ]
@@ -82,7 +83,7 @@ _EPOCH_BATCH = [
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
 ]
-_EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?![\d.])(?:\s*/\s*\d+)?", re.I)
+_EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)
 # How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
 # (`Epoch [e][i/N]`, `Epoch(train) [e][i/N]`) and Composer (`[epoch=e]`) from 1; DeiT's
 # MetricLogger (`Epoch: [e]`), Swin (`Train: [e/E]`) and timm (`Train: e [`) from 0.
