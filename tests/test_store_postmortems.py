@@ -241,13 +241,20 @@ def test_a_replay_of_a_run_in_a_store_names_it_in_what_to_type_next(places, caps
     assert len(names) == 2 and names[0].endswith("19-spike-001-a.md") and names[1].endswith("19-spike-001-b.md")
 
 
-def test_a_store_moved_is_named_with_run_and_the_id_still_picks_the_run(places, capsys, monkeypatch):
-    drafts, kb, elsewhere = places
+def wild_draft(drafts, capsys):
+    """A logdir of runs calm and wild (TensorBoard's writer); wild's post-mortem written as
+    drafts/wild.md, sections 3-7 filled. Returns the logdir."""
     logdir = drafts.parent / "tb_logs"
     for name, spike in (("calm", 120), ("wild", 200)):
         tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
     assert cli(capsys, "new", logdir, "--run", "wild", "--learner", "ada", "-o", "wild.md")[0] == 0
     filled(drafts / "wild.md", expect_below=50)
+    return logdir
+
+
+def test_a_store_moved_is_named_with_run_and_the_id_still_picks_the_run(places, capsys, monkeypatch):
+    drafts, kb, elsewhere = places
+    logdir = wild_draft(drafts, capsys)
     moved = drafts.parent / "moved"
     logdir.rename(moved)
     code, out, _ = cli(capsys, "check", "wild.md")
@@ -270,11 +277,7 @@ def test_an_mlflow_server_address_is_kept_as_it_is(tmp_path):
 
 def test_commit_without_the_check_still_draws_the_figure_from_the_run_in_the_store(places, capsys):
     drafts, kb, elsewhere = places
-    logdir = drafts.parent / "tb_logs"
-    for name, spike in (("calm", 120), ("wild", 200)):
-        tb_write(logdir / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
-    assert cli(capsys, "new", logdir, "--run", "wild", "--learner", "ada", "-o", "wild.md")[0] == 0
-    filled(drafts / "wild.md", expect_below=50)
+    wild_draft(drafts, capsys)
     text = (drafts / "wild.md").read_text()
     (drafts / "wild.md").write_text("\n".join(ln for ln in text.split("\n") if not ln.startswith("![")))
     code, out, err = cli(capsys, "commit", "wild.md", "--no-run-check", "--kb", kb)
