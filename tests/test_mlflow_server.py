@@ -101,3 +101,22 @@ def test_cli_lists_picks_and_scans(server, tmp_path):
 def test_a_server_that_is_not_there_is_one_line():
     r = pm("info", f"http://127.0.0.1:{free_port()}")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_postmortem_of_a_server_run_keeps_the_address_and_the_id(server, tmp_path, monkeypatch, capsys):
+    """`new URI --run NAME`: the front matter keeps the address as it is and the run's id, and
+    `check` from another folder reads that run again from the server (its numbers compared)."""
+    from postmortem.cli.parser import main
+    from test_store_postmortems import filled, front
+    uri, made = server
+    monkeypatch.chdir(tmp_path)
+    doc = tmp_path / "fp16.md"
+    assert main(["new", uri, "--run", "fp16-1", "--learner", "ada", "-o", str(doc)]) == 0
+    rid = next(r for r in made if read_run(uri, run=r).source.extras.get("mlflow_run_name") == "fp16-1")
+    assert front(doc)["run"] == uri and front(doc)["run_in_store"] == rid
+    filled(doc, expect_below=50)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    capsys.readouterr()
+    assert main(["check", str(doc)]) == 0
+    assert capsys.readouterr().out.strip() == f"{doc}: complete and true to the run {uri} --run {rid}"
