@@ -340,3 +340,13 @@ def test_paddle_hapi_fit_console_reads_as_one_run(tmp_path):
     data = _info(tmp_path, _paddle_hapi_fit())
     assert data["read"]["segments"] is None
     assert "Eval samples" not in {x["name"] for x in data["metrics"]}
+
+
+def test_loguru_default_format_with_the_utc_offset_of_master(tmp_path):
+    # loguru master's LOGURU_FORMAT `{time:YYYY-MM-DD HH:mm:ss.SSS Z} | {level: <8} | {name}:{function}:{line} - `
+    lines = ["{} | {: <8} | {}:{}:{} - {}".format(f"2025-02-01 10:00:{s:02d}.123 +00:00", "INFO", "__main__", "train",
+                                                  42, f"step {s} | loss {2.5 - s / 100:.4f} | lr 1.0e-04")
+             for s in range(1, 11)]
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "loguru" and data["steps"] == {"rows": 10, "first": 1, "last": 10}
+    assert next(x for x in data["metrics"] if x["name"] == "loss")["max"] == 2.49

@@ -1,4 +1,9 @@
-"""Ultralytics YOLO's console (ultralytics/engine/trainer.py, v8.x).
+"""Ultralytics YOLO's console (ultralytics/engine/trainer.py, v8.1 on; ultralytics/yolo/engine/ before).
+
+The format string was found verbatim (`find_string`) in trainer.py copies of 8.1+ (`_do_train`,
+`pbar.set_description`), memory as `f"{self._get_memory():.3g}G"` (8.2+; earlier
+`torch.cuda.memory_reserved() / 1E9`); the repository is too large to mirror here, so no tag was
+walked.
 
 A header `('\\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem', *self.loss_names,
 'Instances', 'Size')` then tqdm frames whose description is `('%11s' * 2 + '%11.4g' * (2 +
@@ -16,7 +21,8 @@ LOSS_IS_SUM_OF_PARTS.add("ultralytics")
 
 register(
     entry("ultralytics.epoch", "Ultralytics", "progress",
-          "ultralytics/ultralytics v8.1.0 ultralytics/engine/trainer.py (_do_train, progress_string)",
+          "ultralytics/ultralytics 8.x ultralytics/engine/trainer.py (BaseTrainer._do_train: pbar.set_description; "
+          "header: progress_string)",
           "('%11s' * 2 + '%11.4g' * (2 + loss_len)) % (f'{epoch + 1}/{self.epochs}', mem, *losses, "
           "batch['cls'].shape[0], batch['img'].shape[-1])",
           r"^\s*(?P<epoch>\d+)/\d+\s+[\d.]+G(?:\s+[\d.]+){4,}:\s+\d+%\|",
