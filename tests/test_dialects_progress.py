@@ -35,16 +35,16 @@ def test_entry_names_its_source_and_matches_its_examples(d):
 
 @pytest.mark.parametrize("d", ENTRIES, ids=lambda d: d.id)
 def test_examples_behind_prefixes_and_in_tqdm_frames(d, tmp_path):
-    line = d.examples[0]
     if d.pattern.pattern.startswith("^"):
         prefixes = ["", "[rank3]: "]          # anchored: only what textlogs.clean takes off
     else:
         prefixes = PREFIXES
-    for prefix in prefixes:
-        p = tmp_path / "a.log"
-        # a tqdm frame overwritten by `\r`, then the line, as a console capture holds them
-        p.write_text(" 10%|█         | 1/10 [00:01<00:09,  1.0it/s]\r" + prefix + line + "\n")
-        assert any(d.search(x) for x in textlogs.iter_lines(p)), (prefix, line)
+    for line in d.examples:                  # every wording the source printed, not only the first
+        for prefix in prefixes:
+            p = tmp_path / "a.log"
+            # a tqdm frame overwritten by `\r`, then the line, as a console capture holds them
+            p.write_text(" 10%|█         | 1/10 [00:01<00:09,  1.0it/s]\r" + prefix + line + "\n")
+            assert any(d.search(x) for x in textlogs.iter_lines(p)), (prefix, line)
 
 
 def test_family_names_are_not_formats_of_other_readers():
