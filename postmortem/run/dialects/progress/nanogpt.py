@@ -32,11 +32,12 @@ _LLMC_STDOUT = (
 )
 
 register(
-    entry("nanogpt.iter", "nanoGPT", "progress", _NANOGPT + " (line 327)",
+    entry("nanogpt.iter", "nanoGPT", "progress", _NANOGPT + " (line 327); before ab0718a without ', mfu'",
           'print(f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")',
           r"^iter (?P<step>\d+): loss (?P<loss>" + NUM + r")(?:, time (" + NUM + r")ms)?(?:, mfu (" + NUM + r")%)?",
           (f"iter {250}: loss {2.0311:.4f}, time {35.12:.2f}ms, mfu {31.2:.2f}%",
-           f"iter {0}: loss {10.9876:.4f}, time {1234.5:.2f}ms, mfu {-100.0:.2f}%")),   # running_mfu starts at -1
+           f"iter {0}: loss {10.9876:.4f}, time {1234.5:.2f}ms, mfu {-100.0:.2f}%",    # running_mfu starts at -1
+           f"iter {251}: loss {2.0299:.4f}, time {35.12:.2f}ms")),           # before ab0718a (2023-02-05): no mfu
     entry("nanogpt.eval", "nanoGPT", "eval", _NANOGPT + " (line 265)",
           'print(f"step {iter_num}: train loss {losses[\'train\']:.4f}, val loss {losses[\'val\']:.4f}")',
           r"^step (?P<step>\d+): train loss (?P<loss>" + NUM + r"), val loss (?P<val_loss>" + NUM + r")",
