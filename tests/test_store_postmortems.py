@@ -287,3 +287,15 @@ def test_commit_without_the_check_still_draws_the_figure_from_the_run_in_the_sto
     said = front(kb / "learners" / "ada" / "postmortems" / pm.filename)
     assert said["numbers"] == "not checked against the run" and said["run_in_store"] == "wild"
     assert (kb / "learners" / "ada" / "postmortems" / pm.figure_filename).is_file()
+
+
+def test_a_draft_names_a_store_given_relative_by_its_whole_path(places):
+    """The TUI's draft (document.draft) of a store opened as `tui tb_logs`: found again from
+    any folder, as drafts are offered back from any folder."""
+    from postmortem.document.draft import draft
+    from postmortem.run import read_run
+    drafts, kb, elsewhere = places
+    for name, spike in (("calm", 120), ("wild", 200)):
+        tb_write(drafts / "tb_logs" / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
+    pm = draft(read_run("tb_logs", run="wi"), "ada")             # the one id that starts so
+    assert pm.run == str(drafts / "tb_logs") and pm.run_in_store == "wild" and pm.run_id == "wild"

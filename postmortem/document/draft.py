@@ -9,7 +9,7 @@ from postmortem.diagnose.models import SPIKE_PATTERNS, Evidence, Incident, worst
 from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import listed, panel_has_data
 from postmortem.document.model import HypothesisEntry, PostMortem
-from postmortem.document.runpath import run_id_of
+from postmortem.document.runpath import absolute, run_id_of
 from postmortem.errors import IncidentError
 from postmortem.files import safe_name
 from postmortem.run import RunLog
@@ -62,7 +62,7 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
     return PostMortem(run_id=run_id_of(log), learner=safe_name(learner) if learner else "",
                       spike_step=inc.step, incident=inc.kind,
                       pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
-                      date=today or Date.today(), run=log.source.extras.get("store", log.source.path),
+                      date=today or Date.today(), run=absolute(log.source.extras.get("store", log.source.path)),
                       run_in_store=log.source.extras.get("store_run"), symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
                       signature=of_incident(inc, log.manifest))   # `similar` reads it, not the run

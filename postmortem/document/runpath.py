@@ -28,6 +28,12 @@ def is_uri(run) -> bool:
     return is_uri(str(run))
 
 
+def absolute(run: str | Path) -> str:
+    """The run's path from the root (a URI as it is): a draft made here is found again from
+    any folder, as the TUI offers drafts back from any folder."""
+    return str(run) if is_uri(run) else os.path.abspath(run)
+
+
 def stored(run: str | Path, document: str | Path) -> str:
     """The run's path as the front matter of `document` keeps it: relative to the root of the
     document's repository when the run is inside it, else absolute (a URI as it is)."""
