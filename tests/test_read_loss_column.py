@@ -71,3 +71,32 @@ def test_the_chosen_loss_keeps_its_dialect(tmp_path):
              for s in range(100, 600, 100)]
     data = _info(_write(tmp_path, lines))
     assert _loss(data)["dialect"] == ["opennmt.step"]
+
+
+LETTER_TOTAL = {
+    "pipe line": "step {s} | L: {t:.4f} | l_ce: {c:.4f} | l_aux: {a:.4f} | lr: 0.0003",
+    "key=value on [rank3]:": "[rank3]: step={s} l={t:.4f} l_ce={c:.4f} l_kl={a:.4f}",
+    "logger prefix": "2024-01-01 10:00:00 | INFO | train | iter {s}: L={t:.4f}, L_ce={c:.4f}, L_aux={a:.4f}",
+}
+
+
+@pytest.mark.parametrize("fmt", list(LETTER_TOTAL.values()), ids=list(LETTER_TOTAL))
+def test_a_one_letter_total_beside_its_parts_is_the_loss(tmp_path, fmt):
+    from postmortem.run import read_run
+    lines = [fmt.format(s=s, t=2.5 - s / 100, c=2.3 - s / 100, a=0.2) for s in range(10, 60, 10)]
+    run = read_run(_write(tmp_path, lines))
+    assert run.frame.loss.round(4).tolist() == [round(2.5 - s / 100, 4) for s in range(10, 60, 10)]
+    assert "one-letter total" in run.source.extras["loss_from"]
+    assert not any("--loss" in w for w in run.source.warnings)
+
+
+@pytest.mark.parametrize("fmt", ["step {s} | L: {t:.4f} | acc: 0.5",             # no parts beside it
+                                 "step {s} | l: {t:.4f} | loss_scale: 1024",
+                                 "step {s} | L: {t:.4f} | loss: {c:.4f} | l_ce: {c:.4f}"])  # a loss of its own
+def test_a_one_letter_name_without_its_parts_is_left(tmp_path, fmt):
+    from postmortem.run import read_run
+    lines = [fmt.format(s=s, t=2.5 - s / 100, c=2.3 - s / 100) for s in range(10, 60, 10)]
+    run = read_run(_write(tmp_path, lines))
+    assert "one-letter" not in str(run.source.extras.get("loss_from"))
+    if "loss" in run.frame:
+        assert run.frame.loss.round(4).tolist() == [round(2.3 - s / 100, 4) for s in range(10, 60, 10)]

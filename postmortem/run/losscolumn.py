@@ -130,6 +130,8 @@ def choose(log: RunLog, override: str | None = None) -> None:
         else:
             _sum(log, chosen, canon)
         extras[f"{canon}_from"] = f"{' + '.join(chosen)} ({rule})"
+    if "loss" not in log.frame:
+        _letter_total(log)
     for canon in ("loss", "val_loss"):
         if canon not in log.frame:
             _from_perplexity(log, canon)
@@ -173,6 +175,25 @@ def _sum(log: RunLog, parts: list[str], new: str) -> None:
     if len(nan_rows):
         log.logged_nan[new] = nan_rows
     log.frame = frame[["segment", "step", *canonical_order(list(log.metrics))]]
+
+
+_LETTER_PART = re.compile(r"^l_[a-z]\w*$")
+
+
+def _letter_total(log: RunLog) -> None:
+    """A loss logged under one letter (`L: 2.31`, `l=2.31`) is the loss only beside its parts,
+    printed on its lines (`l_ce`, `l_aux`, `l_kl`: the terms of the total the trainer steps on);
+    alone, `L` could be anything and is left as it is."""
+    total = [c for c in log.metrics if normalize(c) == "l"]
+    if len(total) != 1:
+        return
+    at = log.logged_mask(total[0])
+    parts = [c for c in log.metrics if _LETTER_PART.match(normalize(c))
+             and (log.logged_mask(c) & at).sum() * 2 >= at.sum() > 0]
+    if not parts:
+        return
+    _rename(log, total[0], "loss")
+    log.source.extras["loss_from"] = f"{total[0]} (a one-letter total beside its parts {', '.join(parts)})"
 
 
 _PPL = {"loss": re.compile(r"^(?:train_?)?(?:ppl|perplexity)$"),
