@@ -299,3 +299,19 @@ def test_a_draft_names_a_store_given_relative_by_its_whole_path(places):
         tb_write(drafts / "tb_logs" / name, [(s, "train/loss", v) for s, v in enumerate(losses(spike))])
     pm = draft(read_run("tb_logs", run="wi"), "ada")             # the one id that starts so
     assert pm.run == str(drafts / "tb_logs") and pm.run_in_store == "wild" and pm.run_id == "wild"
+
+
+def test_a_document_naming_a_store_but_no_run_in_it_is_one_problem(places, capsys):
+    """A post-mortem written before `run_in_store` (its `run` the store): one line saying so,
+    with the runs held, and the field added by hand makes it whole."""
+    drafts, kb, elsewhere = places
+    logdir = wild_draft(drafts, capsys)
+    text = (drafts / "wild.md").read_text()
+    (drafts / "wild.md").write_text(text.replace("run_in_store: wild\n", ""))
+    code, out, _ = cli(capsys, "check", "wild.md")
+    assert code == 1 and out.splitlines() == [
+        f"Symptoms: numbers not checked: {logdir}: holds 2 runs and the document names none of them "
+        f"(front matter `run_in_store: ID`); it holds: calm, wild (`postmortem runs {logdir}` lists them); "
+        "--run RUN names it, or --no-run-check goes without the comparison"], out
+    (drafts / "wild.md").write_text(text)
+    assert cli(capsys, "check", "wild.md")[0] == 0

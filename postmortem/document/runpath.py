@@ -88,13 +88,14 @@ def run_id_of(log) -> str:
 
 
 class RunGone(UserError):
-    """The store the document names no longer holds its run (`run_in_store`): one line naming
-    the store, the id, and the runs it holds."""
+    """The store the document names no longer holds its run (`run_in_store`), or holds several
+    and the document names none: one line naming the store, the id, and the runs it holds."""
 
-    def __init__(self, store, run_id: str, held: list[str]):
+    def __init__(self, store, run_id: str | None, held: list[str]):
         shown = ", ".join(held[:8]) + (f" ... and {len(held) - 8} more" if len(held) > 8 else "")
-        super().__init__(f"{store}: holds no run `{run_id}` (front matter `run_in_store`) any more; "
-                         f"it holds: {shown or 'no runs'} (`postmortem runs {store}` lists them)")
+        what = (f"holds no run `{run_id}` (front matter `run_in_store`) any more" if run_id else
+                f"holds {len(held)} runs and the document names none of them (front matter `run_in_store: ID`)")
+        super().__init__(f"{store}: {what}; it holds: {shown or 'no runs'} (`postmortem runs {store}` lists them)")
 
 
 def read(where: str | Path, run_in_store: str | None, given: bool = False):
@@ -103,13 +104,13 @@ def read(where: str | Path, run_in_store: str | None, given: bool = False):
     if that path holds several runs (the store moved), not for a run's own folder."""
     from postmortem.run import read_run
     from postmortem.run.store import NoSuchRun, SeveralRuns
-    if run_in_store is None:
-        return read_run(where)
-    if given:
+    if run_in_store is None or given:
         try:
             return read_run(where)
-        except SeveralRuns:
-            pass
+        except SeveralRuns as err:
+            if run_in_store is None:        # said for this document, not as `--run ID` of analyze
+                ids = [r.id for r in err.runs]
+                raise RunGone(where, None, ids) from None
     try:
         return read_run(where, run=run_in_store)
     except NoSuchRun as err:
