@@ -79,7 +79,7 @@ def test_sys_exit_in_the_runs_code_is_an_error_not_a_silent_success(tmp_path):
             "            sys.exit(3)\n"
             "        return loss(step, batch)\n"
             "    r.loss = exiting")
-    err = one_line_error(replay(run_with(tmp_path, body)))
+    err = one_line_error(replay(run_with(tmp_path, body)), after_progress=True)
     assert "the run's code called sys.exit(3)" in err
 
 

@@ -295,7 +295,8 @@ def test_timm_summary_csv_is_epoch_indexed(tmp_path):
     assert log.frame.loss.iloc[3] == pytest.approx(6.6) and log.frame.val_loss.iloc[3] == pytest.approx(6.5)
     assert info(log)["read"] == {"step": "epoch (no step column: epoch-indexed)",
                                  "loss": "train_loss (the alias table)",
-                                 "val_loss": "eval_loss (the alias table)"}
+                                 "val_loss": "eval_loss (the alias table)",
+                                 "events": None, "segments": None}     # no messages, one segment
 
 
 
