@@ -111,6 +111,42 @@ def test_hf_console_dicts_with_tqdm(tmp_path):
     assert f.val_loss.iloc[1] == 1.9 and log.source.extras["summary"]["train_loss"] == "1.3"
 
 
+def _hf_frame(n: int, total: int) -> str:
+    """tqdm's frame as format_meter writes it: `{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]`."""
+    return f"\r{100 * n // total:3d}%|{'#' * (10 * n // total):<10}| {n}/{total} [00:{n % 60:02d}<01:23,  3.10it/s]"
+
+
+def _hf_console(steps: int = 60, every: int = 10, total: int = 200) -> str:
+    """HF Trainer's console: ProgressCallback's bar updated at each step end, `on_log` writing
+    each dict with `training_bar.write` (bar cleared, dict printed, bar redrawn), an evaluation
+    bar of its own total, and a DeepSpeed scaler message glued to a frame."""
+    out = ""
+    for n in range(1, steps + 1):
+        out += _hf_frame(n, total)
+        if n == 33:
+            out += ("[2023-05-01 10:00:00,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
+                    "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n")
+            out += _hf_frame(n, total)
+        if n % every == 0:
+            out += "\r" + " " * 80 + "\r{'loss': %.4f, 'learning_rate': 4.5e-05, 'epoch': %.2f}\n" % (2 - n / 100, n / total)
+            out += _hf_frame(n, total)
+        if n == 40:
+            out += "".join(_hf_frame(k, 7) for k in range(1, 8))
+            out += "\r{'eval_loss': 1.5, 'eval_runtime': 3.2, 'epoch': 0.2}\n" + _hf_frame(n, total)
+    return out
+
+
+def test_hf_console_steps_are_the_training_bars_counter(tmp_path):
+    log = read_run(log_file(tmp_path, "console.log", _hf_console()))
+    f = log.frame
+    assert log.source.format == "hf-console"
+    assert f.dropna(subset=["loss"]).step.tolist() == [10, 20, 30, 40, 50, 60]
+    assert f.loc[f.step == 40, "val_loss"].iloc[0] == 1.5          # the eval bar's 1..7 is not the step
+    assert f.loc[f.step == 33, "loss_scale"].iloc[0] == 32768       # glued to frame 33: step 33
+    assert not any("ordinal" in w for w in log.source.warnings)
+    assert "training bar" in log.source.extras["step_from"]
+
+
 def test_llmc_resume_makes_segments(tmp_path):
     text = "".join(f"s:{i} trl:{3 - i / 1000:.4f} lr:0.000430 norm:0.27\n" for i in range(100))
     text += "".join(f"s:{i} trl:{3 - i / 1000:.4f} lr:0.000430 norm:0.27\n" for i in range(50, 120))

@@ -262,6 +262,7 @@ class _Parse:
         self.waiting: list[int] = []            # events whose next step line is not read yet
         self.ds_steps_seen: dict[int, int] = {}
         self.too_big: list[str] = []
+        self.bars = _Bars()
 
     def add(self, step: int, values: dict) -> None:
         if not 0 <= step < 1 << 40:
@@ -286,6 +287,7 @@ class _Parse:
             return False
         value = {k: (events.number(line[ev[k][0]:ev[k][1]]) if ev[k] else math.nan)
                  for k in ("scale", "prev_scale", "rank", "step")}
+        self.bars.event(line, ev["start"])
         record = self.out.count
         self.out.add(0, {})                 # its place in the file; the step comes later
         self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
@@ -298,6 +300,8 @@ class _Parse:
     def event_series(self, present: set[str]) -> list[Series]:
         if not self.events:
             return []
+        if self.bars.used:
+            self.bars.place(self.events, self.around)
         recs = [e.order for e in self.events]
         adjacent = [False] + [b == a + 1 for a, b in zip(recs, recs[1:])]
         kept, others, repeats = events.merge_repeats(self.events, adjacent)
@@ -315,6 +319,69 @@ class _Parse:
         return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
                                 [e.dialect for e, _ in good], self.source, present,
                                 np.array([e.said_nan for e, _ in good], dtype=bool))
+
+
+# tqdm's frame `{n}/{total} [{elapsed}<{remaining}, {rate}]` (tqdm/std.py format_meter)
+TQDM_FRAME = re.compile(r"(?<![\d/.])(\d+)/(\d+) \[[\d:]+<")
+
+
+class _Bars:
+    """HF Trainer's console: ProgressCallback's training bar counts the global step
+    (`on_step_end`: `training_bar.update(state.global_step - self.current_step)`, total
+    `state.max_steps`) and `on_log` writes each dict with `training_bar.write` (the bar is
+    cleared, the dict printed, the bar redrawn): the frame in front of a dict is its step.
+    The evaluation bar has another total (`len(eval_dataloader)`) and is not the step."""
+
+    def __init__(self):
+        self.last: tuple[int, int] | None = None   # the last frame seen: (n, total)
+        self.fresh = False                         # seen since the last train dict
+        self.total: int | None = None              # the training bar's total
+        self.of_dict: list[int | None] = []        # per train dict: its frame's counter
+        self.of_event: list[float] = []            # per message: a frame glued in front of it
+        self.used = False
+
+    def frames(self, text: str) -> None:
+        for m in TQDM_FRAME.finditer(text):
+            self.last, self.fresh = (int(m.group(1)), int(m.group(2))), True
+
+    def _mine(self) -> int | None:
+        if not self.fresh or self.last is None:
+            return None
+        if self.total is None:
+            self.total = self.last[1]
+        return self.last[0] if self.last[1] == self.total else None
+
+    def train_dict(self, line: str, start: int) -> None:
+        self.frames(line[:start])
+        self.of_dict.append(self._mine())
+        self.fresh = False
+
+    def event(self, line: str, start: int) -> None:
+        glued = TQDM_FRAME.findall(line[:start])
+        self.frames(line[:start])
+        total_ok = glued and (self.total is None or int(glued[-1][1]) == self.total)
+        self.of_event.append(float(glued[-1][0]) if total_ok else math.nan)
+
+    def renumber(self, steps) -> None:
+        """Rows' ordinals -> the bar's counters, when every train dict had its frame and they
+        never go back (else ordinals stay, and the reader says so)."""
+        got = self.of_dict
+        if not got or any(n is None for n in got) or any(b < a for a, b in zip(got, got[1:])):
+            return
+        by_ordinal = dict(enumerate(got, start=1))
+        for i, s in enumerate(steps):
+            if s in by_ordinal:
+                steps[i] = by_ordinal[s]
+        self.by_ordinal, self.used = by_ordinal, True
+
+    def place(self, events: list, around: list[list[float]]) -> None:
+        """Messages between dicts: their neighbours' steps become counters; a message glued
+        to a frame is on that frame's step (written at the same moment)."""
+        for k, pair in enumerate(around):
+            around[k] = [float(self.by_ordinal.get(int(x), x)) if x == x else x for x in pair]
+        for e, n in zip(events, self.of_event):
+            if n == n and math.isnan(e.step):
+                e.step = n
 
 
 def _deepspeed(p: _Parse, line: str) -> None:
@@ -368,13 +435,17 @@ _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
 def _hf_console(p: _Parse, line: str) -> None:
     m = HF_DICT.search(line)
     if not m:
+        if "/" in line:
+            p.bars.frames(line)
         return
     values = {k: v.strip("'") for k, v in _HF_PAIR.findall(m.group(0))}
     if "train_runtime" in values:
         p.source.extras["summary"] = values
         return
-    # Console dicts carry no step: train dicts are counted; eval dicts join the last one.
+    # Console dicts carry no step: train dicts are counted (the bar's frames give the
+    # global step at the end, `_Bars`); eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
+        p.bars.train_dict(line, m.start())
         p.add((p.step or 0) + 1, values)
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"})
@@ -521,6 +592,8 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "
                     "the second one's columns are prefixed engine2/; loss_scale left out")
         p.out.drop("loss_scale")
+    if dialect == "hf-console":
+        p.bars.renumber(p.out.steps)
     series = p.out.series()
     present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
     if any(s.name.lower() == "skipped_total" for s in series):
@@ -529,7 +602,11 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
     if dialect == "hf-console":
-        source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
+        if p.bars.used:
+            source.extras["step_from"] = ("the training bar's counter (tqdm `n/total [..]`: the "
+                                           "Trainer's global step) in front of each logged dict")
+        else:
+            source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
     return _postprocess(series, source)
 
 
