@@ -250,11 +250,12 @@ def write_llmc(records, meta, out: Path, interval: int = 1) -> Rows:
 
 
 def write_hf_console(records, meta, out: Path, interval: int = 10) -> Rows:
-    """The HF Trainer's console dicts (no step: the reader counts the lines), among tqdm bars."""
+    """The HF Trainer's console dicts, each after the training bar's frame (its counter is the
+    global step: the reader takes it)."""
     out.mkdir(parents=True, exist_ok=True)
     total = meta["config"]["total_steps"]
     lines, rows = ["***** Running training *****", f"  Total optimization steps = {total}"], []
-    for n, g in enumerate(_groups(records, interval, 1), start=1):
+    for g in _groups(records, interval, 1):
         last = records[g[-1]]
         d = {"loss": round(_mean_loss(records, g), 4), "grad_norm": last["grad_norm"],
              "learning_rate": last["lr"], "epoch": round(last["tokens"] / 180_000, 2)}
@@ -263,7 +264,7 @@ def write_hf_console(records, meta, out: Path, interval: int = 10) -> Rows:
         pct = int(100 * (last["step"] + 1) / total)
         lines.append(f"{pct:3d}%|{'#' * (pct // 10):<10}| {last['step'] + 1}/{total} [00:10<00:20, 9.5it/s]")
         lines.append("{" + body + "}")
-        rows.append((n, g))
+        rows.append((last["step"] + 1, g))
         evals = [records[i]["val_loss"] for i in g if "val_loss" in records[i]]
         if evals:
             lines.append("{" + f"'eval_loss': {evals[-1]!r}, 'eval_runtime': 0.41, "

@@ -234,7 +234,7 @@ def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
         b = b if b is not None else len(rows) - 1
         if k0 is None:
             continue
-        unit = max(1, interval) if fmt not in ("hf-console", "epochs") else 1
+        unit = max(1, interval) if fmt != "epochs" else 1
         # a slow rise: a quarter of its range, at least 25 steps (an eighth of a log too short
         # for that: a 60-step or 12-epoch one) and two lines
         whole = rows[-1][0] - rows[0][0]
