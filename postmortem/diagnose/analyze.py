@@ -76,11 +76,19 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
             slow(m[0]) and e.step >= m[0].step
             or e.step <= m[0].last + ctx.th.merge_gap)), None)
         if host is not None:
+            if e.kind == "nan" and host[0].kind != "nan" and not slow(host[0]):
+                # a NaN leads what it merges with: the spike before it is its lead-up
+                was = host[0]
+                host[1].insert(0, f"{'spike' if was.notes.get('from_spike') else was.kind} at step {was.step}")
+                merged[merged.index(host)] = (e, host[1])
+                continue
             host[1].append(f"{'spike' if e.notes.get('from_spike') else e.kind} at step {e.step}")
             continue
         merged.append((e, []))
     for extra in ctx.grad_spikes + ctx.cascades:
-        near = [m for m in merged if m[0].segment == extra.segment and overlaps(extra, m[0])]
+        # (a line away on a sparse log: a grad norm that jumps the row before the loss leaves)
+        margin = max(20, int(ctx.th.near_lines * ctx.every(extra.segment))) if extra.metric == "grad_norm" else 20
+        near = [m for m in merged if m[0].segment == extra.segment and overlaps(extra, m[0], margin)]
         label = f"{extra.metric} {extra.kind} at step {extra.step}"
         if near:
             near[0][1].append(label)
@@ -114,14 +122,18 @@ def _rise(ev: Event) -> float | None:
 
 
 def _stays_up(ctx: Context, ev: Event) -> Event:
-    """A spike of the loss that does not come back within the recovery window is a
-    divergence, spanning until the loss is back within the band before it (or to the end)."""
-    from postmortem.diagnose.symptoms import recovered
-    if ev.kind != "spike" or ev.metric != "loss" or ev.notes.get("sparse") or recovered(ctx, ev):
+    """A spike of the loss that does not come back within the recovery window (50 steps, or
+    a few logged points on a sparse log) is a divergence, spanning until the loss is back
+    within the band before it (or to the end). A spike judged on too few points (a short
+    log) needs a point after its peak within that reach, still up, to be called one."""
+    from postmortem.diagnose.symptoms import band, recovered
+    if ev.kind != "spike" or ev.metric != "loss" or recovered(ctx, ev):
         return ev
     after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
-    std = ev.window_std if np.isfinite(ev.window_std) else abs(ev.window_mean) * ctx.th.spike_min_rise
-    back = after.step.to_numpy()[(after.loss <= ev.window_mean + ctx.th.recovery_sigma * std).to_numpy()]
+    after = after[np.isfinite(after.loss.to_numpy(dtype=float, na_value=np.nan))]
+    if ev.notes.get("sparse") and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
+        return ev       # (no point after it, or only past a hole: nothing says it stayed up)
+    back = after.step.to_numpy()[(after.loss <= band(ctx, ev)).to_numpy()]
     end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
     return replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True}, end_step=max(end, ev.peak_step))
 

@@ -60,8 +60,13 @@ def _long_tail(ctx, ev, f, e) -> None:
         from postmortem.diagnose.symptoms import recovered
         rec = recovered(ctx, ev)
         short = ev.peak_step - ev.step <= 2
+        within = f"within {ctx.recovery_reach(ev.segment):g} steps"
         e.add(rec and short, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
-              f"{ev.peak_step}, " + ("back within 50 steps" if rec else "not back within 50 steps"))
+              f"{ev.peak_step}, " + (f"back {within}" if rec else f"not back {within}"))
+    elif ev.kind == "divergence" and ev.notes.get("from_spike") and ev.metric == "loss":
+        # one outsized batch moves the loss for a step or two; a loss that stays up is not it
+        e.add(False, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
+              f"{ev.peak_step} and not back by step {ev.last}: one batch does not keep the loss up")
     if ev.kind == "nan":
         e.add(False, "w_not_finite_spike", "loss", f"the loss went non-finite at step {ev.step}, not a finite spike")
     if f.repeated_batch == 0:
@@ -167,9 +172,12 @@ def _bad_data(ctx, ev, f, e) -> None:
 
 def _lr_high(ctx, ev, f, e) -> None:
     if ev.kind == "divergence" and ev.notes.get("from_spike"):
-        # a blow-up that stays up says little of its cause by itself: half the weight
-        e.add(True, "w_divergence", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
-              f"{ev.peak_step}, not back within {ctx.th.recovery_window} steps", half=True)
+        # a blow-up that stays up says little of its cause by itself: half the weight, and
+        # none where no LR is logged (the blow-up itself is no evidence of the LR)
+        lr = ctx.has("lr")
+        e.add(lr, "w_divergence", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
+              f"{ev.peak_step}, not back within {ctx.recovery_reach(ev.segment):g} steps"
+              + ("" if lr else ": no LR logged, so nothing says the LR was too high"), half=True)
     elif ev.kind == "divergence":
         e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.get('rise', 0):.0%} from step "
               f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")

@@ -100,12 +100,20 @@ class Context:
         """How far "around an incident" reaches in a segment, in steps: `near_steps`, or
         `near_lines` logging intervals where the log is sparser (its neighbours are a line
         away), cached."""
+        return max(float(self.th.near_steps), self.th.near_lines * self.every(segment))
+
+    def every(self, segment: int) -> float:
+        """The segment's logging interval in steps (0 with one point), cached."""
         cache = self._around
         if segment not in cache:
             steps = self.history(segment).step.to_numpy()
-            every = interval(steps) if len(steps) > 1 else 0.0
-            cache[segment] = max(float(self.th.near_steps), self.th.near_lines * every)
+            cache[segment] = interval(steps) if len(steps) > 1 else 0.0
         return cache[segment]
+
+    def recovery_reach(self, segment: int) -> float:
+        """How far after a peak the loss may come back, in steps: `recovery_window`, or
+        `recovery_points` logging intervals where the log is sparser."""
+        return max(float(self.th.recovery_window), self.th.recovery_points * self.every(segment))
 
     @cached_property
     def loss_spikes(self):

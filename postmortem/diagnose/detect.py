@@ -118,10 +118,11 @@ def loss_spikes(log: RunLog, th: Thresholds, history=None, unjudged: list | None
             t = np.array([typical[int(i)] for i in thin])
             rises = own[thin] & (loss[thin] > t + np.abs(t) * th.sparse_rise) if len(thin) else thin > 0
         # too little history to judge: said so (B2), never taken for calm
-        # a pasted snippet (or a point past a hole) has nothing better than the line or two
-        # before it; at the start of a log, fewer than `spike_min_history` is too little
-        pasted = len(loss) < 3 * th.spike_min_points or steps[thin] - steps[0] > window
-        enough = pasted | (n[thin] >= th.spike_min_history)
+        # a point past a hole has nothing better than the line or two before it; at the
+        # start of a log, fewer than `spike_min_history` is too little; a pasted snippet
+        # has nothing better either, and there only a rise twice `sparse_rise` is told
+        pasted = (len(loss) < 3 * th.spike_min_points) & (loss[thin] > t + np.abs(t) * 2 * th.sparse_rise)
+        enough = pasted | (steps[thin] - steps[0] > window) | (n[thin] >= th.spike_min_history)
         unjudged.extend((int(steps[i]), int(n[i]), seg) for i in thin[rises & ~enough])
         sparse = thin[rises & enough]
         # Only the points that may stand out are judged against their window's mean and std
@@ -326,9 +327,12 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
         return [], [], []
     first_step = int(f.step.iloc[0])
 
-    def startup(step) -> bool:
-        """The scaler's calibration at the start of training."""
-        return first_step <= th.cascade_stable_before and step < first_step + th.cascade_stable_before
+    def startup(step, frm=np.nan) -> bool:
+        """The scaler's calibration at the start of training: early, and falling from near
+        a scaler's initial scale (2^7 for fairseq up to 2^16 or 2^32; a search never begins
+        far below, so 64 -> 2 on the first steps is a cascade)."""
+        return (first_step <= th.cascade_stable_before and step < first_step + th.cascade_stable_before
+                and not frm < th.scaler_initial_min)
 
     cascades, probes, drops = [], [], []
     seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
@@ -362,13 +366,14 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             skipped = sum(c[2] for c in cluster)
             start = cluster[0][0]
             holes = [c for c in cluster if c[6]]
-            if holes and len(holes) == len(cluster) and halvings >= th.cascade_halvings and not startup(start):
+            frm0 = next((c[3] for c in cluster if np.isfinite(c[3])), np.nan)
+            if holes and len(holes) == len(cluster) and halvings >= th.cascade_halvings and not startup(start, frm0):
                 # fallen across a hole, then steady: how fast it fell is not known
                 drops += [{"after": c[5], "step": c[0], "from": float(c[3]), "to": float(c[4]),
                            "halvings": c[1], "segment": int(seg)} for c in holes]
             # (the start-up calibration never takes the scale below 1: that is overflow)
             elif max(halvings, skipped) >= th.cascade_halvings and (
-                    not startup(start) or min((c[4] for c in cluster if np.isfinite(c[4])), default=1.0) < 1.0):
+                    not startup(start, frm0) or min((c[4] for c in cluster if np.isfinite(c[4])), default=1.0) < 1.0):
                 scales = [c for c in cluster if np.isfinite(c[3])]
                 frm = scales[0][3] if scales else np.nan
                 to = scales[-1][4] if scales else np.nan

@@ -58,6 +58,21 @@ def skip_counts(log: RunLog) -> np.ndarray:
     return out
 
 
+def not_engaged(log: RunLog) -> np.ndarray:
+    """Rows where the log says no step was skipped (its own skipped counter reads 0) under a
+    scale that never moved: no dynamic scaler at work there (Megatron's bf16 print of
+    `loss scale: 1.0 | number of skipped iterations: 0`), so a non-finite grad norm on such
+    a row is a NaN of the grad norm, not a skipped step."""
+    f = log.frame
+    if "skipped" not in f or "loss_scale" not in f:
+        return np.zeros(len(f), dtype=bool)
+    scale = f.loss_scale.to_numpy(dtype=float, na_value=np.nan)
+    scale = scale[np.isfinite(scale)]
+    if not len(scale) or bool((scale != scale[0]).any()):
+        return np.zeros(len(f), dtype=bool)
+    return f.skipped.to_numpy(dtype=float, na_value=np.nan) == 0
+
+
 def overflow_rows(log: RunLog) -> np.ndarray:
     """Rows where only the grad norm is non-finite (the loss is finite or not logged) in a
     run with a loss scaler: the scaler found inf in the gradients and skipped the step."""
@@ -67,7 +82,7 @@ def overflow_rows(log: RunLog) -> np.ndarray:
     unknown = log.dtype is None and "loss" in f
     if "grad_norm" not in f or not (has_scaler(log) or unknown):
         return np.zeros(len(f), dtype=bool)
-    gn_bad = _nonfinite(f, "grad_norm", log)
+    gn_bad = _nonfinite(f, "grad_norm", log) & ~not_engaged(log)
     if not gn_bad.any():                # (the usual case: nothing below can add a row)
         return gn_bad
     if unknown and not has_scaler(log):

@@ -106,12 +106,17 @@ def ongoing_collapse(ctx: Context, ev: Event) -> Event | None:
 
 def measure(ctx: Context, ev: Event) -> Features:
     f = Features()
-    h = between(ctx.history(ev.segment), ev.step - 2 * ctx.th.spike_window, ev.last + 50)
+    # on a sparse log, the window before reaches 3 logged rows back and "at the incident"
+    # includes the row before it (where the grad norm jumps a row before the loss leaves)
+    every = ctx.every(ev.segment)
+    reach = max(ctx.th.spike_window, ctx.th.recovery_points * every)
+    lo = ev.step - max(2, every)
+    h = between(ctx.history(ev.segment), lo - 2 * reach, ev.last + 50)
     st = h.step.to_numpy()
     if "grad_norm" in h:
         gn = h.grad_norm.to_numpy()
-        before = np.isfinite(gn) & (st < ev.step) & (st >= ev.step - ctx.th.spike_window)
-        at = np.isfinite(gn) & _near(st, ev.step - 2, ev.last)
+        at = np.isfinite(gn) & _near(st, lo, ev.last)
+        before = np.isfinite(gn) & (st < lo) & (st >= lo - reach)
         if before.sum() >= 3 and at.any() and np.mean(gn[before]) > 0:
             k = np.flatnonzero(at)[np.argmax(gn[at])]
             f.gn_at, f.gn_at_step = float(gn[k]), int(st[k])

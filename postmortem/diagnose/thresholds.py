@@ -46,6 +46,7 @@ class Thresholds(BaseModel):
     sparse_rise: float = 0.3                 # too few points for a std: 30% above their median
     spike_min_history: int = 3               # fewer points before a rise: it cannot be judged
     recovery_window: int = 50
+    recovery_points: int = 3                 # ... or this many logged points (a sparse log)
     recovery_sigma: float = 0.5
     merge_gap: int = 10                      # spike points this close are one incident
     grad_spike_sigma: float = 3.0            # robust z (median, MAD) of log10(grad norm)
@@ -54,6 +55,7 @@ class Thresholds(BaseModel):
     cascade_halvings: int = 3                # 8x down (or 3 skips) ...
     cascade_gap: int = 10                    # ... each within 10 steps of the one before
     cascade_stable_before: int = 50          # after a stable scale (not the start-up calibration)
+    scaler_initial_min: float = 2.0 ** 7     # the lowest default initial scale (fairseq's)
     divergence_window: int = 200
     divergence_smooth: int = 50
     divergence_min_points: int = 20          # a sparse log's windows widen to hold these
