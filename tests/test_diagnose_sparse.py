@@ -112,3 +112,12 @@ def test_a_nan_grad_norm_under_a_constant_scale_of_one_and_no_skips_is_a_nan_not
     b3 = checks(result)["B3"]
     assert b3.status != "fail" and "not engaged" in b3.detail and "floor" not in b3.detail
     assert [(i.kind, i.metric, i.step) for i in result.incidents] == [("nan", "grad_norm", 210)]
+
+
+def test_a_blow_up_that_ends_non_finite_stays_the_divergence(tmp_path):
+    """fairseq-like, every 1000 updates: the loss leaves at 5000, stays up and overflows to
+    inf at 7000: one divergence from 5000 (the inf inside it), not a NaN at 7000."""
+    loss = [9.5, 8.6, 7.5, 6.9, 1.0e4, 4.8e9, float("inf")]
+    result = write(tmp_path, [{"step": 1000 * (k + 1), "loss": v} for k, v in enumerate(loss)])
+    assert [(i.kind, i.step) for i in result.incidents] == [("divergence", 5000)]
+    assert "nan at step 7000" in result.incidents[0].related

@@ -61,6 +61,15 @@ def _bad_start(ctx: Context, checks) -> list[Event]:
     return [Event("bad-start", "loss", int(steps[0]), 0, int(steps[0]), float(loss[0]))]
 
 
+def _reach(ctx: Context, host: Event, e: Event) -> float:
+    """How far after `host`'s span `e` still belongs to it: `merge_gap`; a NaN after a blow-up
+    that never came back, up to the next logged line (its last finite point is where the
+    loss left the log's range)."""
+    if e.kind == "nan" and host.notes.get("from_spike") and host.kind == "divergence":
+        return max(ctx.th.merge_gap, ctx.th.near_lines * ctx.every(e.segment))
+    return ctx.th.merge_gap
+
+
 def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
     """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
@@ -74,10 +83,11 @@ def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
         # is back), or a NaN run inside a spike, belongs to it.
         host = next((m for m in merged if m[0].segment == e.segment and not slow(e) and (
             slow(m[0]) and e.step >= m[0].step
-            or e.step <= m[0].last + ctx.th.merge_gap)), None)
+            or e.step <= m[0].last + _reach(ctx, m[0], e))), None)
         if host is not None:
-            if e.kind == "nan" and host[0].kind != "nan" and not slow(host[0]):
-                # a NaN leads what it merges with: the spike before it is its lead-up
+            if e.kind == "nan" and host[0].kind == "spike":
+                # a NaN leads the spike it merges with (its lead-up); a blow-up that stayed
+                # up and ended non-finite stays the divergence it was
                 was = host[0]
                 host[1].insert(0, f"{'spike' if was.notes.get('from_spike') else was.kind} at step {was.step}")
                 merged[merged.index(host)] = (e, host[1])
