@@ -100,3 +100,42 @@ def test_a_one_letter_name_without_its_parts_is_left(tmp_path, fmt):
     assert "one-letter" not in str(run.source.extras.get("loss_from"))
     if "loss" in run.frame:
         assert run.frame.loss.round(4).tolist() == [round(2.3 - s / 100, 4) for s in range(10, 60, 10)]
+
+
+def test_losses_beside_its_parts_is_the_total(tmp_path):
+    # `losses = sum(loss_dict.values())` printed beside the terms (a detection/colour-LUT trainer)
+    fmt = "Iter: {s}, lr: 0.000100, losses: {t}, loss_mn: {a:.4f}, loss_c: {a:.4f}, loss_s: {a:.4f}, loss_mse: {a:.4f}"
+    lines = [fmt.format(s=s, t=("nan" if s >= 400 else f"{1.2 - s / 1000:.4f}"), a=0.3) for s in range(100, 600, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert data["read"]["loss"].startswith("losses (a total loss)")
+    assert _loss(data)["nan"] == 2 and _loss(data)["count"] == 5
+
+
+def _dllogger(step: int, avg: float, own: float) -> str:
+    # DLLogger's StdOutBackend: prefix "DLL {timestamp} - ", step_format str(step), then
+    # "{} : {} {}".format(metric, value, unit) joined by " " (NVIDIA DeepLearningExamples BERT
+    # run_pretraining.py logs average_loss, step_loss and learning_rate)
+    metrics = " ".join("{} : {} {}".format(k, v, "") for k, v in
+                       (("average_loss", avg), ("step_loss", own), ("learning_rate", 0.0001)))
+    return "DLL 2020-03-10 10:00:00.123456 - {} {}".format(str((0, step)), metrics)
+
+
+def test_a_mean_over_steps_is_not_preferred_over_the_steps_own_loss(tmp_path):
+    lines = [_dllogger(s, 7.1 - s / 1e4, 9.5 if s == 1500 else 7.0 - s / 1e4) for s in range(1000, 2000, 100)]
+    data = _info(_write(tmp_path, lines))
+    assert data["read"]["loss"].startswith("step_loss (the step's own loss")
+    assert _loss(data)["max"] == 9.5
+
+
+def test_ultralytics_loss_parts_without_namespace_are_summed(tmp_path):
+    # Ultralytics' console, its rows glued to the bar (BaseTrainer._do_train pbar.set_description),
+    # here without the dialect's own match (a negative box loss, printed by %11.4g)
+    hdr = ("%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size")
+    lines = [hdr]
+    for e in range(1, 6):
+        frames = [("%11s" * 2 + "%11.4g" * 5) % (f"{e}/100", "2.51G", -0.2335, 2.0 - e / 10, 1.4, 32, 640)
+                  + f": {100 * n // 787:3d}%|#####     | {n}/787 [00:05<00:00,  1.9it/s]" for n in (1, 400, 787)]
+        lines.append("\r".join(frames))
+    data = _info(_write(tmp_path, lines))
+    assert "Ultralytics" in data["read"]["loss"]
+    assert _loss(data)["min"] == pytest.approx(-0.2335 + 1.5 + 1.4)

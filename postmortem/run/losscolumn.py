@@ -2,8 +2,10 @@
 
 The rules, in order, for the train loss (the eval loss the same way over val/eval/valid/test names):
 1. a name the alias table knows (`loss`, `train_loss`, `lm_loss`, `loss_step`, `train/loss`, ...);
-2. a total: `total_loss`, `mean_loss`, `avg_loss`, `loss_total`, and the namespaced totals
-   `train/loss/total`, `loss/train/total` (Composer), `losses/total`, ...;
+2. a total: `total_loss`, `mean_loss`, `avg_loss`, `loss_total`, `losses` (the sum of a
+   `loss_dict` printed beside its terms), and the namespaced totals `train/loss/total`,
+   `loss/train/total` (Composer), `losses/total`, ...; a mean over steps (`average_loss`,
+   `avg_loss`) only when no step's own loss (`step_loss`, `batch_loss`) is beside it;
 3. a cross-entropy / LM loss: `CrossEntropyLoss`, `ce_loss`, `nll_loss`, `lm_loss_avg`, ...;
 4. one other `*loss*` column: that one;
 5. several component losses under one namespace and no total (Ultralytics' `train/box_loss`,
@@ -11,7 +13,8 @@ The rules, in order, for the train loss (the eval loss the same way over val/eva
    in any part is a spike of it; the parts keep their own columns;
 6. several losses with no shared namespace (a GAN's `generator_loss` and `critic_loss`, RLHF's
    `act_loss` and `cri_loss`: two models): none is chosen, and a warning names them, unless the
-   catalogue says the family steps on their sum (Ultralytics' console: box + cls + dfl);
+   catalogue says the family steps on their sum (Ultralytics' console: box + cls + dfl), or
+   the names are Ultralytics' own loss parts (`_SUMMED_PARTS`, a console pasted from mid-run);
 7. only a perplexity (`ppl`, `Validation perplexity`): the loss is its log.
 The choice is kept in `source.extras["loss_from"]` (and `val_loss_from`), which `info` prints.
 """
@@ -33,7 +36,17 @@ _STREAMS = _EVAL | {"train", "training"}
 _OTHER_METRIC = re.compile(r"grad|norm|acc|lr|rate|time|step|epoch|scale|count|ppl|perplex|tok|sample|mem|num")
 _NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
 _TOTAL = re.compile(r"^(?:train_?)?(?:total|tot|mean|avg|average|overall|sum)_?loss(?:_step)?$"
-                    r"|^loss_?(?:total|mean|avg|sum)$|^objective$")
+                    r"|^loss_?(?:total|mean|avg|sum)$|^objective$|^(?:total_?)?losses$")
+# a mean over the steps (DLLogger BERT's `average_loss`, an AverageMeter's `avg_loss`): a total
+# of the terms, but smoothed; the step's own loss beside it is the loss (a spike stays a spike)
+_MEAN = re.compile(r"^(?:train_?)?(?:mean|avg|average)_?loss|^loss_?(?:mean|avg)$")
+_STEP_LOSS = re.compile(r"^(?:train_?)?(?:step|batch|iter|iteration|cur|current)_?loss$")
+# Ultralytics' trainers print their loss parts with no total (`self.loss_names`: detect
+# "box_loss", "cls_loss", "dfl_loss"; segment + "seg_loss"; pose + "pose_loss", "kobj_loss";
+# RT-DETR "giou_loss", "cls_loss", "l1_loss"; ultralytics/models/*/train.py get_validator) and
+# step on their sum (`loss.sum() * batch_size`, utils/loss.py): these parts are summed even
+# without a `train/` namespace or the console's own dialect (a paste from mid-run)
+_SUMMED_PARTS = ({"box_loss", "cls_loss"}, {"giou_loss", "cls_loss", "l1_loss"})
 # OpenNMT-py's `xent`, fairseq's and torch's `nll`: a cross-entropy under its own short name
 _LOSS_NAMES = {"xent", "nll", "crossentropy", "cross_entropy"}
 _CE = re.compile(r"^(?:train_?)?(?:cross_?entropy_?loss|crossentropy|cross_entropy|ce_?loss|nll_?loss|nll|xent"
@@ -84,16 +97,23 @@ def _leaf(name: str) -> str:
 
 def _pick(names: list[str]) -> tuple[list[str], str | None]:
     """The column(s) that make the loss among loss-like names of one stream, and the rule."""
+    means = [n for n in names if _MEAN.match(_leaf(n))]
+    own = [n for n in names if _STEP_LOSS.match(_leaf(n))]
+    if means and own and not any(_TOTAL.match(_leaf(n)) and n not in means for n in names):
+        return own[:1], f"the step's own loss ({means[0]} beside it is a mean over steps)"
     for rule, pattern in (("a total loss", _TOTAL), ("a cross-entropy / LM loss", _CE)):
         hits = [n for n in names if pattern.match(_leaf(n))]
         if hits:
-            return [min(hits, key=lambda n: ("epoch" in normalize(n), names.index(n)))], rule
+            return [min(hits, key=lambda n: (n in means, "epoch" in normalize(n), names.index(n)))], rule
     steps = [n for n in names if not normalize(n).endswith("_epoch")] or names
     if len(steps) == 1:
         return steps, "the only loss column"
     spaces = {tuple(_parts(n)[:-1]) for n in steps}
     if len(spaces) == 1 and spaces != {()}:
         return steps, "the sum of the component losses (no total column)"
+    leaves = {_parts(n)[-1] for n in steps}
+    if any(known <= leaves for known in _SUMMED_PARTS) and all(x.endswith("_loss") for x in leaves):
+        return steps, "the sum of Ultralytics' loss parts (its trainer steps on their sum)"
     return steps, None
 
 
