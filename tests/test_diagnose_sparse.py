@@ -121,3 +121,34 @@ def test_a_blow_up_that_ends_non_finite_stays_the_divergence(tmp_path):
     result = write(tmp_path, [{"step": 1000 * (k + 1), "loss": v} for k, v in enumerate(loss)])
     assert [(i.kind, i.step) for i in result.incidents] == [("divergence", 5000)]
     assert "nan at step 7000" in result.incidents[0].related
+
+
+def test_a_scale_that_never_moves_with_no_skips_is_no_sign_of_fp16(tmp_path):
+    """The same bf16-style log: fp16-overflow gets no support from the scale column (it is
+    said against it, with why)."""
+    rows = [{"step": 10 * k, "loss": 2.5 - 0.01 * k, "loss_scale": 1.0, "skipped": 0, "grad_norm": 0.8 + 0.01 * k}
+            for k in range(1, 30)]
+    rows[20]["grad_norm"] = float("nan")
+    fp16 = next(h for h in write(tmp_path, rows).incidents[0].hypotheses if h.pattern == "fp16-overflow")
+    assert not any("loss scaler is at work" in o.observation for o in fp16.supported_by)
+    assert any("no loss scaler at work" in o.observation for o in fp16.contradicted_by)
+
+
+def test_two_halvings_on_consecutive_steps_while_the_loss_triples_are_a_cascade(tmp_path):
+    """128 -> 32 on two consecutive steps mid-run with the loss 1.3 -> 4.3: a cascade (B3
+    fails), not two routine probes; the same two halvings with the loss calm stay probes."""
+    rng = np.random.default_rng(4)
+    rows = [{"step": k, "loss": float(1.3 + 0.02 * rng.standard_normal()), "loss_scale": 128.0} for k in range(100, 200)]
+    for r in rows:
+        if r["step"] == 160:
+            r["loss_scale"] = 64.0
+        if r["step"] >= 161:
+            r["loss_scale"] = 32.0
+    calm = write(tmp_path / "calm", rows)
+    assert checks(calm)["B3"].status != "fail"
+    for r in rows:
+        if 161 <= r["step"] <= 163:
+            r["loss"] = 4.3
+    result = write(tmp_path / "jump", rows)
+    assert checks(result)["B3"].status == "fail"
+    assert any(i.metric == "loss_scale" or "loss_scale cascade" in " ".join(i.related) for i in result.incidents)

@@ -95,7 +95,14 @@ def _fp16(ctx, ev, f, e) -> None:
         # said as the series and the config show it: a static scale is no dynamic scaling
         e.add(True, "w_dtype", "loss-scale", f"the run is fp16 with {ctx.scale_regime.said}")
     elif dtype is None and (ctx.has("loss_scale") or ctx.skips.any()):
-        e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
+        from postmortem.diagnose.nan import scaler_idle
+        if scaler_idle(ctx.log):
+            # Megatron prints `loss scale: 1.0` in bf16 too: a scale that never moves with
+            # no step ever skipped is no sign of fp16
+            e.add(False, "w_dtype", "loss-scale", f"{ctx.scale_regime.said}, and the log's skipped counter is 0 "
+                  "on every line: no loss scaler at work", half=True)
+        else:
+            e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
     if f.cascade is not None:
         from postmortem.diagnose.scaler import persistent_words
         c = f.cascade

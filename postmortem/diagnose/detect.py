@@ -372,7 +372,8 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
                 drops += [{"after": c[5], "step": c[0], "from": float(c[3]), "to": float(c[4]),
                            "halvings": c[1], "segment": int(seg)} for c in holes]
             # (the start-up calibration never takes the scale below 1: that is overflow)
-            elif max(halvings, skipped) >= th.cascade_halvings and (
+            elif (max(halvings, skipped) >= th.cascade_halvings or halvings >= 2 and _loss_jumps(
+                    f, rows, start, cluster[-1][0] + gap, th)) and (
                     not startup(start, frm0) or min((c[4] for c in cluster if np.isfinite(c[4])), default=1.0) < 1.0):
                 scales = [c for c in cluster if np.isfinite(c[3])]
                 frm = scales[0][3] if scales else np.nan
@@ -394,6 +395,19 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
             if m is not None:
                 cluster = [m]
     return cascades, probes, drops
+
+
+def _loss_jumps(f, rows: np.ndarray, start: int, end: float, th: Thresholds) -> bool:
+    """The loss at least `cascade_loss_jump` x its level before `start` on a line up to `end`:
+    two halvings close together while the loss triples are no routine probes."""
+    if "loss" not in f:
+        return False
+    st = f.step.to_numpy()[rows]
+    loss = f.loss.to_numpy(dtype=float, na_value=np.nan)[rows]
+    before = loss[(st < start) & np.isfinite(loss)][-th.spike_min_points:]
+    during = loss[(st >= start) & (st <= end) & np.isfinite(loss)]
+    return bool(len(before) and len(during) and np.median(before) > 0
+                and during.max() >= th.cascade_loss_jump * np.median(before))
 
 
 def _past_probes(cluster: list, th: Thresholds) -> tuple[list, list]:

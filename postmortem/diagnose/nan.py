@@ -73,6 +73,14 @@ def not_engaged(log: RunLog) -> np.ndarray:
     return f.skipped.to_numpy(dtype=float, na_value=np.nan) == 0
 
 
+def scaler_idle(log: RunLog) -> bool:
+    """The log says no scaler is at work: a scale that never moved, and its own skipped
+    counter at 0 on every line that prints it."""
+    f = log.frame
+    said = f.skipped.notna().to_numpy() if "skipped" in f else np.zeros(len(f), dtype=bool)
+    return bool(said.any() and not_engaged(log)[said].all())
+
+
 def overflow_rows(log: RunLog) -> np.ndarray:
     """Rows where only the grad norm is non-finite (the loss is finite or not logged) in a
     run with a loss scaler: the scaler found inf in the gradients and skipped the step."""

@@ -56,6 +56,7 @@ class Thresholds(BaseModel):
     cascade_gap: int = 10                    # ... each within 10 steps of the one before
     cascade_stable_before: int = 50          # after a stable scale (not the start-up calibration)
     scaler_initial_min: float = 2.0 ** 7     # the lowest default initial scale (fairseq's)
+    cascade_loss_jump: float = 3.0           # 2 halvings close together while the loss x3: a cascade
     divergence_window: int = 200
     divergence_smooth: int = 50
     divergence_min_points: int = 20          # a sparse log's windows widen to hold these
