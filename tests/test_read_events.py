@@ -135,3 +135,33 @@ def test_info_names_the_dialect_of_each_series(tmp_path):
     assert by["loss_scale"]["dialect"] == ["apex.amp.overflow"]
     assert by["overflows"]["dialect"] == ["apex.amp.overflow"] and "dialect" not in by["loss"]
     assert np.isfinite(by["loss_scale"]["max"])
+
+
+# fairseq's progress line (progress_bar.SimpleProgressBar: `epoch 001:  {i} / {n} ` + the stats as
+# key=value, loss_scale among them) with the trainer's overflow messages between two lines
+# (v0.6-v0.9 `print("| WARNING: overflow detected, " + str(e))`, v0.10 `logger.info("NOTE:
+# overflow detected, " + str(e))` under the `fairseq.trainer` logger): every printed scale is a
+# value, joined to the loss_scale the progress lines log
+FAIRSEQ_LINE = {
+    "v0.9": "| epoch 001:   {u:4d} / 331737 loss=9.512, nll_loss=9.1, ppl=549.2, wps=12000, "
+            "num_updates={u}, lr=0.25, gnorm=1.2, loss_scale={s}, wall=320",
+    "v0.10": "2020-10-01 10:00:00 | INFO | train_inner | epoch 001:   {u:4d} / 331737 loss=9.512, "
+             "nll_loss=9.1, ppl=549.2, wps=12000, num_updates={u}, lr=0.25, gnorm=1.2, loss_scale={s}, wall=320",
+}
+FAIRSEQ_NOTE = {"v0.9": "| WARNING: overflow detected, setting loss scale to: {x}",
+                "v0.10": "2020-10-01 10:00:01 | INFO | fairseq.trainer | NOTE: overflow detected, "
+                         "setting loss scale to: {x}"}
+
+
+def test_fairseq_overflow_scales_join_the_logged_loss_scale(tmp_path):
+    import pytest
+    for version in FAIRSEQ_LINE:
+        line, note = FAIRSEQ_LINE[version], FAIRSEQ_NOTE[version]
+        lines = [line.format(u=1000, s=64), note.format(x=32.0), note.format(x=16.0),
+                 line.format(u=2000, s=16), note.format(x=8.0), note.format(x=4.0),
+                 line.format(u=3000, s=4), note.format(x=2.0), note.format(x=1.0), note.format(x=0.25)]
+        run = read_run(_write(tmp_path, f"{version}.log", lines))
+        f = run.frame
+        scales = f.loss_scale.dropna().tolist()
+        assert scales == pytest.approx([64, 32, 16, 8, 4, 2, 1, 0.25]), version
+        assert f.overflows.sum() == 7 and not f.loss_scale[f.overflows == 1].isna().any(), version

@@ -598,7 +598,7 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
     if any(s.name.lower() == "skipped_total" for s in series):
         present.add("skipped")          # DeepSpeed's own counter says it (`_postprocess`)
-    series += p.event_series(present)
+    series = events.join_scale(series, p.event_series(present))
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
     if dialect == "hf-console":

@@ -194,6 +194,29 @@ def crowded(steps: list[float], events: list[Event]) -> int:
     return sum(c - 1 for c in seen.values() if c > 1)
 
 
+def join_scale(series: list, extra: list) -> list:
+    """The messages' series added to the lines' ones; the scales the messages print join a
+    `loss_scale` the progress lines log (fairseq's `loss_scale=` every N updates and its
+    `overflow detected, setting loss scale to: X` between them): every printed scale is a
+    value; where a line and a message name the same step, the one printed last is kept."""
+    from postmortem.run.aliases import canonical_name
+    from postmortem.run.assemble import Series
+    mine = next((s for s in extra if s.name == "loss_scale"), None)
+    theirs = next((i for i, s in enumerate(series) if canonical_name(s.name) == "loss_scale"), None)
+    if mine is None or theirs is None:
+        return series + extra
+    old = series[theirs]
+    order = np.concatenate([old.order, mine.order])
+    step = np.concatenate([old.step, mine.step])
+    value = np.concatenate([old.value, mine.value])
+    srt = np.lexsort((order, step))
+    order, step, value = order[srt], step[srt], value[srt]
+    last = np.append(step[1:] != step[:-1], True)
+    series = list(series)
+    series[theirs] = Series(old.name, order[last], step[last], value[last])
+    return series + [s for s in extra if s is not mine]
+
+
 # --- the general reader's side: groups of lines -> events on steps -> series ---------------
 
 def _ffill(values: np.ndarray) -> np.ndarray:
@@ -306,7 +329,7 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
     # the scale each message printed (`inf`, `0` and a printed `nan` kept); a message that
     # prints none (a hysteresis skip, ColossalAI's) sets no scale
     has = np.isin(kinds_a, ("overflow", "scale", "skipped")) & (~np.isnan(scales) | nan_said[srt])
-    if "loss_scale" not in present and has.any():
+    if has.any():           # beside a logged loss_scale too: `join_scale` merges them
         idx = np.flatnonzero(has)
         u, f, c = np.unique(steps[idx], return_index=True, return_counts=True)
         pick = idx[f + c - 1]

@@ -209,7 +209,7 @@ def series(lines: Lines, source: Source) -> list[Series]:
         result.append(Series(name, at_rows, at_steps, values))
     if preamble:
         source.extras["preamble"] = preamble
-    result += _overflow_series(lines, source, {canonical_name(s.name) for s in result})
+    result = events.join_scale(result, _overflow_series(lines, source, {canonical_name(s.name) for s in result}))
     return result
 
 
