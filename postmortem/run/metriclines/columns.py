@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from postmortem.run import readprogress
 from postmortem.run.assemble import to_number
 from postmortem.run.metriclines import code, table
 from postmortem.run.dialects import progress
@@ -162,7 +163,8 @@ def scan(data) -> tuple[np.ndarray, ...]:
     with ThreadPoolExecutor(_workers()) if parallel else contextlib.nullcontext() as pool:
         scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if parallel
                    else (_scan_piece(data, *b) for b in bounds))
-        for p in scanned:                   # in text order: shape ids the same on every read
+        for (_, piece_end), p in zip(bounds, scanned):   # in text order: the same shape ids
+            readprogress.advance(piece_end, n)                # on every read
             known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
             shape_ids.append(known[p.shape])
             firsts.append(p.first + runs_before)
