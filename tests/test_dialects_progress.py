@@ -256,9 +256,6 @@ def test_fairseq_epoch_summaries_are_not_a_relaunch(tmp_path):
     assert next(x for x in data["metrics"] if x["name"] == "val_loss")["max"] == 6.9
 
 
-@pytest.mark.xfail(strict=True, reason="the general reader (metriclines) reads torchtitan's `validate step: N  loss: X` "
-                   "as the train loss of step N logged again (a fake relaunch segment); the catalogue names it "
-                   "torchtitan.validate, an eval, but the reader does not route eval dialects to val_ columns")
 def test_torchtitan_colored_console_with_its_validator(tmp_path):
     # metrics.py's colours (`{color.red}step: ...`, ANSI codes when the console is a terminal), every
     # rank printing behind `[rankN]:`, and the validator's `validate step:` line: an eval, not a step

@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 from postmortem.run import readprogress
 from postmortem.run.assemble import to_number
 from postmortem.run.metriclines import code, table
-from postmortem.run.dialects import progress
+from postmortem.run.metriclines.clean import clean
+from postmortem.run.dialects import catalogue, progress
 from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse, split_event
 
 _DIGITS = b"0123456789"
@@ -323,6 +324,8 @@ def _parse(text: str) -> Parsed:
     parsed = parse(text)
     if not parsed.values:
         return parsed
+    if not parsed.overflow:
+        _as_eval(clean(text).strip(), parsed)
     if parsed.overflow:                 # the frame in front of a message is the progress line
         if parsed.overflow["step"]:
             return parsed               # the message's own step stays its own
@@ -343,6 +346,29 @@ def _parse(text: str) -> Parsed:
     if "epoch" in d.pattern.groupindex and m.group("epoch") is not None:
         parsed.epoch = (m.start("epoch") + lead, m.end("epoch") + lead)
     return parsed
+
+
+_EVAL_NAMES = ("val", "eval", "test", "valid")
+
+
+def _as_eval(text: str, parsed: Parsed) -> None:
+    """A line the catalogue names an eval (torchtitan's `validate step: N  loss: X`) whose own
+    words name no stream: its values are the eval's (`val_*`), never the step's train values
+    again. One with an epoch and no step (fairseq's `epoch 001 | loss ... | num_updates N`, the
+    epoch's means printed after its last update) is the epoch's summary (`summary_epochs`)."""
+    if parsed.stream in ("val", "test") or any(v.column.lower().startswith(_EVAL_NAMES)
+                                               for v in parsed.values):
+        return              # its own names say it (nanoGPT's `train loss ..., val loss ...`)
+    d = next((d for d in catalogue("eval") if d.search(text)), None)
+    if d is None:
+        return
+    if "epoch" in d.pattern.groupindex and "step" not in d.pattern.groupindex:
+        parsed.stream = "summary"
+        return
+    parsed.stream = "val"
+    for v in parsed.values:
+        if v.column.lower() not in ("lr", "learning rate"):
+            v.column = f"val_{v.column}"
 
 
 def _by_name_digits(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed,
