@@ -104,3 +104,54 @@ def test_a_big_file_refused_at_once_is_one_line(tmp_path):
         f.truncate(64 << 20)                     # 64 MB of nothing: a big read, refused at once
     assert "unknown format" in one_line_error(postmortem("analyze", huge))
 
+
+
+def test_the_text_reader_says_the_bytes_it_has_scanned(tmp_path):
+    from postmortem.run import read_run, readprogress
+    log = tmp_path / "main.log"
+    log.write_text("".join(f"s:{i} trl:{3 - i / 1e4:.4f} lr:0.0006 norm:0.{i % 97:02d}\n" for i in range(2000)))
+    said: list[tuple[int, int]] = []
+    with readprogress.listening(lambda done, total: said.append((done, total))):
+        read_run(log)
+    size = log.stat().st_size
+    assert said and said[-1] == (size, size)
+    assert [d for d, _ in said] == sorted(d for d, _ in said)          # never goes back
+    said.clear()
+    read_run(log)
+    assert said == []                                                   # nobody listening: nothing said
+
+
+@pytest.mark.slow
+def test_a_big_read_on_a_terminal_draws_a_bar_of_the_bytes_scanned(tmp_path):
+    import pty
+    import re
+    import select
+    big = tmp_path / "main.log"                  # over BIG_READ (20 MB): a bar, not a spinner
+    with big.open("w") as f:
+        for start in range(0, 700_000, 50_000):
+            f.write("".join(f"s:{i} trl:{3 - i / 1e6:.4f} lr:0.000600 norm:0.{i % 97:02d}\n"
+                            for i in range(start, start + 50_000)))
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update(COLUMNS="120", LINES="40", TERM="xterm")
+        try:
+            os.execv(sys.executable, [sys.executable, "-m", "postmortem", "info", str(big)])
+        finally:
+            os._exit(127)
+    out = b""
+    while select.select([fd], [], [], 120)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out[-2000:]
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    total = f"{big.stat().st_size / 1e6:.1f} MB"
+    # the scan takes a fraction of a second; putting the columns together after it, longer:
+    # the bar is drawn full then, whatever the frames drawn while it filled
+    assert f"{total[:-3]}/{total}" in drawn and "0/? bytes" in drawn, drawn[:2000]
+    assert "scanned; putting the columns together" in drawn

@@ -52,9 +52,9 @@ def cmd_new(args) -> int:
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
-    from postmortem.cli.progress import ArmSteps, phase, say
+    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     learner = _learner_needed(_settings(args))
-    with phase(f"reading and analyzing {args.run}", in_pipe=False):
+    with phase(f"reading and analyzing {args.run}", in_pipe=False, read_bytes=size_of(args.run)):
         log = read_run(args.run, **read_options(args))
         against = [read_run(other) for other in args.against or []]
         inc = incident_near(log, args.step, against)

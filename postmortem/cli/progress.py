@@ -41,10 +41,15 @@ PIPE_AFTER_S = 1.0          # a phase said in a pipe once it has lasted this lon
 
 
 @contextmanager
-def phase(text: str, in_pipe: bool = True):
+def phase(text: str, in_pipe: bool = True, read_bytes: int = 0):
     """A phase of long work: a spinner with its words and seconds on a terminal (gone when it
     ends), its words once in a pipe (when `in_pipe`) after PIPE_AFTER_S: what is refused at
-    once (a file of an unknown format) stays one line."""
+    once (a file of an unknown format) stays one line. A phase that reads a text of
+    `read_bytes` (BIG_READ or more) shows on a terminal a bar of the bytes scanned."""
+    if _terminal() and read_bytes >= BIG_READ:
+        with _bytes_bar(text):
+            yield
+        return
     if not _terminal():
         if not in_pipe:
             yield
@@ -64,6 +69,28 @@ def phase(text: str, in_pipe: bool = True):
                   console=Console(stderr=True), transient=True) as bar:
         bar.add_task(text, total=None)
         yield
+
+
+@contextmanager
+def _bytes_bar(text: str):
+    """The bytes of a big text scanned (run.readprogress), then the columns put together."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn,
+                               TimeElapsedColumn)
+    from postmortem.run import readprogress
+    # the bar and its bytes first: a long path is what gets cut at the right edge, not them
+    from rich.table import Column
+    words = TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"))
+    with Progress(SpinnerColumn(), BarColumn(bar_width=30), DownloadColumn(), TimeElapsedColumn(), words,
+                  console=Console(stderr=True), transient=True, expand=True) as bar:
+        task = bar.add_task(text, total=None)
+
+        def scanned(done: int, total: int) -> None:
+            words = text if done < total else f"scanned; putting the columns together: {text}"
+            bar.update(task, completed=done, total=total, description=words)
+
+        with readprogress.listening(scanned):
+            yield
 
 
 class ArmSteps:

@@ -27,8 +27,8 @@ def cmd_replay(args) -> int:
         arms = ("faithful", *arms)
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
-    from postmortem.cli.progress import ArmSteps, phase, say
-    with phase(f"reading and analyzing {args.run}", in_pipe=False):
+    from postmortem.cli.progress import ArmSteps, phase, say, size_of
+    with phase(f"reading and analyzing {args.run}", in_pipe=False, read_bytes=size_of(args.run)):
         log = read_run(args.run, format=args.format, run=args.run_id)
         inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)

@@ -13,7 +13,7 @@ def _read(args):
     from postmortem.cli.progress import BIG_READ, megabytes, phase, size_of
     from postmortem.run import read_run
     size = size_of(args.run)
-    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= BIG_READ):
+    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= BIG_READ, read_bytes=size):
         return read_run(args.run, **read_options(args))
 
 
