@@ -70,10 +70,12 @@ _COUNTERS = [
     # a float `global_step=99.0` too (Lightning loggers print their postfix values as floats)
     ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?:\.0+)?(?!\d|\.\d)", re.I)),
     ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
-    ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
-    ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    # `iteration 100/3877`, and the bracketed counter after the word (`Iter: [100/3877]`,
+    # `Iteration [100/3877]`, mmcv's `Iter [100/3877]`, `iter [ 100/3877]`)
+    ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(?:\[\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(?:\[\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
     ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
-    ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),
+    ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),     # the last bar: `_last_bar`
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
 ]
 # `Epoch [e][i/N]`, `Epoch(train) [e][i/N]`, `epoch: [e]  [i/N]`, `| epoch e | i/ N batches`,
@@ -83,6 +85,12 @@ _EPOCH_BATCH = [
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
 ]
+_TQDM = dict(_COUNTERS)["tqdm"]
+# MetricLogger.log_every's `{header}  [{i}/{N}]  eta:` (DeiT, DETR, dinov2, LAVIS); an eval's
+# header (`Test:`) counts its own batches, never the run's steps
+_LOGGER_BAR = re.compile(r"\[\s*(\d+)\s*/\s*\d+\s*\]\s+eta:")
+_HEADER_WORD = re.compile(r"(\w*)\W*$")
+_EVAL_HEADERS = {"test", "eval", "val", "valid", "validation", "evaluation", "testing"}
 _EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)
 # How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
 # (`Epoch [e][i/N]`, `Epoch(train) [e][i/N]`) and Composer (`[epoch=e]`) from 1; DeiT's
@@ -269,7 +277,7 @@ def parse(raw: str) -> Parsed:
     for kind, pattern in _COUNTERS:
         if kind in out.counters:
             continue
-        m = pattern.search(text)
+        m = _last_bar(text, ov) if kind == "tqdm" else pattern.search(text)
         if m and not _consumed(taken, *m.span(1)):
             out.counters[kind] = m.span(1)
             if (m.lastindex or 0) >= 2 and m.group(2):
@@ -288,6 +296,13 @@ def parse(raw: str) -> Parsed:
             taken.append(m.span())
     if out.epoch is not None:
         out.epoch_base = 1 if _ONE_BASED.search(text) else 0 if _ZERO_BASED.search(text) else None
+    elif not out.counters:
+        m = _LOGGER_BAR.search(text)
+        if m and _HEADER_WORD.search(text, max(0, m.start() - 40), m.start()).group(1).lower() not in _EVAL_HEADERS:
+            # MetricLogger.log_every under a header with no epoch (dinov2's `Training  [  40/N]
+            # eta:`): its i counts the run's iterations
+            out.counters["iteration"] = m.span(1)
+            taken.append(m.span())
     m = _KERAS_BAR.match(text)
     if m:
         out.progress = (m.span(1), m.span(2))
@@ -300,9 +315,20 @@ def parse(raw: str) -> Parsed:
             _metrics(text[:ov["start"]], out, taken)
         return out
     _metrics(text, out, taken)
+    if out.values and (out.counters or out.epoch is not None) and _section_header(text, out):
+        out.values = []
     if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
         out.counters, out.epoch, out.batch, out.period = {}, None, None, None
     return out
+
+
+def _last_bar(text: str, ov: dict | None) -> re.Match | None:
+    """The last tqdm counter before the message: two bars printed on one line (an inner
+    rollout bar, then the training bar and what it carries) are at the outer bar's step."""
+    last = None
+    for last in _TQDM.finditer(text, 0, len(text) if ov is None else ov["start"]):
+        pass
+    return last
 
 
 def _metrics(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
@@ -336,6 +362,14 @@ def split_event(parsed: Parsed) -> list[Parsed]:
                                 epoch_base=parsed.epoch_base if epoch else None)
     message = dataclasses.replace(parsed, values=[], stream=None)
     return [frame, message]
+
+
+def _section_header(text: str, out: Parsed) -> bool:
+    """A counter's header naming a part of the run (`[Epoch=000/020] Stage 1`, `Epoch 3 Phase
+    2`): whole numbers after a word with no `:` or `=`, none a metric's word."""
+    return all(text[v.start:v.end].isdigit() and v.name_start is not None
+               and not re.search(r"[:=]", text[v.name_start:v.start])
+               and not _METRIC_WORD.search(v.column) for v in out.values)
 
 
 _COUNTER_WORDS = {"step", "steps", "iter", "iters", "iteration", "epoch", "global", "batch", "num", "updates",
