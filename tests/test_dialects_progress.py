@@ -247,9 +247,6 @@ def test_fairseq_tqdm_frames_are_fairseqs_with_num_updates_as_the_step(tmp_path)
     assert next(x for x in data["metrics"] if x["name"] == "loss")["dialect"] == ["fairseq.tqdm"]
 
 
-@pytest.mark.xfail(strict=True, reason="the general reader (metriclines, not the catalogue's) reads fairseq's "
-                   "end-of-epoch print `epoch 001 | loss 7.45 | ... | num_updates 1000` as update 1000 logged "
-                   "again (a fake relaunch segment) and drops the valid line's loss")
 def test_fairseq_epoch_summaries_are_not_a_relaunch(tmp_path):
     data = _info(tmp_path, _fairseq_simple_epoch(True))
     assert data["read"]["segments"] is None

@@ -10,6 +10,7 @@ Arrow in one call per column. A 1M-line log has a handful of shapes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -314,7 +315,23 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
                 prep = data[starts[part[0]]:ends[part[0]]]
                 ptext = prep.decode("utf-8", "surrogateescape")
                 groups.append(_extract(cutter, prep, ptext, split_event(_parse(ptext))[piece], part))
-    return without_code(groups), n
+    return _summaries_apart(without_code(groups)), n
+
+
+def _summaries_apart(groups: list[Group]) -> list[Group]:
+    """An epoch's summary (`_as_eval`) beside the lines of its steps repeats the last step with
+    the epoch's means: its columns become `epoch_*` (epoch metrics, never a step logged again).
+    A log of summaries only keeps their names: they are its training values."""
+    summary = [g for g in groups if g.parsed.stream == "summary"]
+    if not summary:
+        return groups
+    steps = {c for g in groups if g.parsed.stream not in ("summary", "val", "test") for c in g.values}
+    for g in summary:
+        if steps & set(g.values):
+            g.values = {f"epoch_{k}": v for k, v in g.values.items()}
+            g.masks = {f"epoch_{k}": v for k, v in g.masks.items()}
+            g.parsed.values = [dataclasses.replace(v, column=f"epoch_{v.column}") for v in g.parsed.values]
+    return groups
 
 
 def _parse(text: str) -> Parsed:
