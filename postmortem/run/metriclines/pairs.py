@@ -57,6 +57,28 @@ _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|
                            r"|^\s*(Test|Eval|Val):", re.I)
 _CONFIG_LINE = re.compile(r'^\s*"[^"]+"\s*:\s*(?:[^\s{}\[\],"]+|"[^"]*")\s*,?\s*$'
                           r"|^\s*[\w.-]+ \.{3,} \S")
+# A dict of the run's parameters (`{'iter_num': 100000, 'train_batch_size': 4, 'lr': 0.001,
+# 'momentum': 0.9, 'snapshot': '50000'}`, `vars(args)`), told from a metrics dict (HF's
+# `{'loss': ..., 'learning_rate': ..., 'epoch': ...}`, mmcv's `"mode": "train"`) by two keys
+# that are hyper-parameters or two values that are words (strings, True/False/None; fairseq's
+# json bar quotes its numbers: `"loss": "9.1"` is a number)
+_DICT_ENTRY = re.compile(r"""['"]([\w./-]+)['"]\s*:\s*(['"](?![-+]?[\d.][\w.+-]*['"])|True\b|False\b|None\b)?""")
+_PARAM_KEY = re.compile(r"(?:^|[_.])(?:batch_size|bs|weight_decay|wd|momentum|lr_decay|decay|snapshot|seed"
+                        r"|num_workers|workers|max_iters?|max_epochs?|max_steps|iter_num|epoch_num|num_epochs"
+                        r"|last_iter|last_epoch|start_iter|start_epoch|warmup\w*|betas?|eps|resume|pretrained"
+                        r"|gamma|milestones|step_size|save_\w+|\w*_dir|\w*_path|image_size|img_size)$", re.I)
+# argparse's `Namespace(...)`; DLLogger's StdOutBackend prints the parameters it is given with
+# `step="PARAMETER"`: `DLL {time} - PARAMETER key : value key : value`
+_PARAM_LINE = re.compile(r"Namespace\(\w+=|(?:^|\s)PARAMETER\s+[\w./-]+\s+:\s")
+# counts of the data or the model, printed once (`number of examples: 66620`, HF Trainer's
+# `Num examples = 66,620`, `Total optimization steps = 1,000`), never a training metric
+_SIZE = re.compile(r"(?:(?:total|trainable)\s+)?(?:number\s+of|num|n|#|total)[\s_]+(?:\w+[\s_]+){0,2}?"
+                   r"(?:examples|samples|sequences|images|sentences|documents|params|parameters|files|classes"
+                   r"|shards|batches|epochs|steps|words|gpus|devices|workers)$"
+                   r"|(?:dataset|data|vocab|vocabulary|corpus)[\s_]size$", re.I)
+# a validation table's row under its header: a name then bare numbers (Ultralytics' and YOLOv5's
+# `pf = "%22s" + "%11i" * 2 + "%11.3g" * 4` % ("all", seen, instances, p, r, map50, map))
+_TABLE_ROW = re.compile(r"\s*[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*)?(?:\s+[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?){3,}\s*$")
 _COCO = re.compile(r"Average (Precision|Recall)\s+\((?:AP|AR)\) @\[[^\]]{0,120}\]\s*=\s*(-?\d+\.\d+)")
 _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\] NCCL\b")
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
@@ -265,6 +287,8 @@ def parse(raw: str) -> Parsed:
         # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
         return out
+    if _config_dump(text):
+        return out          # the run's parameters printed mid-log: config, never a row
     coco = _COCO.search(text)
     if coco:
         # pycocotools' summary: the headline AP (IoU 0.50:0.95, all areas, 100 detections) is the
@@ -317,9 +341,30 @@ def parse(raw: str) -> Parsed:
     _metrics(text, out, taken)
     if out.values and (out.counters or out.epoch is not None) and _section_header(text, out):
         out.values = []
+    if (out.values and not out.counters and out.epoch is None and all(_SIZE.match(v.column) for v in out.values)
+            and len(_ALPHA_WORD.findall(text, 0, out.values[0].name_start or 0)) >= 2):
+        # `Loading dataset ..., number of examples: 66620`: a size at the end of a sentence, no
+        # metric (alone, `number of parameters: 10.65M` stays: the preamble's config reads it)
+        out.values = []
     if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
         out.counters, out.epoch, out.batch, out.period = {}, None, None, None
     return out
+
+
+def _config_dump(text: str) -> bool:
+    """The run's parameters printed as one line: an argparse Namespace, DLLogger's PARAMETER
+    line, a dict of hyper-parameters."""
+    if _PARAM_LINE.search(text):
+        return True
+    if "{'" not in text and '{"' not in text:
+        return False
+    params = words = 0
+    for m in _DICT_ENTRY.finditer(text):
+        params += bool(_PARAM_KEY.search(m.group(1)))
+        words += m.group(2) is not None
+        if params >= 2 or words >= 2:
+            return True
+    return False
 
 
 def _last_bar(text: str, ov: dict | None) -> re.Match | None:
@@ -337,7 +382,7 @@ def _metrics(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     m = _EPOCH_STREAM.search(text) or _LINE_STREAM.match(text)
     if m:
         out.stream = _STREAMS[next(g for g in m.groups() if g).lower()]
-    if _SKIP_LINE.search(text):
+    if _SKIP_LINE.search(text) or not out.counters and _TABLE_ROW.match(text):
         return
     m = _LAUNCH_LINE.match(text)
     if m and m.group(1).lower() in _LAUNCH_FACTS:
