@@ -327,13 +327,14 @@ def test_paddle_progbar_count_is_padded_to_the_totals_digits():
     assert of_line(bar).id == "paddle.progbar"
 
 
-@pytest.mark.xfail(strict=True, reason="the general reader (metriclines) reads Paddle hapi's per-epoch batch count "
-                   "(restarting after each `Epoch e/E`) as resumes, the eval line after `Eval begin...` as a train "
-                   "step and `Eval samples: N` as a metric")
 def test_paddle_hapi_fit_console_reads_as_one_run(tmp_path):
     data = _info(tmp_path, _paddle_hapi_fit())
     assert data["read"]["segments"] is None
     assert "Eval samples" not in {x["name"] for x in data["metrics"]}
+    # epoch e's batch i is step (e - 1) x 100 + i; the eval's loss is at the epoch's last step
+    assert data["steps"] == {"rows": 20, "first": 10, "last": 200}
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["loss"]["min"] == 2.2 and m["val_loss"]["max"] == 2.2
 
 
 def test_loguru_default_format_with_the_utc_offset_of_master(tmp_path):

@@ -286,7 +286,9 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
     order = np.argsort(inverse, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))])
     cutter = _Cutter(data, run_s, run_e, first_run)
-    groups = []
+    groups: list[Group] = []
+    eval_begins: list[np.ndarray] = []
+    eval_ends: list[np.ndarray] = []
     for g, line_no in enumerate(first):
         rep = data[starts[line_no]:ends[line_no]]
         if not rep.strip():
@@ -302,8 +304,13 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
                      range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1))
             parsed = table.row(text, above) or parsed        # numbers under a header of names
         if not parsed.useful:
+            if _EVAL_BEGIN.search(clean(text)):
+                eval_begins.append(order[bounds[g]:bounds[g + 1]])
             continue
         rows = order[bounds[g]:bounds[g + 1]]
+        if _EVAL_END.search(clean(text)):       # a count of samples, no metric
+            eval_ends.append(rows)
+            continue
         # a message glued behind a metric frame: the frame's group, then the message's (one
         # line, two entries: its metrics and its event)
         for piece, parsed in enumerate(split_event(parsed)):
@@ -315,7 +322,54 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
                 prep = data[starts[part[0]]:ends[part[0]]]
                 ptext = prep.decode("utf-8", "surrogateescape")
                 groups.append(_extract(cutter, prep, ptext, split_event(_parse(ptext))[piece], part))
-    return _summaries_apart(without_code(groups)), n
+    return _summaries_apart(_evals_apart(without_code(groups), eval_begins, eval_ends)), n
+
+
+# Paddle hapi's ProgBarLogger: `print('Eval begin...')` (on_eval_begin), the eval's bar lines,
+# `print('Eval samples: %d' % self.evaled_samples)` (on_eval_end)
+_EVAL_BEGIN = re.compile(r"^\s*Eval begin\.\.\.\s*$")
+_EVAL_END = re.compile(r"^\s*Eval samples: \d+\s*$")
+
+
+def _evals_apart(groups: list[Group], begins: list[np.ndarray], ends: list[np.ndarray]) -> list[Group]:
+    """The lines between `Eval begin...` and its end (`Eval samples: N`, else the next epoch's
+    `Epoch e/E`) print the train bar's own shape (`step 10/10 - loss: ...`): they are the
+    eval's (`val_*`), at the last train step before them; their batch count is no step."""
+    if not begins:
+        return groups
+    b = np.sort(np.concatenate(begins))
+    heads = [g.rows for g in groups if not g.values and "epoch" in g.counters]
+    stops = np.sort(np.concatenate(ends + heads)) if ends or heads else np.empty(0, np.int64)
+    at = np.searchsorted(stops, b, side="right")
+    until = np.where(at < len(stops), stops[np.minimum(at, len(stops) - 1)] if len(stops) else 0,
+                     np.iinfo(np.int64).max)
+    out = []
+    for g in groups:
+        if not g.values or g.parsed.stream in ("val", "test"):
+            out.append(g)
+            continue
+        k = np.searchsorted(b, g.rows, side="right") - 1       # the last `Eval begin...` before
+        inside = (k >= 0) & (g.rows < until[np.maximum(k, 0)])
+        if not inside.any():
+            out.append(g)
+            continue
+        if not inside.all():
+            out.append(_rows_of(g, ~inside))
+        ev = _rows_of(g, inside)
+        ev.parsed = dataclasses.replace(g.parsed, stream="val", period=None, counters={
+            c: span for c, span in g.parsed.counters.items() if c not in STEP_KINDS})
+        ev.counters = {c: v for c, v in ev.counters.items() if c not in STEP_KINDS and c != "period"}
+        _rename(ev, lambda c: c if c.lower() in ("lr", "learning rate") else f"val_{c}")
+        out.append(ev)
+    return out
+
+
+def _rename(g: Group, name) -> None:
+    """The group's columns under `name(column)`."""
+    g.values = {name(k): v for k, v in g.values.items()}
+    g.masks = {name(k): v for k, v in g.masks.items()}
+    g.parsed = dataclasses.replace(g.parsed, values=[dataclasses.replace(v, column=name(v.column))
+                                                     for v in g.parsed.values])
 
 
 def _summaries_apart(groups: list[Group]) -> list[Group]:
@@ -328,9 +382,7 @@ def _summaries_apart(groups: list[Group]) -> list[Group]:
     steps = {c for g in groups if g.parsed.stream not in ("summary", "val", "test") for c in g.values}
     for g in summary:
         if steps & set(g.values):
-            g.values = {f"epoch_{k}": v for k, v in g.values.items()}
-            g.masks = {f"epoch_{k}": v for k, v in g.masks.items()}
-            g.parsed.values = [dataclasses.replace(v, column=f"epoch_{v.column}") for v in g.parsed.values]
+            _rename(g, lambda c: f"epoch_{c}")
     return groups
 
 
@@ -348,9 +400,11 @@ def _parse(text: str) -> Parsed:
             return parsed               # the message's own step stays its own
         text = text[:parsed.overflow["start"]]
     d = progress.of_line(text.strip())
+    lead = len(text) - len(text.lstrip())
+    if d is not None and "batch" in d.pattern.groupindex and parsed.period is None:
+        _batch_total(text, lead, d.pattern.search(text.strip()), parsed)
     if d is None or "step" not in d.pattern.groupindex:
         return parsed
-    lead = len(text) - len(text.lstrip())
     m = d.pattern.search(text.strip())
     if not m or m.group("step") is None:
         return parsed
@@ -363,6 +417,18 @@ def _parse(text: str) -> Parsed:
     if "epoch" in d.pattern.groupindex and m.group("epoch") is not None:
         parsed.epoch = (m.start("epoch") + lead, m.end("epoch") + lead)
     return parsed
+
+
+def _batch_total(text: str, lead: int, m: re.Match | None, parsed: Parsed) -> None:
+    """The `/N` behind a count the catalogue names a batch (Paddle's `step  10/100`) but the
+    general reading took for the step: an epoch's length, should the count restart."""
+    if m is None or m.group("batch") is None:
+        return
+    s, e = m.start("batch") + lead, m.end("batch") + lead
+    kind = parsed.step_kind
+    total = re.match(r"/(\d+)", text[e:])
+    if kind is not None and parsed.counters[kind] == (s, e) and total:
+        parsed.period = (e + 1, e + 1 + len(total.group(1)))
 
 
 _EVAL_NAMES = ("val", "eval", "test", "valid")

@@ -40,6 +40,8 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
             step[fill] = col[fill]
             kinds.append(kind)
     epoch = counters.get("epoch", nan)
+    if kinds and np.isfinite(epoch).any() and not (np.isfinite(epoch) & np.isfinite(step)).any():
+        epoch = _ffill(epoch)       # `Epoch e/E` on a line of its own before its batches (Paddle hapi)
     if kinds:
         restart = _restarts_with_epoch(step, epoch)
         if restart:
