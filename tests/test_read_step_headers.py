@@ -74,3 +74,10 @@ def test_two_bars_on_one_line_take_the_outer_bar(tmp_path):
     steps = _steps(log)
     assert steps[:5] == [1040, 1042, 1044, 1046, 1048]
     assert 128 not in steps
+
+
+def test_a_zero_padded_epoch_of_total_is_one_number(tmp_path):
+    # `'[Epoch={:03d}/{:03d}]'.format(epoch, total)`: epoch 12 of 20, never epoch 01 and batch 2/020
+    log = _read(tmp_path, ["==>>[2020-04-17 18:03:46] [Epoch=%03d/020] loss: %.4f" % (e, l)
+                           for e, l in zip(range(10, 15), LOSSES)])
+    assert _steps(log) == [10, 11, 12, 13, 14]

@@ -103,7 +103,9 @@ _COUNTERS = [
 # `Epoch [e][i/N]`, `Epoch(train) [e][i/N]`, `epoch: [e]  [i/N]`, `| epoch e | i/ N batches`,
 # `Train: e [i/N`, `Train: [e/E][i/N]`: the epoch and the batch within it.
 _EPOCH_BATCH = [
-    re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)", re.I),
+    # (whole numbers: `[Epoch=000/020]` is epoch 0 of 20, never epoch 00 and batch 0/020)
+    re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?!\d)(?:\s*/\s*\d+(?!\d))?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)",
+               re.I),
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
 ]
