@@ -99,3 +99,15 @@ def recorded_here(run: Path) -> bool:
     here = this_machine()
     return versions.get("device", "cpu") == "cpu" and \
         all(versions.get(k) == here[k] for k in ("torch", "cpu_capability"))
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """torch on one thread for a module: the second trainer's small models train 10x faster
+    on one thread than on two on a busy machine (torch imported only where it is asked for)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -18,15 +18,7 @@ from trainer2 import VOCAB, Spec, applied_lr, scheduled_lr, train  # noqa: E402
 
 from postmortem.run import read_run  # noqa: E402
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """A model this small trains 10x faster on one thread than on two on a busy machine."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")     # conftest: torch on one thread
 
 
 SMALL = Spec(steps=120, batch=64, hidden=64, warmup=10, eval_every=40)

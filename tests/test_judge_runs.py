@@ -22,14 +22,7 @@ from postmortem.diagnose.models import worst  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")     # conftest: torch on one thread
 
 
 _TRAINED: dict = {}
