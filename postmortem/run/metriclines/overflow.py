@@ -219,12 +219,6 @@ def join_scale(series: list, extra: list) -> list:
 
 # --- the general reader's side: groups of lines -> events on steps -> series ---------------
 
-def _ffill(values: np.ndarray) -> np.ndarray:
-    idx = np.where(np.isfinite(values), np.arange(len(values)), -1)
-    np.maximum.accumulate(idx, out=idx)
-    return np.where(idx >= 0, values[np.maximum(idx, 0)], np.nan)
-
-
 def own_step(g) -> tuple[np.ndarray, str | None]:
     """The step a message's own words give (`at iteration N`, `global step N`), else that of a
     progress frame printed in front of it on the same line (tqdm's `9/63645 [..]` and the
@@ -256,9 +250,10 @@ def group_scale(g) -> tuple[np.ndarray, bool]:
 def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np.ndarray,
                 source) -> None:
     """Give every message line its step in `step` (NaN: a repeat, not counted)."""
+    from postmortem.run.metriclines.steps import bfill, ffill   # steps imports pairs, pairs this
     base = np.where(counted, step, np.nan)
-    last = _ffill(base)
-    after = _ffill(base[::-1])[::-1]
+    last = ffill(base)
+    after = bfill(base)
     at, evs = [], []
     for g, p in zip(groups, pos):
         ov = g.parsed.overflow

@@ -17,15 +17,17 @@ from postmortem.run.metriclines.pairs import STEP_KINDS
 from postmortem.run.model import Source
 
 
-def _ffill(values: np.ndarray) -> np.ndarray:
+def ffill(values: np.ndarray) -> np.ndarray:
+    """Each NaN takes the last finite value before it (NaN before the first)."""
     idx = np.where(np.isfinite(values), np.arange(len(values)), -1)
     np.maximum.accumulate(idx, out=idx)
     out = np.where(idx >= 0, values[np.maximum(idx, 0)], np.nan)
     return out
 
 
-def _bfill(values: np.ndarray) -> np.ndarray:
-    return _ffill(values[::-1])[::-1]
+def bfill(values: np.ndarray) -> np.ndarray:
+    """Each NaN takes the first finite value after it (NaN after the last)."""
+    return ffill(values[::-1])[::-1]
 
 
 def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[np.ndarray, str]:
@@ -41,7 +43,7 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
             kinds.append(kind)
     epoch = counters.get("epoch", nan)
     if kinds and np.isfinite(epoch).any() and not (np.isfinite(epoch) & np.isfinite(step)).any():
-        epoch = _ffill(epoch)       # `Epoch e/E` on a line of its own before its batches (Paddle hapi)
+        epoch = ffill(epoch)       # `Epoch e/E` on a line of its own before its batches (Paddle hapi)
     if kinds:
         restart = _restarts_with_epoch(step, epoch)
         if restart:
@@ -105,8 +107,8 @@ def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Sou
         note = None
     lines = ~overflow | np.isfinite(own)
     counted = np.where(lines, own, np.nan)
-    after = _bfill(counted)
-    step = _ffill(counted)
+    after = bfill(counted)
+    step = ffill(counted)
     head = np.isnan(step)
     step[head] = after[head]
     ov = overflow & np.isnan(own)
