@@ -279,14 +279,15 @@ def facts_of(log: RunLog) -> Facts:
     (which readers fill from the log's own config), then what the log's text states."""
     from dataclasses import replace
 
-    from postmortem.diagnose.logfacts import dtype_in_text, model_size, vocab_in_text
+    from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
     facts = _configured(log)
+    heads = texts(log)            # each text file's head read once for all three facts
     found = {}
-    if facts.dtype is None and (hit := dtype_in_text(log)):
+    if facts.dtype is None and (hit := dtype_in_text(heads)):
         found["dtype"] = hit
-    if facts.vocab_size is None and (hit := vocab_in_text(log)):
+    if facts.vocab_size is None and (hit := vocab_in_text(heads)):
         found["vocab_size"] = hit
-    if (hit := model_size(log)):
+    if (hit := model_size(log, heads)):
         found["n_params"] = hit
     return replace(facts, **{k: v for k, (v, _) in found.items()},
                    read_from={k: where for k, (_, where) in found.items()})

@@ -22,7 +22,8 @@ _SHAPE = {"d_model": ("n_embd", "d_model", "hidden_size", "dim", "model_dim"),
           "layers": ("n_layer", "num_layers", "n_layers", "num_hidden_layers", "depth")}
 
 
-def _texts(log: RunLog) -> list[tuple[str, str]]:
+def texts(log: RunLog) -> list[tuple[str, str]]:
+    """(file name, its head) of the run's text files: read once, searched by each fact below."""
     out = []
     for f in log.source.files[:4]:
         p = Path(f)
@@ -35,10 +36,10 @@ def _texts(log: RunLog) -> list[tuple[str, str]]:
     return out
 
 
-def dtype_in_text(log: RunLog) -> tuple[str, str] | None:
+def dtype_in_text(heads: list[tuple[str, str]]) -> tuple[str, str] | None:
     """(dtype, where) from the log's own lines: the one of bf16 / fp16 that they name (not
     as `fp16: False`), when only one is named."""
-    for name, text in _texts(log):
+    for name, text in heads:
         found = {d for d, rx in _DTYPE
                  if any(not _OFF.match(text, m.end(), m.end() + 16) for m in rx.finditer(text))}
         if len(found) == 1:
@@ -47,15 +48,15 @@ def dtype_in_text(log: RunLog) -> tuple[str, str] | None:
     return None
 
 
-def vocab_in_text(log: RunLog) -> tuple[int, str] | None:
-    for name, text in _texts(log):
+def vocab_in_text(heads: list[tuple[str, str]]) -> tuple[int, str] | None:
+    for name, text in heads:
         m = _VOCAB.search(text)
         if m:
             return int(m.group(1)), f"{name}: {m.group(0).strip()}"
     return None
 
 
-def model_size(log: RunLog) -> tuple[float, str] | None:
+def model_size(log: RunLog, heads: list[tuple[str, str]]) -> tuple[float, str] | None:
     """(parameters, where): a parameter count the log prints, or 12 x layers x d_model^2
     from the config's shape (a transformer's weights without its embeddings)."""
     c = log.manifest.config if log.manifest and log.manifest.config else None
@@ -68,7 +69,7 @@ def model_size(log: RunLog) -> tuple[float, str] | None:
     if shape["d_model"] and shape["layers"]:
         return 12.0 * shape["layers"] * shape["d_model"] ** 2, (
             f"12 x {shape['layers']} layers x d_model {shape['d_model']}^2 (config)")
-    for name, text in _texts(log):
+    for name, text in heads:
         hits = [(m.group(1), m.group(2), m.group(0)) for m in _PARAMS.finditer(text)]
         hits += [(m.group(1).rstrip("KMB "), m.group(1)[-1] if m.group(1)[-1] in "KMB" else None, m.group(0))
                  for m in _PARAMS_AFTER.finditer(text)]
