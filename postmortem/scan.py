@@ -76,12 +76,9 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
     """Atomically: a reader never sees half a file, two scans at once never mix theirs."""
     if key is None:
         return
-    slot = _slot(task)
+    from postmortem.files import atomic_write
     try:
-        slot.parent.mkdir(parents=True, exist_ok=True)
-        tmp = slot.with_name(f".{slot.stem}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "row": summary}))
-        os.replace(tmp, slot)
+        atomic_write(_slot(task), json.dumps({"key": key, "row": summary}))
     except OSError:
         pass            # a cache that cannot be written costs the next scan time, nothing else
 
