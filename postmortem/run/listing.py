@@ -10,8 +10,6 @@ from pathlib import Path
 from postmortem.run import mlflow, wandb
 from postmortem.run.store import StoredRun, from_stamp
 
-_MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}
-
 
 def _lines(path: Path, limit: int = 64 << 20) -> int | None:
     """Lines of a small file (a table's rows); None for a large one (not worth the read here)."""
