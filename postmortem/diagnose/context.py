@@ -133,7 +133,7 @@ class Context:
         """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
         from postmortem.diagnose.scaler import persistent
-        cascades, probes, drops = detect.scaler_events(self.log, self.th, self.overflows)
+        cascades, probes, drops = detect.scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
             host = next((c for c in cascades if detect.overlaps(c, p, self.th.cascade_gap)), None)
             if host is None:

@@ -302,7 +302,7 @@ def grad_norm_spikes(log: RunLog, th: Thresholds, history=None) -> list[Event]:
     return events
 
 
-def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = None
+def scaler_events(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
                   ) -> tuple[list[Event], list[int], list[dict]]:
     """The loss scaler's overflows, as (cascades, steps of routine probes, drops across a
     hole in the log).
@@ -316,11 +316,12 @@ def scaler_events(log: RunLog, th: Thresholds, overflows: np.ndarray | None = No
     two rows farther apart than that (a hole in the log) may be spread over the whole hole:
     alone it is no cascade, only a drop {after, step, from, to, halvings}; where the scale
     goes on falling on the next lines, a cascade of low confidence (notes["sparse"]).
-    `overflows`: the rows nan.overflow_rows finds, when the caller has them."""
-    from postmortem.diagnose.nan import overflow_rows, skip_counts
+    `skips`: the skipped steps per row (Context.skips), when the caller has them."""
     f = log.frame
-    # a skipped step the log counts and whose grad norm it logs as inf is one skip, not two
-    skips = np.maximum(skip_counts(log), overflow_rows(log) if overflows is None else overflows)
+    if skips is None:
+        from postmortem.diagnose.nan import overflow_rows, skip_counts
+        # a skipped step the log counts and whose grad norm it logs as inf is one skip, not two
+        skips = np.maximum(skip_counts(log), overflow_rows(log))
     sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else None
     has_scale = sc_all is not None and not np.isnan(sc_all).all()
     if not has_scale and not skips.any():
