@@ -85,10 +85,6 @@ def find_event(text: str) -> dict | None:
     return out
 
 
-# the older name: pairs.parse asks for it
-find_overflow = find_event
-
-
 def number(text: str) -> float:
     """A scale as printed, `inf` and `nan` included."""
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
-from postmortem.run.metriclines.overflow import find_overflow
+from postmortem.run.metriclines.overflow import find_event
 
 # A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds.
 NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -280,7 +280,7 @@ def parse(raw: str) -> Parsed:
         return out
     if _LIBRARY_LOG.search(text):
         return out          # NCCL's own log: host:pid:tid, ranks, channels; never a metric
-    ov = find_overflow(text)
+    ov = find_event(text)
     # a framework's own message is never code, whatever its words look like (Paddle's
     # `decrease to: 32768.0*0.5`): the code test sees the line without it
     rest = text if ov is None else text[:ov["start"]] + " " * (ov["end"] - ov["start"]) + text[ov["end"]:]
