@@ -287,8 +287,7 @@ def cmd_lessons(args) -> int:
 def cmd_similar(args) -> int:
     from postmortem.kb.repo import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
-    from postmortem.kb.settings import resolve
-    root = kb_root(resolve(args.kb).kb)
+    root = kb_root(_settings(args).kb)
     target = Path(args.target)
     if target.suffix == ".md" and target.is_file():
         own = _doc(args.target)
