@@ -37,7 +37,7 @@ def probe(r) -> bool:
 def hf(workdir: Path):
     """The HF example's Trainer (tiny GPT-2), set up as the replay sets it up."""
     sys.path.insert(0, str(HERE.parent / "examples" / "hf_trainer"))
-    import train   # examples/hf_trainer/train.py
+    import train  # examples/hf_trainer/train.py
     from transformers.utils import logging as hf_logging
 
     from postmortem.integrations.hf_replay import TrainerReplay

@@ -21,8 +21,8 @@ sys.path.insert(0, str(HERE.parent))
 from postmortem.diagnose.analyze import analyze  # noqa: E402
 from postmortem.minigpt.replay import make_replay  # noqa: E402
 from postmortem.replay.engine import Replayer  # noqa: E402
-from postmortem.run.record import this_machine  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
+from postmortem.run.record import this_machine  # noqa: E402
 
 RUN = HERE.parent / "sample_runs" / "long-tail-token"
 

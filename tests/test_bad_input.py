@@ -6,9 +6,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from test_cli import assert_one_line_error, pm
 
 from postmortem.run import RunReadError, read_run
-from test_cli import assert_one_line_error, pm
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs" / "long-tail-token"
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cli import assert_one_line_error
 
 from postmortem.cli import main
 from postmortem.cli.parser import build_parser
-from test_cli import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"

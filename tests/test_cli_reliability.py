@@ -56,7 +56,6 @@ repo.commit(pm, render(pm), "ada", Path(sys.argv[2]))
 
 def test_a_commit_killed_half_way_is_never_shown_by_lessons(tmp_path):
     import git
-
     from test_kb_commit import IDENTITY
     from worked_example import as_learners
     kb = tmp_path / "kb"

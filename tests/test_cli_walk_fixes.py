@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from cli_run import one_line_error, postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +78,6 @@ def test_a_list_cut_short_says_how_many_more():
 
 def test_commit_refuses_a_draft_of_another_learner(tmp_path):
     import git
-
     from worked_example import as_learners
     kb = tmp_path / "kb"
     git.Repo.init(kb, initial_branch="main")

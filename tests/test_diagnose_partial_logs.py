@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_diagnose_cases import checks, write
 
 from postmortem.diagnose.analyze import analyze
 from postmortem.run import read_run
-from test_diagnose_cases import checks, write
-
 
 # --- 1. a divergence's peak is where its highest loss is ------------------------------
 

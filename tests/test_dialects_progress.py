@@ -6,7 +6,7 @@ import pytest
 
 from postmortem.run import discover, textlogs
 from postmortem.run.dialects import catalogue
-from postmortem.run.dialects.progress import family, families, of_line
+from postmortem.run.dialects.progress import families, family, of_line
 
 ENTRIES = catalogue("progress") + catalogue("eval")
 PREFIXES = ["", "[rank3]: ", "[2024-05-01 10:00:00,123] [INFO] [file.py:181:fn] ",

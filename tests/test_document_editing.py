@@ -6,12 +6,12 @@ from datetime import date
 from pathlib import Path
 
 from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.models import Evidence
 from postmortem.document import sections
 from postmortem.document.draft import apply_replay, draft
 from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
 from postmortem.document.lint import check_text
 from postmortem.document.markdown import parse, read, render
-from postmortem.diagnose.models import Evidence
 from postmortem.replay.models import ArmResult, ReplayResult
 from postmortem.run import read_run
 
@@ -212,7 +212,6 @@ def test_a_draft_moved_without_its_figure_is_told_where_and_commits_with_one_dra
     import sys
 
     import git
-
     from worked_example import as_learners
     doc = as_learners(tmp_path / "drafts")
     moved = tmp_path / "elsewhere" / "renamed.md"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from writers import record, scalar_event, wandb_history, write_wandb
 
 from postmortem.run import RunReadError, read_run
-from writers import record, scalar_event, wandb_history, write_wandb
 
 # CI replays the same examples every time (a red CI means a regression, not a new draw);
 # FUZZ_EXAMPLES=5000 on a developer's machine explores further.

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_cli import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]

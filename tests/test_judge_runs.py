@@ -21,7 +21,6 @@ from postmortem.diagnose.analyze import analyze  # noqa: E402
 from postmortem.diagnose.models import worst  # noqa: E402
 from postmortem.run import read_run  # noqa: E402
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")     # conftest: torch on one thread
 
 

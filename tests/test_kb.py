@@ -10,8 +10,8 @@ from pathlib import Path
 
 import git
 import pytest
-
 from worked_example import as_learners
+
 from postmortem.kb.lessons import Lesson, append, parse_lessons
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import git
 import pytest
-
 from worked_example import as_learners
+
 from postmortem.document.markdown import parse, render
 from postmortem.kb.lessons import KBError, parse_lessons
 from postmortem.kb.repo import ATTRIBUTE, commit

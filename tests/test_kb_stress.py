@@ -13,12 +13,12 @@ import git
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_kb_commit import IDENTITY, assert_clean_kb, document
 
 from postmortem.document.markdown import parse, render
 from postmortem.files import check_name
 from postmortem.kb.lessons import KBError, parse_lessons
 from postmortem.kb.repo import Journal, commit, open_repo
-from test_kb_commit import IDENTITY, assert_clean_kb, document
 
 
 def _repo(root: Path):

@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import recorded_here
 
 from postmortem.minigpt.config import TrainConfig
 from postmortem.minigpt.replay import make_replay
 from postmortem.minigpt.samples import SAMPLES
 from postmortem.minigpt.train import Trainer, train
 from postmortem.run import read_run
-
-from conftest import recorded_here
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_RUNS = ROOT / "sample_runs"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_stores_frameworks import log_mlflow_runs, same_as_mlflow
 
 from postmortem.run import read_run
 from postmortem.run.store import SeveralRuns
-from test_stores_frameworks import log_mlflow_runs, same_as_mlflow
 
 pytestmark = pytest.mark.slow
 mlflow = pytest.importorskip("mlflow")
@@ -106,8 +106,9 @@ def test_a_server_that_is_not_there_is_one_line():
 def test_a_postmortem_of_a_server_run_keeps_the_address_and_the_id(server, tmp_path, monkeypatch, capsys):
     """`new URI --run NAME`: the front matter keeps the address as it is and the run's id, and
     `check` from another folder reads that run again from the server (its numbers compared)."""
-    from postmortem.cli.parser import main
     from test_store_postmortems import filled, front
+
+    from postmortem.cli.parser import main
     uri, made = server
     monkeypatch.chdir(tmp_path)
     doc = tmp_path / "fp16.md"

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import git
 import pytest
-
 from worked_example import as_learners
 
 ROOT = Path(__file__).resolve().parents[1]

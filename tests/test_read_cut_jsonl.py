@@ -4,8 +4,8 @@ last line is dropped with a warning, and a file with no complete line is a one-l
 from pathlib import Path
 
 import pytest
-
 from cli_run import one_line_error, postmortem
+
 from postmortem.run import RunReadError, read_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs" / "long-tail-token" / "metrics.jsonl"

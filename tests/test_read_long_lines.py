@@ -7,9 +7,9 @@ import sys
 import time
 
 import pytest
+from test_cli import pm
 
 from postmortem.run.metriclines import clean, code, pairs
-from test_cli import pm
 
 # Shapes that made a regex try every split of a run (code's method-call test on a word,
 # the logger prefix's `\s*\|?\s*` on blanks) or a list scan per number (fractions).

@@ -1,12 +1,11 @@
 """Which column is the loss when a log names it otherwise: `xent`, `nll`, `tot_loss`, the
 perplexity alone; `info` says which name became the loss and why."""
 
+import json
 import math
 
 import pytest
-
 from test_cli import pm
-import json
 
 
 def _info(path) -> dict:

@@ -235,6 +235,7 @@ def test_mae_log_txt_epoch_resumes(real_runs):
 
 def test_trainer_state_read_column_wise_reads_the_same(real_runs, monkeypatch, tmp_path):
     import json
+
     import postmortem.run.hf as hf
     names = ("hf-trainer-star-gnspikes", "hf-trainer-cpt-predictrows", "hf-trainer-viz-evalrows",
              "hf-trainer-tinyllama-evalrows", "hf-trainer-tb-serial-lain")

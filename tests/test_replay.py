@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import recorded_here
 
 from postmortem.diagnose.analyze import analyze
 from postmortem.errors import ReplayError
 from postmortem.replay.engine import Cancelled, Replayer
 from postmortem.run import read_run
-
-from conftest import recorded_here
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

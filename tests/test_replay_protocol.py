@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_run import one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]

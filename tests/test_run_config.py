@@ -2,8 +2,8 @@
 
 import json
 import pickle
-import sqlite3
 import shutil
+import sqlite3
 
 import pytest
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from test_stores_frameworks import tb_write
 
 from postmortem.scan import cache_dir, scan
-from test_stores_frameworks import tb_write
 
 
 def make_store(root, n=4):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import git
 import pytest
+from worked_example import as_learners
 
 from postmortem.errors import UserError
 from postmortem.kb import settings
-from worked_example import as_learners
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"
@@ -104,6 +104,7 @@ def test_nothing_is_committed_into_postmortems_own_checkout_unless_named(tmp_pat
 async def test_the_dashboard_keeps_drafts_with_the_knowledge_base_and_offers_them_back_anywhere(
         tmp_path, monkeypatch):
     from pilots import opened
+
     from postmortem.tui.app import PostmortemApp
     from postmortem.tui.screens.editor import EditorScreen
     kb = tmp_path / "kb"

@@ -10,12 +10,12 @@ import random
 
 import git
 import pytest
+from test_stores_frameworks import tb_write
 
 from postmortem.cli.parser import main
 from postmortem.diagnose.models import Evidence
 from postmortem.document.markdown import read, render
 from postmortem.document.model import Expectation, Verification
-from test_stores_frameworks import tb_write
 
 
 def losses(spike: int, steps: int = 300, seed: int = 0) -> list[float]:

@@ -4,9 +4,9 @@ import sqlite3
 
 import numpy as np
 import pytest
+from writers import wandb_history, write_wandb
 
 from postmortem.run import RunReadError, read_run
-from writers import wandb_history, write_wandb
 
 DBL_MAX = 1.7976931348623157e308
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from postmortem.run import RunReadError, read_run
+from postmortem.run import read_run
 from postmortem.run.store import SeveralRuns
 
 

@@ -2,11 +2,11 @@
 the dashboard, as `--run ID` would; escape leaves."""
 
 import pytest
-
 from pilots import opened
+from test_stores_frameworks import tb_write
+
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
-from test_stores_frameworks import tb_write
 
 
 @pytest.fixture

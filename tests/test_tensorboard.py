@@ -4,9 +4,9 @@ import struct
 
 import numpy as np
 import pytest
+from writers import record, scalar_event, tensor_scalar_event, text_event, write_events
 
 from postmortem.run import RunReadError, read_run
-from writers import record, scalar_event, tensor_scalar_event, text_event, write_events
 
 
 def test_simple_values_and_tensor_scalars_in_several_files(tmp_path):

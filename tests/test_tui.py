@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pilots import opened
+
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.focus import MARK
-from postmortem.tui.widgets.decimate import decimate, with_breaks
 from postmortem.tui.session import Session
+from postmortem.tui.widgets.decimate import decimate, with_breaks
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -732,10 +732,10 @@ async def test_a_run_with_no_incident_has_a_cursor_to_read_values_with():
 async def test_the_commit_screen_offers_git_init_only_where_there_is_no_repository(tmp_path):
     import git
     from textual.app import App
+    from worked_example import as_learners
 
     from postmortem.document.markdown import read
     from postmortem.tui.screens.commit import CommitScreen
-    from worked_example import as_learners
     pm = read(as_learners(tmp_path / "draft"))
     for where, repository in (("plain", False), ("repo", True)):
         folder = tmp_path / where

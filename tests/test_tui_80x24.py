@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
+from pilots import opened, screen_lines
 from textual.app import App
 from textual.widgets import Footer
 
-from pilots import opened, screen_lines
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.dialogs import HelpScreen
 from postmortem.tui.help import PANELS, help_key

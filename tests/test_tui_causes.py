@@ -4,12 +4,12 @@ the footer) at 80x24, for the incident highlighted in the incidents table."""
 from pathlib import Path
 
 import pytest
-
 from pilots import opened, screen_lines
+from test_tui import spiky_run
+
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.dialogs import CausesScreen
 from postmortem.tui.session import Session
-from test_tui import spiky_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = str(ROOT / "sample_runs" / "long-tail-token")

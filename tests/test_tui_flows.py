@@ -2,22 +2,21 @@
 replay of the mini-GPT sample in a child process, a real git repository, the files read back."""
 
 import json
-import os
 import time
 from pathlib import Path
 
 import git
 import pytest
-
 from pilots import opened
+
 from postmortem.document.drafts import draft_path, typed_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.screens.commit import CommitScreen
 from postmortem.tui.screens.editor import EditorScreen
-from postmortem.tui.widgets.hypotheses import HypothesesTable
 from postmortem.tui.screens.lessons import LessonsScreen
 from postmortem.tui.screens.replay import ReplayScreen
+from postmortem.tui.widgets.hypotheses import HypothesesTable
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_runs" / "long-tail-token"
@@ -355,7 +354,6 @@ async def test_the_commit_screen_keeps_the_run_relative_to_the_knowledge_base(re
     import shutil
 
     from textual.app import App
-
     from worked_example import as_learners
     run = repo / "runs" / "long-tail-token"
     shutil.copytree(SAMPLE, run)

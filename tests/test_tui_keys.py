@@ -4,9 +4,9 @@ types runs no command; the focused panel says so in its title; the lesson stays 
 from pathlib import Path
 
 import pytest
+from pilots import opened, screen_lines
 from textual.keys import key_to_character
 
-from pilots import opened, screen_lines
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.focus import MARK
 from postmortem.tui.screens.editor import EditorScreen

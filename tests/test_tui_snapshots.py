@@ -6,8 +6,8 @@ then look at the SVGs before committing them."""
 from pathlib import Path
 
 import pytest
-
 from pilots import opened
+
 from postmortem.tui.app import PostmortemApp
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from pilots import opened
+
 from postmortem.tui import viewcache
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.loader import Loader, same

@@ -274,7 +274,6 @@ def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
 
     sys.path.insert(0, str(HERE))
     import torch
-
     from formats import WRITERS
 
     torch.set_num_threads(1)

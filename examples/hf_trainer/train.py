@@ -19,8 +19,7 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
-from transformers import (GPT2Config, GPT2LMHeadModel, PrinterCallback, Trainer, TrainerCallback,
-                          TrainingArguments)
+from transformers import GPT2Config, GPT2LMHeadModel, PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.utils import logging as hf_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))       # examples/tinydata.py

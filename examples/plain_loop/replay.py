@@ -8,8 +8,8 @@ the model goes into DDP and `batch_at` gives this rank its part of the batch.
 
 import torch
 import torch.distributed as dist
-
 import train
+
 from postmortem.replay import Replayable
 
 

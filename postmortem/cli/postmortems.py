@@ -7,8 +7,17 @@ import json
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import (add_against, add_columns, add_format, add_run_id, add_json, add_learner, add_repo,
-                                    command, read_options)
+from postmortem.cli.options import (
+    add_against,
+    add_columns,
+    add_format,
+    add_json,
+    add_learner,
+    add_repo,
+    add_run_id,
+    command,
+    read_options,
+)
 from postmortem.errors import DocumentError, IncidentError, KBError
 
 NOT_CHECKED = "not checked against the run"     # what a commit told --no-run-check records
@@ -49,10 +58,10 @@ def _problem_list(problems) -> list[dict]:
 
 
 def cmd_new(args) -> int:
+    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
-    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     learner = _learner_needed(_settings(args))
     with phase(f"reading and analyzing {args.run}", in_pipe=False, read_bytes=size_of(args.run)):
         log = read_run(args.run, **read_options(args))
@@ -324,7 +333,6 @@ def cmd_similar(args) -> int:
 
 def cmd_verify(args) -> int:
     from postmortem.document.verify import verify
-    from postmortem.run import read_run
     pm = _doc(args.file)
     base_log, missing = _baseline(args.file, pm, args.baseline)
     outcomes = verify(pm, _rerun(args.run, args.run_id), base_log, missing)

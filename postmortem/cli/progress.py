@@ -75,11 +75,12 @@ def phase(text: str, in_pipe: bool = True, read_bytes: int = 0):
 def _bytes_bar(text: str):
     """The bytes of a big text scanned (run.readprogress), then the columns put together."""
     from rich.console import Console
-    from rich.progress import (BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn,
-                               TimeElapsedColumn)
-    from postmortem.run import readprogress
+    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     # the bar and its bytes first: a long path is what gets cut at the right edge, not them
     from rich.table import Column
+
+    from postmortem.run import readprogress
     words = TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"))
     with Progress(SpinnerColumn(), BarColumn(bar_width=30), DownloadColumn(), TimeElapsedColumn(), words,
                   console=Console(stderr=True), transient=True, expand=True) as bar:

@@ -67,9 +67,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_analyze(args) -> int:
+    from postmortem.cli.progress import BIG_READ, phase
     from postmortem.cli.thresholds import load_thresholds
     from postmortem.diagnose.analyze import analyze
-    from postmortem.cli.progress import BIG_READ, phase
     thresholds = load_thresholds(args.thresholds, args.set or [])
     log = _read(args)
     with phase(f"walking the checklists over {len(log.frame)} rows, finding the incidents",

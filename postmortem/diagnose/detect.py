@@ -8,11 +8,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pandas.api.indexers import BaseIndexer
 from numpy.lib.stride_tricks import sliding_window_view
+from pandas.api.indexers import BaseIndexer
 
-from postmortem.diagnose.series import (effective_history, even_gap, interval, segment_rows, shifted, spacing,
-                                        step_noise, widen, window_stats)
+from postmortem.diagnose.series import (
+    effective_history,
+    even_gap,
+    interval,
+    segment_rows,
+    shifted,
+    spacing,
+    step_noise,
+    widen,
+    window_stats,
+)
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 

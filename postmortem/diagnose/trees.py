@@ -11,10 +11,10 @@ from typing import Callable
 
 import numpy as np
 
-from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose import detect
-from postmortem.diagnose.series import interval
+from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose.models import Check
+from postmortem.diagnose.series import interval
 
 Outcome = tuple[str, str]            # (status, detail), or (status, detail, leaf) where a
                                      # failure leads elsewhere than the node's own leaf

@@ -14,8 +14,15 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from postmortem.diagnose.models import Symptoms
-from postmortem.document.model import (PLACEHOLDER, SECTIONS, HypothesisEntry, PostMortem,
-                                       Verification, figure_alt, split_patterns)
+from postmortem.document.model import (
+    PLACEHOLDER,
+    SECTIONS,
+    HypothesisEntry,
+    PostMortem,
+    Verification,
+    figure_alt,
+    split_patterns,
+)
 from postmortem.errors import DocumentError  # noqa: F401 (raised here, caught as markdown.DocumentError too)
 from postmortem.numbers import NO_VALUE, number
 

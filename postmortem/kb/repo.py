@@ -9,7 +9,6 @@ half-way is put back (or found committed) by the next `commit` when it takes the
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import json

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from postmortem.errors import KBError, UserError
 from postmortem.files import NameRefused, atomic_write, check_name

@@ -71,8 +71,9 @@ def readme(name: str, cfg: TrainConfig, what: str) -> str:
 
 
 def make_sample(name: str, root: Path) -> Path:
-    from postmortem.minigpt.train import train
     import torch
+
+    from postmortem.minigpt.train import train
 
     cfg, what = SAMPLES[name]
     out = root / name

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from postmortem.child import command
-from postmortem.replay.models import (MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress,
-                                      Stopped)
+from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress, Stopped
 
 
 def what_is_missing(log) -> str | None:

@@ -227,7 +227,8 @@ def _read_file(path: Path):
     try:
         if path.suffix == ".json":
             return json.loads(text)
-        import yaml           # here, not at start-up: only runs with a YAML config need it
+        import yaml  # here, not at start-up: only runs with a YAML config need it
+
         from postmortem.run.tables import _permissive_loader
         return yaml.load(text, Loader=_permissive_loader())
     except (ValueError, RecursionError, Exception):       # a broken config never stops the read

@@ -5,7 +5,6 @@ rows. The client is imported only here, when a URI is given."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from postmortem.run.model import RunReadError, Source
 from postmortem.run.store import StoredRun

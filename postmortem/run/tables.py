@@ -16,8 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from postmortem.run.aliases import canonical_name
-from postmortem.run.assemble import (LAUNCH_COLUMNS, STRICT, Series, build_runlog, build_runlog_wide,
-                                     series_from_wide, to_number)
+from postmortem.run.assemble import (
+    LAUNCH_COLUMNS,
+    STRICT,
+    Series,
+    build_runlog,
+    build_runlog_wide,
+    series_from_wide,
+    to_number,
+)
 from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
 
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
@@ -479,7 +486,7 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
         prev_first = first
         hp = vdir / "hparams.yaml"
         if hp.exists():
-            import yaml           # here, not at start-up: only Lightning runs need it (14 ms)
+            import yaml  # here, not at start-up: only Lightning runs need it (14 ms)
             try:
                 source.extras.setdefault("hparams", {})[vdir.name] = yaml.load(
                     hp.read_text(errors="replace"), Loader=_permissive_loader())

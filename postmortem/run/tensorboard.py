@@ -16,8 +16,7 @@ import numpy as np
 
 from postmortem.run.assemble import Series
 from postmortem.run.model import RunReadError, Source
-from postmortem.run.protowire import (ProtoError, as_double, as_float, crc32c_columns,
-                                      fields, masked)
+from postmortem.run.protowire import ProtoError, as_double, as_float, crc32c_columns, fields, masked
 
 try:  # C speed for large records; the numpy route below works without it
     import google_crc32c

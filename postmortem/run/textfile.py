@@ -74,7 +74,7 @@ def _is_utf8(data) -> bool:
     step = 1 << 24
     if all(b[i:i + step].max(initial=0) < 0x80 for i in range(0, len(b), step)):
         return True                              # ASCII: nothing to check
-    import pyarrow as pa                         # a SIMD check of the whole text, no copy
+    import pyarrow as pa  # a SIMD check of the whole text, no copy
     try:
         offsets = pa.py_buffer(np.array([0, len(b)], dtype=np.int64))
         pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data)).validate(full=True)

@@ -149,7 +149,7 @@ def _read_side_files(run_dir: Path, source: Source) -> None:
     files = run_dir / "files"
     cfg = files / "config.yaml"
     if cfg.exists():
-        import yaml           # here, not at start-up: only W&B runs with a config need it
+        import yaml  # here, not at start-up: only W&B runs with a config need it
         try:
             source.extras["config"] = yaml.safe_load(cfg.read_text(errors="replace"))
         except yaml.YAMLError:

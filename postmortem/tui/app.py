@@ -15,6 +15,7 @@ from postmortem.tui.dialogs import HelpScreen
 from postmortem.tui.screens.dashboard import DashboardScreen
 from postmortem.tui.session import Session
 
+
 class PostmortemApp(App):
     """The run is read by a loader process (started here when none was handed in), or
     handed in already read as a Session (`Session.read`)."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import io
+import json
 import os
 import pickle
 import time

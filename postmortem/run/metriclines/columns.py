@@ -22,9 +22,9 @@ import pyarrow.compute as pc
 
 from postmortem.run import readprogress
 from postmortem.run.assemble import to_number
+from postmortem.run.dialects import catalogue, progress
 from postmortem.run.metriclines import code, table
 from postmortem.run.metriclines.clean import clean
-from postmortem.run.dialects import catalogue, progress
 from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse, split_event
 
 _DIGITS = b"0123456789"

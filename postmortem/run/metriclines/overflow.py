@@ -223,7 +223,7 @@ def own_step(g) -> tuple[np.ndarray, str | None]:
     if span:
         kind = next((k for k, s in g.parsed.counters.items() if s == span), None)
     else:
-        from postmortem.run.metriclines.pairs import STEP_KINDS   # pairs imports this module
+        from postmortem.run.metriclines.pairs import STEP_KINDS  # pairs imports this module
         start = g.parsed.overflow["start"]
         kind = next((k for k in STEP_KINDS if k in g.parsed.counters
                      and g.parsed.counters[k][1] <= start), None)
@@ -246,7 +246,7 @@ def group_scale(g) -> tuple[np.ndarray, bool]:
 def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np.ndarray,
                 source) -> None:
     """Give every message line its step in `step` (NaN: a repeat, not counted)."""
-    from postmortem.run.metriclines.steps import bfill, ffill   # steps imports pairs, pairs this
+    from postmortem.run.metriclines.steps import bfill, ffill  # steps imports pairs, pairs this
     base = np.where(counted, step, np.nan)
     last = ffill(base)
     after = bfill(base)

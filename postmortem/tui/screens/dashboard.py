@@ -17,8 +17,7 @@ from postmortem.tui import focus
 from postmortem.tui.dialogs import CausesScreen
 from postmortem.tui.messages import RunFailed, RunHandedOver, RunRead
 from postmortem.tui.session import Session
-from postmortem.tui.view import (PANEL_ROWS, FirstView, first_cursor, logged_steps, segment_history, series,
-                                 shown_panels)
+from postmortem.tui.view import PANEL_ROWS, FirstView, first_cursor, logged_steps, segment_history, series, shown_panels
 from postmortem.tui.widgets.causes import CausesPane, heading, ranking
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 from postmortem.tui.widgets.metric_panel import MetricPanel

@@ -33,6 +33,7 @@ from postmortem.tui.session import Session
 from postmortem.tui.widgets.hypotheses import HypothesesTable
 from postmortem.tui.widgets.line_area import LineArea
 
+
 class EditorScreen(Screen):
     # the footer: the workflow (commit, replay, preview, back) fits 80 columns; the rest is in
     # the palette, and F1 says where

@@ -11,7 +11,6 @@ import re
 
 from postmortem.run.dialects import Dialect, catalogue
 
-
 # Families whose trainer steps on the sum of the loss parts it prints, with no total among
 # them (Ultralytics' box + cls + dfl): their module adds itself; the loss is then that sum.
 LOSS_IS_SUM_OF_PARTS: set[str] = set()
