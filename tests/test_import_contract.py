@@ -108,6 +108,7 @@ CORE = [m for m in ALL if layer(m) not in ("tui", "replay", "minigpt") and not m
         and not m.startswith("postmortem.integrations.")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", CORE)
 def test_a_core_module_imports_neither_textual_nor_torch(module):
     code = (f"import sys, {module}\n"
@@ -127,6 +128,7 @@ def test_the_replays_front_door_imports_no_torch(module):
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr or r.stdout
 
 
+@pytest.mark.slow
 def test_matplotlib_only_when_a_figure_is_drawn(tmp_path):
     """`analyze` and the TUI's start-up (the app and its screens imported, a run read and
     analyzed as the loader does) never load matplotlib; `new` does, to draw the figure."""
