@@ -184,7 +184,7 @@ def test_the_analysis_in_a_pipe_does_not_wrap_at_80_columns(long_named_run, caps
         assert f"+ [{o['panel']}] {o['observation']}" in lines
 
 
-# (in a terminal the same analysis fits 100 columns: tests/test_diagnose.py)
+# (in a terminal the same analysis fits 100 columns: tests/diagnose/test_diagnose.py)
 
 
 # --- --json everywhere ---------------------------------------------------------------------

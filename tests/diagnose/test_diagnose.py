@@ -257,7 +257,7 @@ def test_every_node_has_an_outcome_and_a_reason(real_runs):
 
 @pytest.mark.slow
 def test_human_output_fits_100_columns(tmp_path):
-    """In a 100-column terminal (a pipe keeps each line whole instead: tests/test_cli_help.py)."""
+    """In a 100-column terminal (a pipe keeps each line whole instead: tests/cli/test_cli_help.py)."""
     import os
     import pty
     import re

@@ -18,7 +18,7 @@ STEPS = 400
 WHERE = {"long-tail-token": (250, 250), "lr-discontinuity": (250, 256),   # the LR jumps at 250
          "optimizer-reset": (200, 206)}          # the crash at 250 resumes from checkpoint-200
 # The output directory as it is: the record (metrics.jsonl + manifest.json) wins over the
-# Trainer's checkpoint-N/trainer_state.json (tests/test_discover_record.py).
+# Trainer's checkpoint-N/trainer_state.json (tests/run/test_discover_record.py).
 READ = ()
 
 

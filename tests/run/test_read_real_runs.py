@@ -19,7 +19,7 @@ def at(log, step, col, segment=None):
 # Strict: a run that starts reading fails here until it is taken off the list.
 NOT_YET_READ = {
     # two different runs (steps 10..750 and 10..430 overlap): the directory names both, each
-    # file reads (tests/test_text_log_families.py)
+    # file reads (tests/run/test_text_log_families.py)
     "olmo-console-20m-zero-gradnorm-flatloss": "two OLMo runs in one directory: pass one file",
 }
 

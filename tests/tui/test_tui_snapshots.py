@@ -1,6 +1,6 @@
 """SVG snapshots of the dashboard, the editor, the replay panel and the lessons browser
 (pytest-textual-snapshot; Textual is pinned in the dev extra so the drawing is stable).
-After a deliberate change of the look: `pytest tests/test_tui_snapshots.py --snapshot-update`,
+After a deliberate change of the look: `pytest tests/tui/test_tui_snapshots.py --snapshot-update`,
 then look at the SVGs before committing them."""
 
 from pathlib import Path
