@@ -95,7 +95,7 @@ def bench_first_paint(rounds: int) -> dict:
     # a first opening reads and analyzes the run before its first frame: these bound it
     libraries_cmd = [sys.executable, "-c", "import numpy, pyarrow, pyarrow.json, pydantic, pandas"]
     core_cmd = [sys.executable, "-c", "import postmortem.diagnose.analyze, postmortem.run, postmortem.tui.view"]
-    # pandas, pydantic, numpy or torch imported by the app's modules (tests/test_tui.py holds
+    # pandas, pydantic, numpy or torch imported by the app's modules (tests/tui/test_tui.py holds
     # the first frame itself to no numpy)
     probe = [sys.executable, "-c", "import sys, postmortem.tui.app, postmortem.tui.view; "
                                    "print(sorted({'pandas', 'torch', 'pydantic', 'numpy'} & set(sys.modules)))"]

@@ -1,3 +1,4 @@
+import ast
 import sys
 from pathlib import Path
 
@@ -5,30 +6,42 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_RUNS = ROOT.parent / "shared" / "real_runs"
-sys.path.insert(0, str(Path(__file__).parent))
+TESTS = Path(__file__).parent
+# The tests are in a folder per layer (run/, diagnose/, tui/, ...), with no __init__.py: the
+# shared helpers here (pilots, writers, cli_run, worked_example) and the helpers a test file
+# lends another (`from test_cli import pm`, across folders too) import by their bare names,
+# whatever file or folder pytest is asked to run.
+sys.path[:0] = [str(TESTS), *sorted(str(d) for d in TESTS.iterdir()
+                                    if d.is_dir() and any(d.glob("test_*.py")))]
 
 
-def _slow_tests() -> set[str]:
-    """tests/slow_tests.txt: `file::function` or a whole `file`, one a line."""
-    lines = (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
-    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-
-
-SLOW = _slow_tests()
+def slow_whole(path: Path) -> bool:
+    """Whether a test file is slow whole: `pytestmark = pytest.mark.slow` (alone or in a list)
+    at its top level, read from the source so that the quick tier need not import it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                for t in node.targets):
+            marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            return any(ast.unparse(m) == "pytest.mark.slow" for m in marks)
+    return False
 
 
 def pytest_ignore_collect(collection_path, config):
     """The quick tier (-m "not slow") does not even import a file that is slow whole (its
     imports, torch's among them, are seconds of every worker's collection)."""
-    if collection_path.name in SLOW and (config.option.markexpr or "").split() == ["not", "slow"]:
+    if ((config.option.markexpr or "").split() == ["not", "slow"] and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_") and slow_whole(collection_path)):
         return True
     return None
 
 
 def pytest_collection_modifyitems(config, items):
+    """A test that uses the `made_here` fixture trains the sample runs: slow wherever it is.
+    Every other slow test says so where it is written (@pytest.mark.slow, or the file's
+    `pytestmark = pytest.mark.slow`)."""
     for item in items:
-        if (item.path.name in SLOW or f"{item.path.name}::{item.originalname}" in SLOW
-                or "made_here" in item.fixturenames):
+        if "made_here" in item.fixturenames:
             item.add_marker(pytest.mark.slow)
 
 

@@ -67,7 +67,7 @@ def match(labels: list[dict], reports: list[dict]) -> Score:
         shifts = [0, *lab.get("shifts", [])]
         lo, hi = lab["range"][0] - lab["tolerance"], lab["range"][1] + lab["tolerance"]
 
-        def off(r):
+        def off(r, lab=lab, shifts=shifts, lo=lo, hi=hi):     # this label's, bound now (B023)
             return min(abs(r["step"] - sh - lab["step"]) for sh in shifts
                        if lo <= r["step"] - sh <= hi)
 

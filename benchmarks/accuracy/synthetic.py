@@ -284,7 +284,7 @@ def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
             for i, (kind, spec) in enumerate(specs(seed))]
     runs += [(seed, 100 + i, kind, spec, fmts) for seed in seeds
              for i, (kind, spec, fmts) in enumerate(judge_specs(seed))]
-    for seed, i, kind, spec, fmts in runs:
+    for seed, _i, kind, spec, fmts in runs:
         name = f"lab2-{kind}-s{seed}"
         key = hashlib.sha256(json.dumps([code, asdict(spec), fmts], default=str).encode()).hexdigest()[:12]
         dirs = [cache / "runs" / f"{name}-{f.replace('.', '')}" for f, _ in fmts]

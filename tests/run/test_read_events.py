@@ -1,0 +1,170 @@
+"""The frameworks' messages kept as the run's events: every halving its own value, on the
+step it belongs to, in the general reader and the DeepSpeed / fairseq line readers alike."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from postmortem.run import read_run
+
+PREFIX = "[2024-01-01 10:00:0{i},000] [INFO] [loss_scaler.py:183:update_scale] "
+DS = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}"
+HALVINGS = [(65536, 32768), (32768, 16384), (16384, 8192), (8192, 4096), (4096, 2048)]
+
+
+def _write(tmp_path, name, lines):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_a_log_of_messages_alone_is_a_cascade_of_five(tmp_path):
+    lines = [PREFIX.format(i=i) + DS.format(a=a, b=b) for i, (a, b) in enumerate(HALVINGS)]
+    run = read_run(_write(tmp_path, "ds.log", lines))
+    f = run.frame
+    assert f.step.tolist() == [1, 2, 3, 4, 5]
+    assert f.loss_scale.tolist() == [32768, 16384, 8192, 4096, 2048]
+    assert f.overflows.tolist() == [1] * 5 and f.skipped.tolist() == [1] * 5
+    assert any("no step line" in w for w in run.source.warnings)
+
+
+def test_fairseq_notes_alone(tmp_path):
+    lines = [f"2023-06-13 17:37:4{i} | INFO | fairseq.trainer | NOTE: gradient overflow detected, "
+             f"ignoring gradient, setting loss scale to: {b}.0" for i, (_, b) in enumerate(HALVINGS)]
+    f = read_run(_write(tmp_path, "fs.log", lines)).frame
+    assert f.loss_scale.tolist() == [32768, 16384, 8192, 4096, 2048]
+
+
+def test_five_halvings_between_two_progress_lines(tmp_path):
+    lines = ["iteration 100 | loss 2.50 | lr 1.0E-04"]
+    lines += [PREFIX.format(i=i) + DS.format(a=a, b=b) for i, (a, b) in enumerate(HALVINGS)]
+    lines += ["iteration 110 | loss 2.40 | lr 1.0E-04", "iteration 120 | loss 2.30 | lr 1.0E-04"]
+    run = read_run(_write(tmp_path, "mixed.log", lines))
+    f = run.frame.set_index("step")
+    # the steps just before the line after them, one each
+    assert f.loss_scale.dropna().index.tolist() == [106, 107, 108, 109, 110]
+    assert f.loss_scale.dropna().tolist() == [32768, 16384, 8192, 4096, 2048]
+    assert f.overflows.sum() == 5 and f.loc[110, "loss"] == 2.40
+    assert run.source.extras["events_placed"]
+
+
+def test_more_halvings_than_steps_share_one(tmp_path):
+    lines = ["step 10 | loss 2.5"] + [DS.format(a=a, b=b) for a, b in HALVINGS] + ["step 12 | loss 2.4"]
+    run = read_run(_write(tmp_path, "crowd.log", lines))
+    f = run.frame.set_index("step")
+    assert f.overflows.sum() == 5 and f.loc[11, "overflows"] == 4 and f.loc[12, "loss_scale"] == 2048
+    assert any("outnumber the steps" in w for w in run.source.warnings)
+
+
+def test_a_scale_of_inf_nan_or_zero_is_read(tmp_path):
+    lines = ["step 10 | loss 2.5", DS.format(a="inf", b="inf"), "step 20 | loss 2.4",
+             "NOTE: overflow detected, setting loss scale to: nan", "step 30 | loss 2.3",
+             DS.format(a=1, b=0), "step 40 | loss 2.2"]
+    run = read_run(_write(tmp_path, "odd.log", lines))
+    f = run.frame.set_index("step")
+    assert math.isinf(f.loc[20, "loss_scale"]) and f.loc[40, "loss_scale"] == 0
+    assert math.isnan(f.loc[30, "loss_scale"]) and run.nan_mask("loss_scale").sum() == 1
+    assert f.overflows.sum() == 3
+
+
+def test_deepspeed_fused_optimizer_says_one_overflow_three_times(tmp_path):
+    p = "[2023-11-06 11:54:09,446] [INFO] [fused_optimizer.py:347:_update_scale] "
+    lines = ["step 3 | loss 2.5", p, "Grad overflow on iteration 4",
+             p + "Reducing dynamic loss scale from 65536 to 32768.0",
+             "[2023-11-06 11:54:09,446] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. "
+             "Skipping step. Attempted loss scale: 65536, reducing to 32768.0",
+             "step 4 | loss 2.4", "step 5 | loss 2.3"]
+    f = read_run(_write(tmp_path, "fused.log", lines)).frame.set_index("step")
+    assert f.overflows.sum() == 1 and f.loc[4, "loss_scale"] == 32768
+
+
+def test_ranks_other_than_the_first_not_counted(tmp_path):
+    lines = ["step 10 | loss 2.5", DS.format(a=8, b=4), DS.format(a=8, b=4).replace("Rank 0", "Rank 3"),
+             "step 20 | loss 2.4"]
+    run = read_run(_write(tmp_path, "ranks.log", lines))
+    assert run.frame.overflows.sum() == 1
+    assert any("other than the first" in w for w in run.source.warnings)
+
+
+def test_deepspeed_line_reader_places_every_message(tmp_path):
+    step = "[2023-04-18 01:46:59,142] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, skipped={k}, lr=[9.6e-06], mom=[(0.9, 0.95)]"
+    lines = [step.format(s=10, k=0)] + [DS.format(a=a, b=b) for a, b in HALVINGS[:3]]
+    lines += [step.format(s=20, k=3), step.format(s=30, k=3)]
+    run = read_run(_write(tmp_path, "ds.log", lines))
+    f = run.frame.set_index("step")
+    assert run.source.format == "deepspeed"
+    assert f.loss_scale.dropna().to_dict() == {18: 32768, 19: 16384, 20: 8192}
+
+
+def test_resume_messages_are_kept(tmp_path):
+    lines = [f"iteration {s} | lm loss: 2.{s // 10} |" for s in range(10, 60, 10)]
+    lines += ["  successfully loaded checkpoint from /ckpt at iteration 50"]
+    lines += [f"iteration {s} | lm loss: 1.{s // 10} |" for s in range(60, 90, 10)]
+    run = read_run(_write(tmp_path, "meg.log", lines))
+    assert run.source.extras["resumes"] == [{"step": 50, "dialect": "megatron.loaded"}]
+    assert [s["first_step"] for s in run.segments()] == [10, 60]
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "postmortem", *args], capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_a_20_digit_step_in_the_deepspeed_and_fairseq_readers(tmp_path):
+    step = "[Rank 0] step={s}, skipped=0, lr=[1e-05], mom=[(0.9, 0.95)]"
+    ds = _write(tmp_path, "ds.log", [step.format(s=s) for s in (10, 20, 12345678901234567890, 30)])
+    run = read_run(ds)
+    assert run.frame.step.tolist() == [10, 20, 30] and any("out of range" in w for w in run.source.warnings)
+    js = '{{"epoch": 1, "loss": "2.5", "num_updates": "{s}"}}'
+    fs = _write(tmp_path, "fs.log", [f"2021-01-01 00:00:01 | INFO | train_inner | {js.format(s=s)}"
+                                     for s in (100, 200, 12345678901234567890, 300)])
+    assert read_run(fs).frame.step.tolist() == [100, 200, 300]
+    for path in (ds, fs):
+        done = _cli("info", str(path), "--json")
+        assert done.returncode in (0, 2) and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_info_names_the_dialect_of_each_series(tmp_path):
+    lines = ["step 10 | loss 2.5", "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1024.0",
+             "step 20 | loss 2.4"]
+    done = _cli("info", str(_write(tmp_path, "apex.log", lines)), "--json")
+    data = json.loads(done.stdout)
+    by = {m["name"]: m for m in data["metrics"]}
+    assert by["loss_scale"]["dialect"] == ["apex.amp.overflow"]
+    assert by["overflows"]["dialect"] == ["apex.amp.overflow"] and "dialect" not in by["loss"]
+    assert np.isfinite(by["loss_scale"]["max"])
+
+
+# fairseq's progress line (progress_bar.SimpleProgressBar: `epoch 001:  {i} / {n} ` + the stats as
+# key=value, loss_scale among them) with the trainer's overflow messages between two lines
+# (v0.6-v0.9 `print("| WARNING: overflow detected, " + str(e))`, v0.10 `logger.info("NOTE:
+# overflow detected, " + str(e))` under the `fairseq.trainer` logger): every printed scale is a
+# value, joined to the loss_scale the progress lines log
+FAIRSEQ_LINE = {
+    "v0.9": "| epoch 001:   {u:4d} / 331737 loss=9.512, nll_loss=9.1, ppl=549.2, wps=12000, "
+            "num_updates={u}, lr=0.25, gnorm=1.2, loss_scale={s}, wall=320",
+    "v0.10": "2020-10-01 10:00:00 | INFO | train_inner | epoch 001:   {u:4d} / 331737 loss=9.512, "
+             "nll_loss=9.1, ppl=549.2, wps=12000, num_updates={u}, lr=0.25, gnorm=1.2, loss_scale={s}, wall=320",
+}
+FAIRSEQ_NOTE = {"v0.9": "| WARNING: overflow detected, setting loss scale to: {x}",
+                "v0.10": "2020-10-01 10:00:01 | INFO | fairseq.trainer | NOTE: overflow detected, "
+                         "setting loss scale to: {x}"}
+
+
+def test_fairseq_overflow_scales_join_the_logged_loss_scale(tmp_path):
+    import pytest
+    for version in FAIRSEQ_LINE:
+        line, note = FAIRSEQ_LINE[version], FAIRSEQ_NOTE[version]
+        lines = [line.format(u=1000, s=64), note.format(x=32.0), note.format(x=16.0),
+                 line.format(u=2000, s=16), note.format(x=8.0), note.format(x=4.0),
+                 line.format(u=3000, s=4), note.format(x=2.0), note.format(x=1.0), note.format(x=0.25)]
+        run = read_run(_write(tmp_path, f"{version}.log", lines))
+        f = run.frame
+        scales = f.loss_scale.dropna().tolist()
+        assert scales == pytest.approx([64, 32, 16, 8, 4, 2, 1, 0.25]), version
+        assert f.overflows.sum() == 7 and not f.loss_scale[f.overflows == 1].isna().any(), version
