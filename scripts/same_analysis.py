@@ -40,7 +40,9 @@ def one(command: str, path: Path) -> str:
             code = main([command, str(path), "--json"])
         except SystemExit as leaving:
             code = leaving.code
-    return f"exit {code}\n{out.getvalue()}\n--- stderr\n{err.getvalue()}"
+    text = f"exit {code}\n{out.getvalue()}\n--- stderr\n{err.getvalue()}"
+    # the same outputs from any checkout (a worktree, a fresh clone): its paths said as <ROOT>
+    return text.replace(str(REAL_RUNS.parent), "<SHARED>").replace(str(ROOT), "<ROOT>")
 
 
 def write(folder: Path) -> None:
