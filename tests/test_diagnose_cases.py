@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.catalog import BY_ID, CATALOG, PANELS
+from postmortem.diagnose.catalog import BY_ID, CATALOG, remedies_for
 from postmortem.diagnose.models import worst
+from postmortem.diagnose.panels import PANELS
 from postmortem.diagnose.patterns import lr_off_trend
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import read_run
@@ -284,7 +285,6 @@ def test_a_ranking_with_nothing_convincing_says_so(tmp_path):
 # --- 7. patterns as data ------------------------------------------------------------------
 
 def test_every_pattern_is_one_catalog_entry_with_all_it_needs():
-    from postmortem.document.remedies import remedies_for
     from postmortem.replay.arms import BY_NAME
     th = Thresholds()
     for p in CATALOG:

@@ -9,9 +9,10 @@ import numpy as np
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, RunSummary
-from postmortem.diagnose.patterns import rank
+from postmortem.diagnose.models import Analysis, Incident, RunSummary, worst
+from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
+from postmortem.diagnose.signature import Signature, of_incident
 from postmortem.diagnose.symptoms import symptoms
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.diagnose.trees import walk
@@ -136,14 +137,13 @@ def _stays_up(ctx: Context, ev: Event) -> Event:
     a few logged points on a sparse log) is a divergence, spanning until the loss is back
     within the band before it (or to the end). A spike judged on too few points (a short
     log) needs a point after its peak within that reach, still up, to be called one."""
-    from postmortem.diagnose.symptoms import band, recovered
-    if ev.kind != "spike" or ev.metric != "loss" or recovered(ctx, ev):
+    if ev.kind != "spike" or ev.metric != "loss" or ctx.recovered(ev):
         return ev
     after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
     after = after[np.isfinite(after.loss.to_numpy(dtype=float, na_value=np.nan))]
     if ev.notes.get("sparse") and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
         return ev       # (no point after it, or only past a hole: nothing says it stayed up)
-    back = after.step.to_numpy()[(after.loss <= band(ctx, ev)).to_numpy()]
+    back = after.step.to_numpy()[(after.loss <= ctx.band(ev)).to_numpy()]
     end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
     return replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True}, end_step=max(end, ev.peak_step))
 
@@ -151,7 +151,6 @@ def _stays_up(ctx: Context, ev: Event) -> Event:
 def onset(ctx: Context, ev: Event) -> Event:
     """The incident dated where it began: a loss-scale cascade or an LR jump just before the
     loss rose (within `ctx.around` steps) dates it at itself."""
-    from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade
     if ev.metric != "loss" or ev.kind not in ("spike", "divergence", "nan"):
         return ev
     reach = ctx.around(ev.segment)
@@ -193,3 +192,15 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
                                    metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings),
                                    facts_from=dict(ctx.facts.read_from)),
                     checks=checks, incidents=incidents)
+
+
+def signature_of_run(log: RunLog, step: int | None = None, pattern: str | None = None) -> Signature:
+    """The signature of a run's incident (the largest, or the one at `step`); with no
+    incident, one that knows only the pattern and dtype. Here, not in signature.py: the
+    knowledge base reads signatures and never runs an analysis."""
+    incidents = analyze(log).incidents
+    if step is not None:
+        incidents = [i for i in incidents if i.step == step] or incidents
+    if not incidents:
+        return Signature(pattern=pattern, dtype=log.dtype)
+    return of_incident(incidents[worst(incidents)], log.manifest, pattern)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from postmortem.diagnose.panels import PANELS  # noqa: F401  (the panel ids; diagnose/panels.py is their home)
 from postmortem.numbers import number
 
 
@@ -31,7 +30,7 @@ class Pattern:
 
 
 def _checks(ctx) -> dict:
-    return {c.id: c for c in getattr(ctx, "checks", [])}
+    return {c.id: c for c in ctx.checks}
 
 
 def _cross_run(f, e, weight: str, why: str) -> None:
@@ -57,8 +56,7 @@ def _long_tail(ctx, ev, f, e) -> None:
               f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
               + (" with a smooth LR" if smooth else "") + why_not)
     if ev.kind == "spike" and ev.metric == "loss":
-        from postmortem.diagnose.symptoms import recovered
-        rec = recovered(ctx, ev)
+        rec = ctx.recovered(ev)
         short = ev.peak_step - ev.step <= 2
         within = f"within {ctx.recovery_reach(ev.segment):g} steps"
         e.add(rec and short, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
@@ -95,8 +93,7 @@ def _fp16(ctx, ev, f, e) -> None:
         # said as the series and the config show it: a static scale is no dynamic scaling
         e.add(True, "w_dtype", "loss-scale", f"the run is fp16 with {ctx.scale_regime.said}")
     elif dtype is None and (ctx.has("loss_scale") or ctx.skips.any()):
-        from postmortem.diagnose.nan import scaler_idle
-        if scaler_idle(ctx.log):
+        if ctx.scaler_idle:
             # Megatron prints `loss scale: 1.0` in bf16 too: a scale that never moves with
             # no step ever skipped is no sign of fp16
             e.add(False, "w_dtype", "loss-scale", f"{ctx.scale_regime.said}, and the log's skipped counter is 0 "
@@ -104,7 +101,7 @@ def _fp16(ctx, ev, f, e) -> None:
         else:
             e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
     if f.cascade is not None:
-        from postmortem.diagnose.scaler import persistent_words
+        from postmortem.diagnose.scaler import persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
         c = f.cascade
         what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings"
                 + (f", {c.notes['skipped']:.0f} steps skipped" if c.notes.get("skipped") else "") + ")"
@@ -319,3 +316,10 @@ SPIKE_PATTERNS = tuple(p.id for p in CATALOG if p.spike)
 def arm_tests(arm: str) -> list[str]:
     """The patterns a replay arm tests."""
     return [p.id for p in CATALOG if arm in p.arms]
+
+
+def remedies_for(pattern: str | None) -> tuple[str, ...]:
+    """The usual remedies of a pattern: what the editor offers for section 5. Suggestions,
+    never filled in for the author: the remediation has to be what this run needs."""
+    known = BY_ID.get(pattern or "")
+    return known.remedies if known else ()

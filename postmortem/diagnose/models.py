@@ -12,8 +12,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from postmortem.diagnose.catalog import PANELS, PATTERNS, SPIKE_PATTERNS  # noqa: F401  (the catalog is their home)
-
 
 class RunSummary(BaseModel):
     id: str

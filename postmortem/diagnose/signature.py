@@ -62,16 +62,3 @@ def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
     """The signature of an incident already found (no second analysis)."""
     top = inc.hypotheses[0].pattern if inc.hypotheses else None
     return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise, kind=inc.shown_kind)
-
-
-def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:
-    """The signature of a run's incident (the largest, or the one at `step`); with no
-    incident, one that knows only the pattern and dtype."""
-    from postmortem.diagnose.analyze import analyze
-    from postmortem.diagnose.models import worst
-    incidents = analyze(log).incidents
-    if step is not None:
-        incidents = [i for i in incidents if i.step == step] or incidents
-    if not incidents:
-        return Signature(pattern=pattern, dtype=log.dtype)
-    return of_incident(incidents[worst(incidents)], log.manifest, pattern)

@@ -14,6 +14,7 @@ import numpy as np
 from postmortem.diagnose import detect
 from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose.models import Check
+from postmortem.diagnose.scaler import persistent_words
 from postmortem.diagnose.series import interval
 
 Outcome = tuple[str, str]            # (status, detail), or (status, detail, leaf) where a
@@ -329,10 +330,9 @@ def b_loss_spike(ctx: Context) -> Outcome:
 
 
 def b_recovery(ctx: Context) -> Outcome:
-    from postmortem.diagnose.symptoms import recovered
     if not ctx.loss_spikes:
         return skip("no loss spike")
-    bad = [e for e in ctx.loss_spikes if not recovered(ctx, e)]
+    bad = [e for e in ctx.loss_spikes if not ctx.recovered(e)]
     if not bad:
         return "pass", (f"every spike came back within mean + {ctx.th.recovery_sigma:g} std inside "
                         f"{ctx.th.recovery_window} steps")
@@ -351,7 +351,6 @@ def b_grad_spike(ctx: Context) -> Outcome:
 
 
 def b_loss_scale(ctx: Context) -> Outcome:
-    from postmortem.diagnose.scaler import persistent_words
     if not ctx.has("loss_scale") and not ctx.skips.any():
         return skip("no loss scale logged (bf16 or fp32, or not printed)")
     ev, probes = ctx.cascades, ctx.probes
