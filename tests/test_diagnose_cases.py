@@ -311,6 +311,29 @@ def test_checklist_questions_print_the_thresholds_in_force(tmp_path):
     assert "spike_sigma=4.0" in b2["threshold"]
 
 
+def observations(analysis: dict) -> list[str]:
+    return [o["observation"] for inc in analysis["incidents"] for h in inc["hypotheses"]
+            for o in h["supported_by"] + h["contradicted_by"]]
+
+
+def test_observations_say_the_batch_windows_in_force():
+    """The batch windows are settings: `--set` changes what is counted and what the text says
+    (the defaults say 50 and 100, as they always did)."""
+    run = ROOT / "sample_runs" / "bad-data"
+    said = {}
+    for name, sets in (("default", ()), ("set", ("--set", "batch_repeat_window=30", "--set", "batch_index_window=60"))):
+        out = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(run), "--json", *sets],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        said[name] = observations(json.loads(out.stdout))
+    assert "the batch of step 240 is unique among the 50 before it" in said["default"]
+    assert "39 repeated batch index(es) in the 100 steps up to 240, first at step 201" in said["default"]
+    assert "the batch of step 240 is unique among the 30 before it" in said["set"]
+    repeated = [o for o in said["set"] if "repeated batch index(es)" in o]
+    assert repeated and all("in the 60 steps up to 240" in o for o in repeated), repeated
+    assert not any(" 50 " in o or " 100 " in o for o in said["set"] if "batch" in o)
+
+
 # --- 8. a long run: exactly the planted incident -----------------------------------------------
 
 def test_a_million_step_run_with_one_planted_spike_has_one_incident(tmp_path):

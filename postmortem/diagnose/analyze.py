@@ -165,8 +165,8 @@ def onset(ctx: Context, ev: Event) -> Event:
     if ctx.has("lr"):
         steps, lr = ctx.finite("lr", ev.segment)
         jump, _ = lr_off_trend(steps, lr, ev.step - reach, late, ctx.th.lr_jump_ratio, ctx.warmup_end)
-        if jump is not None and jump[2] > 1 and jump[0] != ev.step:
-            starts.append(jump[0])
+        if jump is not None and jump.ratio > 1 and jump.step != ev.step:
+            starts.append(jump.step)
     if not starts:
         return ev
     return replace(ev, step=min(starts), notes={**ev.notes, "detected_at": ev.step})

@@ -68,7 +68,8 @@ def _long_tail(ctx, ev, f, e) -> None:
     if ev.kind == "nan":
         e.add(False, "w_not_finite_spike", "loss", f"the loss went non-finite at step {ev.step}, not a finite spike")
     if f.repeated_batch == 0:
-        e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the 50 before it")
+        e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the "
+              f"{ctx.th.batch_repeat_window} before it")
     if f.cascade is not None:
         e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes['from']:g} -> "
               f"{f.cascade.notes['to']:g} from step {f.cascade.step}, near the spike")
@@ -122,11 +123,11 @@ def _fp16(ctx, ev, f, e) -> None:
 
 def _lr_disc(ctx, ev, f, e) -> None:
     if f.lr_jump is not None:
-        e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump[1])} at step {f.lr_jump[0]} is x{f.lr_jump[2]:.2f} "
+        e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump.lr)} at step {f.lr_jump.step} is x{f.lr_jump.ratio:.2f} "
               "the trend of the steps before it")
     elif f.lr_smooth is not None:
-        e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth[0]} to step "
-              f"{f.lr_smooth[1]}" + (" (warmup)" if ev.step <= ctx.warmup_end else ""))
+        e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth.first} to step "
+              f"{f.lr_smooth.last}" + (" (warmup)" if ev.step <= ctx.warmup_end else ""))
     if f.lr_vs_schedule is not None:
         off = abs(f.lr_vs_schedule - 1) > 0.2
         e.add(off, "w_lr_schedule_off" if off else "w_lr_schedule_on", "lr",
@@ -135,8 +136,8 @@ def _lr_disc(ctx, ev, f, e) -> None:
 
 def _opt_reset(ctx, ev, f, e) -> None:
     if f.after_resume is not None:
-        e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume[0]} step(s) after a restart "
-              f"at step {f.after_resume[1]} ({f.after_resume[2]})")
+        e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume.steps_before} step(s) after a "
+              f"restart at step {f.after_resume.step} ({f.after_resume.how})")
     elif ctx.resumes:
         e.add(False, "w_no_restart", "loss", f"no restart within {ctx.th.after_resume_steps} steps before it")
     else:
@@ -165,12 +166,12 @@ def _numerics(ctx, ev, f, e) -> None:
 def _bad_data(ctx, ev, f, e) -> None:
     if f.repeated_batch:
         e.add(True, "w_repeated_batch", "batch", f"the batch of step {ev.step} was already trained "
-              f"{f.repeated_batch} time(s) in the 50 steps before")
+              f"{f.repeated_batch} time(s) in the {ctx.th.batch_repeat_window} steps before")
     elif f.hashes_logged:
         e.add(False, "w_new_batch", "batch", f"the batch hash of step {ev.step} is new")
     if f.repeated_index:
-        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index[0]} repeated batch index(es) in the 100 "
-              f"steps up to {ev.step}, first at step {f.repeated_index[1]}")
+        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index.count} repeated batch index(es) in the "
+              f"{ctx.th.batch_index_window} steps up to {ev.step}, first at step {f.repeated_index.first_step}")
     _cross_run(f, e, "w_cross_run_data", "the same batch, so the data")
 
 
@@ -196,8 +197,8 @@ def _lr_high(ctx, ev, f, e) -> None:
         if cid in checks and checks[cid].status == "fail" and checks[cid].leaf == "lr-too-high":
             e.add(True, "w_grad_regime", "grad-norm", checks[cid].detail)
     if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
-        e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth[0]}"
-              f"-{f.lr_smooth[1]})")
+        e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth.first}"
+              f"-{f.lr_smooth.last})")
 
 
 def _schedule(ctx, ev, f, e) -> None:
@@ -211,10 +212,11 @@ def _schedule(ctx, ev, f, e) -> None:
             e.add(False, "w_lr_not_rising", "lr", c.detail)
     if ev.kind == "divergence" and f.lr_rise is not None and not any(
             checks.get(c) and checks[c].status == "fail" for c in ("B4.1", "A4.1")):
-        rising = f.lr_rise[2] > 1 + ctx.th.warmup_reach and f.lr_rise[0] >= ctx.warmup_end
+        rise = f.lr_rise
+        rising = rise.ratio > 1 + ctx.th.warmup_reach and rise.first >= ctx.warmup_end
         e.add(rising, "w_lr_rising" if rising else "w_lr_not_rising", "lr",
-              f"LR {number(f.lr_rise[3])} at step {f.lr_rise[0]} -> {number(f.lr_rise[4])} at step {f.lr_rise[1]} "
-              f"(x{f.lr_rise[2]:.2f}) over the incident" + ("" if rising else ": not rising"))
+              f"LR {number(rise.lr_first)} at step {rise.first} -> {number(rise.lr_last)} at step {rise.last} "
+              f"(x{rise.ratio:.2f}) over the incident" + ("" if rising else ": not rising"))
     if f.lr_vs_schedule is not None and abs(f.lr_vs_schedule - 1) <= 0.2 and ev.kind != "divergence":
         e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
 
