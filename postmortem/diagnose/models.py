@@ -77,6 +77,15 @@ class Symptoms(BaseModel):
     unusual_tokens: str | None = None
 
 
+class RelatedEvent(BaseModel):
+    """Another of tree B's events merged into an incident, as numbers: what one line of
+    `Incident.related` says in words ("grad_norm spike at step 330")."""
+
+    kind: str                        # spike | nan | divergence | cascade
+    metric: str                      # the series it was seen on: loss, grad_norm, loss_scale
+    step: int
+
+
 class Incident(BaseModel):
     kind: Literal["nan", "spike", "divergence", "bad-start"]
     step: int
@@ -86,6 +95,7 @@ class Incident(BaseModel):
     segment: int = 0
     confidence: Literal["high", "low"] = "high"
     related: list[str] = []
+    related_events: list[RelatedEvent] = []      # `related`, typed: what code reads
     # the peak over the level before it (loss: the window's mean; grad norm: its median),
     # e.g. 1.38 for 3.83 -> 5.28; None where it does not apply (NaN, loss-scale cascade)
     rise: float | None = None

@@ -52,9 +52,9 @@ def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int 
 
 def grad_lead(incident) -> int | None:
     """How many steps the grad-norm spike came before the loss went up (0: together)."""
-    for r in incident.related:
-        if r.startswith("grad_norm spike at step "):
-            return max(0, incident.step - int(r.rsplit(" ", 1)[1]))
+    for r in incident.related_events:
+        if r.metric == "grad_norm" and r.kind == "spike":
+            return max(0, incident.step - r.step)
     return None
 
 
