@@ -3,13 +3,15 @@ and rank the causes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, RelatedEvent, RunSummary, worst
+from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
 from postmortem.diagnose.signature import Signature, of_incident
@@ -40,7 +42,7 @@ def _nan_events(ctx: Context) -> list[Event]:
     return out
 
 
-def _what(f, row: int) -> str:
+def _what(f, row: int | np.integer) -> str:
     """The metric that went non-finite at `row`: the loss first, then the grad norm."""
     for name in ("loss", "grad_norm"):
         if name in f:
@@ -191,7 +193,7 @@ def onset(ctx: Context, ev: Event) -> Event:
     return replace(ev, step=min(starts), notes={**ev.notes, "detected_at": ev.step})
 
 
-def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[RunLog] = ()) -> Analysis:
+def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence[RunLog] = ()) -> Analysis:
     """Walk the trees, find the incidents, rank their causes. `against`: other runs over the
     same data in the same order, whose spikes at the same steps point at the data."""
     th = thresholds or Thresholds()
@@ -202,7 +204,7 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
     for merged in incident_events(ctx, checks):
         ev = onset(ctx, merged.event)
         hyps, confidence = rank(ctx, ev)
-        kind = "spike" if ev.kind == "cascade" else ev.kind
+        kind = cast(IncidentKind, "spike" if ev.kind == "cascade" else ev.kind)     # (the model checks it)
         incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
                                   metric=ev.metric, segment=ev.segment, confidence=confidence,
                                   related=merged.related, related_events=merged.related_events, rise=_rise(ev),
@@ -222,5 +224,5 @@ def signature_of_run(log: RunLog, step: int | None = None, pattern: str | None =
     if step is not None:
         incidents = [i for i in incidents if i.step == step] or incidents
     if not incidents:
-        return Signature(pattern=pattern, dtype=log.dtype)
+        return Signature(pattern=pattern, dtype=log.dtype, rise=None)
     return of_incident(incidents[worst(incidents)], log.manifest, pattern)

@@ -22,7 +22,9 @@ class Pattern:
     id: str
     title: str
     panels: tuple[str, ...]            # where its evidence shows, first the one to look at
-    rules: Callable                    # (ctx, event, features, evidence) -> None
+    # rules(ctx, *, ev=the incident's event, f=its measured Features, e=the Weighing it adds
+    # observations to) -> None: named at the call, so no rule takes them in the wrong order
+    rules: Callable[..., None]
     discriminate: str                  # the experiment that tells it apart
     arms: tuple[str, ...]              # replay arm ids that test it (postmortem/replay)
     remedies: tuple[str, ...]
@@ -42,7 +44,7 @@ def _cross_run(f, e, weight: str, why: str) -> None:
         e.add(False, weight, "loss", f"{run_id}, over the same data, does not spike here", half=True)
 
 
-def _long_tail(ctx, ev, f, e) -> None:
+def _long_tail(ctx, *, ev, f, e) -> None:
     th = ctx.th
     if f.gn_ratio is not None:
         smooth = f.lr_jump is None
@@ -86,7 +88,7 @@ def cascade_span(c) -> str:
     return f"from step {c.step} to step {c.peak_step}"
 
 
-def _fp16(ctx, ev, f, e) -> None:
+def _fp16(ctx, *, ev, f, e) -> None:
     dtype = ctx.facts.dtype
     if dtype in ("bf16", "fp32"):
         e.add(False, "w_dtype_rules_out", "loss-scale", f"the run is {dtype}: no fp16 overflow")
@@ -121,7 +123,7 @@ def _fp16(ctx, ev, f, e) -> None:
         e.add(True, "w_finite_again", "loss", "finite again after the non-finite steps (skipped, not corrupted)")
 
 
-def _lr_disc(ctx, ev, f, e) -> None:
+def _lr_disc(ctx, *, ev, f, e) -> None:
     if f.lr_jump is not None:
         e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump.lr)} at step {f.lr_jump.step} is x{f.lr_jump.ratio:.2f} "
               "the trend of the steps before it")
@@ -134,7 +136,7 @@ def _lr_disc(ctx, ev, f, e) -> None:
               f"logged LR is {f.lr_vs_schedule:.2f}x the configured schedule at step {ev.step}")
 
 
-def _opt_reset(ctx, ev, f, e) -> None:
+def _opt_reset(ctx, *, ev, f, e) -> None:
     if f.after_resume is not None:
         e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume.steps_before} step(s) after a "
               f"restart at step {f.after_resume.step} ({f.after_resume.how})")
@@ -149,7 +151,7 @@ def _opt_reset(ctx, ev, f, e) -> None:
         e.add(True, "w_moments", "optimizer-moments", f"Adam moments are recorded ({cols[0]}): compare them across the restart")
 
 
-def _numerics(ctx, ev, f, e) -> None:
+def _numerics(ctx, *, ev, f, e) -> None:
     if ev.kind != "nan":
         e.add(False, "w_all_finite", "loss", "every value around the incident is finite")
         return
@@ -163,19 +165,19 @@ def _numerics(ctx, ev, f, e) -> None:
         e.add(True, "w_no_scaler", "loss-scale", f"{ctx.facts.dtype} run: no loss scaler to blame")
 
 
-def _bad_data(ctx, ev, f, e) -> None:
+def _bad_data(ctx, *, ev, f, e) -> None:
     if f.repeated_batch:
         e.add(True, "w_repeated_batch", "batch", f"the batch of step {ev.step} was already trained "
               f"{f.repeated_batch} time(s) in the {ctx.th.batch_repeat_window} steps before")
     elif f.hashes_logged:
         e.add(False, "w_new_batch", "batch", f"the batch hash of step {ev.step} is new")
     if f.repeated_index:
-        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index.count} repeated batch index(es) in the "
+        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index.repeats} repeated batch index(es) in the "
               f"{ctx.th.batch_index_window} steps up to {ev.step}, first at step {f.repeated_index.first_step}")
     _cross_run(f, e, "w_cross_run_data", "the same batch, so the data")
 
 
-def _lr_high(ctx, ev, f, e) -> None:
+def _lr_high(ctx, *, ev, f, e) -> None:
     if ev.kind == "divergence" and ev.notes.get("from_spike"):
         # a blow-up that stays up says little of its cause by itself: half the weight, and
         # none where no LR is logged (the blow-up itself is no evidence of the LR)
@@ -201,7 +203,7 @@ def _lr_high(ctx, ev, f, e) -> None:
               f"-{f.lr_smooth.last})")
 
 
-def _schedule(ctx, ev, f, e) -> None:
+def _schedule(ctx, *, ev, f, e) -> None:
     checks = _checks(ctx)
     for cid, w in (("B4.1", "w_lr_rising"), ("A4.1", "w_lr_rising"), ("A3", "w_schedule_check"),
                    ("A4", "w_schedule_check")):
@@ -221,13 +223,13 @@ def _schedule(ctx, ev, f, e) -> None:
         e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
 
 
-def _weight_decay(ctx, ev, f, e) -> None:
+def _weight_decay(ctx, *, ev, f, e) -> None:
     c = _checks(ctx).get("B4.2")
     if c and c.status != "skipped":
         e.add(c.status == "fail", "w_weight_norm", "weight-norm", c.detail, half=c.status != "fail")
 
 
-def _bad_init(ctx, ev, f, e) -> None:
+def _bad_init(ctx, *, ev, f, e) -> None:
     first = int(ctx.frame.step.iloc[0])
     if ev.kind != "bad-start" and ev.step > first + ctx.th.early_window:
         e.add(False, "w_late", "loss", f"the incident is at step {ev.step}, long after the start")

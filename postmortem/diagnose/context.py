@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -168,7 +169,7 @@ class Context:
     def _within_collapse(self, cascades: list) -> list:
         """Cascades while the scale stays below 1 after a persistent overflow are that same
         overflow going on (counted on it), not incidents of their own."""
-        out = []
+        out: list[detect.Event] = []
         for c in cascades:
             host = next((p for p in out if p.notes.get("persistent") == "below-1" and p.segment == c.segment
                          and p.step < c.step and self.scale_before(c) < 1.0), None)
@@ -302,13 +303,13 @@ def facts_of(log: RunLog) -> Facts:
     (which readers fill from the log's own config), then what the log's text states."""
     facts = _configured(log)
     heads = texts(log)            # each text file's head read once for all three facts
-    found = {}
-    if facts.dtype is None and (hit := dtype_in_text(heads)):
-        found["dtype"] = hit
-    if facts.vocab_size is None and (hit := vocab_in_text(heads)):
-        found["vocab_size"] = hit
-    if (hit := model_size(log, heads)):
-        found["n_params"] = hit
+    found: dict[str, tuple[Any, str]] = {}       # fact: (value, where it was read)
+    if facts.dtype is None and (dtype := dtype_in_text(heads)):
+        found["dtype"] = dtype
+    if facts.vocab_size is None and (vocab := vocab_in_text(heads)):
+        found["vocab_size"] = vocab
+    if (size := model_size(log, heads)):
+        found["n_params"] = size
     return replace(facts, **{k: v for k, (v, _) in found.items()},
                    read_from={k: where for k, (_, where) in found.items()})
 

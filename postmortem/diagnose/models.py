@@ -26,10 +26,15 @@ class RunSummary(BaseModel):
     facts_from: dict[str, str] = {}
 
 
+Status = Literal["pass", "fail", "skipped"]
+IncidentKind = Literal["nan", "spike", "divergence", "bad-start"]
+Confidence = Literal["high", "low"]
+
+
 class Check(BaseModel):
     id: str
     question: str
-    status: Literal["pass", "fail", "skipped"]
+    status: Status
     detail: str
     threshold: str | None = None
     leaf: str | None = None          # the pattern a failure points to
@@ -87,13 +92,13 @@ class RelatedEvent(BaseModel):
 
 
 class Incident(BaseModel):
-    kind: Literal["nan", "spike", "divergence", "bad-start"]
+    kind: IncidentKind
     step: int
     symptoms: Symptoms
     hypotheses: list[Hypothesis] = []
     metric: str = "loss"
     segment: int = 0
-    confidence: Literal["high", "low"] = "high"
+    confidence: Confidence = "high"
     related: list[str] = []
     related_events: list[RelatedEvent] = []      # `related`, typed: what code reads
     # the peak over the level before it (loss: the window's mean; grad norm: its median),

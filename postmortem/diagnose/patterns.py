@@ -14,11 +14,10 @@ import pandas as pd
 from postmortem.diagnose.catalog import CATALOG
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
-from postmortem.diagnose.models import Hypothesis, Observation
+from postmortem.diagnose.models import Confidence, Hypothesis, Observation
 from postmortem.diagnose.series import between
+from postmortem.diagnose.thresholds import Thresholds
 from postmortem.numbers import number
-
-DISCRIMINATE = {p.id: p.discriminate for p in CATALOG}
 
 
 @dataclass
@@ -26,7 +25,7 @@ class Weighing:
     """The observations for and against one hypothesis, each with its weight, as its rules add
     them; `rank` scores the hypothesis from them."""
 
-    th: object = None
+    th: Thresholds | None = None
     support: list[tuple[float, Observation]] = field(default_factory=list)
     against: list[tuple[float, Observation]] = field(default_factory=list)
 
@@ -69,9 +68,10 @@ class Restart(NamedTuple):
 
 
 class RepeatedIndexes(NamedTuple):
-    """Batch indexes trained again in the window before the incident: how many, the first."""
+    """Batch indexes trained again in the window before the incident: how many, the first
+    step one was."""
 
-    count: int
+    repeats: int
     first_step: int
 
 
@@ -248,14 +248,14 @@ def _other_runs(f: Features, ctx: Context, ev: Event) -> None:
             f.not_there.append(run_id)
 
 
-def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], str]:
+def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
     """Every pattern of the catalog scored for this incident, best first, and the confidence
     of the ranking: low when the best is weak, close to the next, or thinly supported."""
     feats = measure(ctx, ev)
     scored = []
     for order, pattern in enumerate(CATALOG):
         e = Weighing(ctx.th)
-        pattern.rules(ctx, ev, feats, e)
+        pattern.rules(ctx, ev=ev, f=feats, e=e)
         plus = sum(w for w, _ in e.support)
         minus = sum(w for w, _ in e.against)
         score = plus / (plus + minus + 1.0)

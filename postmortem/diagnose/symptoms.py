@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from postmortem.diagnose.context import Context
@@ -32,7 +34,7 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
         peak_loss = None
     elif peak_loss is None and "loss" in h:      # a grad-norm or loss-scale peak: the loss logged there
         peak_loss = _value_at(h, "loss", event.peak_step)
-    recovery: float | str | None = None
+    recovery: float | Literal["did not recover"] | None = None
     if "loss" in h:
         # the loss at peak + 50; a sparse log gives the nearest point that is not far past it
         w = ctx.th.recovery_window

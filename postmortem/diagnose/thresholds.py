@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -123,7 +124,7 @@ class Thresholds(BaseModel):
     w_weight_growth: float = 1.0
 
     @classmethod
-    def load(cls, path: str | Path | None = None, overrides: list[str] = ()) -> "Thresholds":
+    def load(cls, path: str | Path | None = None, overrides: Sequence[str] = ()) -> "Thresholds":
         data = json.loads(Path(path).read_text()) if path else {}
         for item in overrides:
             key, _, value = item.partition("=")

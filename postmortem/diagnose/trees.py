@@ -13,12 +13,13 @@ import numpy as np
 
 from postmortem.diagnose import detect
 from postmortem.diagnose.context import DECAYS, Context
-from postmortem.diagnose.models import Check
+from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import persistent_words
 from postmortem.diagnose.series import interval
 
-Outcome = tuple[str, str]            # (status, detail), or (status, detail, leaf) where a
-                                     # failure leads elsewhere than the node's own leaf
+# (status, detail), or (status, detail, leaf) where a failure leads elsewhere than the
+# node's own leaf
+Outcome = tuple[Status, str] | tuple[Status, str, str]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Node:
     test: Callable[[Context], Outcome]
 
 
-def skip(why: str) -> Outcome:
+def skip(why: str) -> tuple[Status, str]:
     return "skipped", why
 
 
@@ -465,10 +466,16 @@ def walk(ctx: Context) -> list[Check]:
     """Every node of both trees, in order, with its outcome."""
     out = []
     for node in (*TREE_A, *TREE_B):
-        status, detail, *elsewhere = node.test(ctx)
+        outcome = node.test(ctx)
         th = ", ".join(f"{t}={getattr(ctx.th, t)}" for t in node.thresholds) or None
-        leaf = (elsewhere[0] if elsewhere else node.leaf) if status == "fail" else None
         question = node.question.format(**{t: getattr(ctx.th, t) for t in type(ctx.th).model_fields})
-        out.append(Check(id=node.id, question=question, status=status, detail=detail,
-                         threshold=th, leaf=leaf))
+        out.append(Check(id=node.id, question=question, status=outcome[0], detail=outcome[1],
+                         threshold=th, leaf=_leaf(node, outcome)))
     return out
+
+
+def _leaf(node: Node, outcome: Outcome) -> str | None:
+    """The leaf a failure leads to: the one its test named, else the node's own."""
+    if outcome[0] != "fail":
+        return None
+    return outcome[2] if len(outcome) == 3 else node.leaf
