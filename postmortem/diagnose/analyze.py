@@ -154,7 +154,7 @@ def _rise(ev: Event) -> float | None:
 
 
 def _stays_up(ctx: Context, ev: Event) -> Event:
-    """A spike of the loss that does not come back within the recovery window (50 steps, or
+    """A spike of the loss that does not come back within the recovery window (`recovery_window` steps, or
     a few logged points on a sparse log) is a divergence, spanning until the loss is back
     within the band before it (or to the end). A spike judged on too few points (a short
     log) needs a point after its peak within that reach, still up, to be called one."""

@@ -122,16 +122,18 @@ class Context:
         return max(float(self.th.recovery_window), self.th.recovery_points * self.every(segment))
 
     def recovered(self, event: detect.Event) -> bool:
-        """Back within mean + 0.5 std of the pre-spike window inside 50 steps of the peak (or
-        `recovery_points` logged points, where the log is sparser)."""
+        """Back within mean + `recovery_sigma` std of the pre-spike window inside
+        `recovery_window` steps of the peak (or `recovery_points` logged points, where the
+        log is sparser)."""
         h = self.history(event.segment)
         after = between(h, event.peak_step + 1, event.peak_step + self.recovery_reach(event.segment)).loss
         return bool((after <= self.band(event)).any())
 
     def band(self, event: detect.Event) -> float:
-        """The top of the band the loss is back in: the window's mean + 0.5 std; a spike judged
-        on too few points (notes["sparse"]) is back under the bar it was flagged at
-        (`sparse_rise` over the level before it), as a std of a few points means little."""
+        """The top of the band the loss is back in: the window's mean + `recovery_sigma` std;
+        a spike judged on too few points (notes["sparse"]) is back under the bar it was
+        flagged at (`sparse_rise` over the level before it), as a std of a few points means
+        little."""
         if event.notes.get("sparse"):
             return event.window_mean + abs(event.window_mean) * self.th.sparse_rise
         std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * self.th.spike_min_rise

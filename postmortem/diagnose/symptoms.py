@@ -36,7 +36,7 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
         peak_loss = _value_at(h, "loss", event.peak_step)
     recovery: float | Literal["did not recover"] | None = None
     if "loss" in h:
-        # the loss at peak + 50; a sparse log gives the nearest point that is not far past it
+        # the loss at peak + recovery_window; a sparse log gives the nearest point that is not far past it
         w = ctx.th.recovery_window
         later = between(h, event.peak_step + w, event.peak_step + 2 * w)
         if not np.isfinite(later.loss).any():
