@@ -299,6 +299,15 @@ def test_every_pattern_is_one_catalog_entry_with_all_it_needs():
     assert BY_ID["fp16-overflow"].arms == ("fp32",)
 
 
+def test_the_catalog_and_what_reads_it_import_neither_numpy_nor_the_analysis():
+    """The linter and the editor read pattern ids and remedies from the catalog: importing
+    it (and the models) loads no numpy, pandas nor the analysis."""
+    code = ("import sys, postmortem.diagnose.catalog, postmortem.diagnose.models, postmortem.document.lint; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'postmortem.diagnose.context') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
+
+
 def test_checklist_questions_print_the_thresholds_in_force(tmp_path):
     rows = [{"step": s, "loss": 3.0 + 0.01 * np.sin(s)} for s in range(300)]
     run = tmp_path / "run"
