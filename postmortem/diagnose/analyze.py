@@ -3,15 +3,18 @@ and rank the causes."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, RunSummary
-from postmortem.diagnose.patterns import rank
+from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
+from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
+from postmortem.diagnose.signature import Signature, of_incident
 from postmortem.diagnose.symptoms import symptoms
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.diagnose.trees import walk
@@ -39,7 +42,7 @@ def _nan_events(ctx: Context) -> list[Event]:
     return out
 
 
-def _what(f, row: int) -> str:
+def _what(f, row: int | np.integer) -> str:
     """The metric that went non-finite at `row`: the loss first, then the grad norm."""
     for name in ("loss", "grad_norm"):
         if name in f:
@@ -70,43 +73,62 @@ def _reach(ctx: Context, host: Event, e: Event) -> float:
     return ctx.th.merge_gap
 
 
-def incident_events(ctx: Context, checks) -> list[tuple[Event, list[str]]]:
+@dataclass
+class Merged:
+    """An incident as its events merge: the one that leads it and the others that joined it,
+    in words (`related`, as the JSON says them) and typed (`related_events`)."""
+
+    event: Event
+    related: list[str] = field(default_factory=list)
+    related_events: list[RelatedEvent] = field(default_factory=list)
+
+    def join(self, kind: str, e: Event, said: str, first: bool = False) -> None:
+        at = 0 if first else len(self.related)
+        self.related.insert(at, said)
+        self.related_events.insert(at, RelatedEvent(kind=kind, metric=e.metric, step=e.step))
+
+
+def _joins(m: Merged, e: Event, first: bool = False) -> None:
+    """A NaN, spike or divergence joining an incident: said as its kind and step (a blow-up
+    that stayed up is said as the spike it was)."""
+    kind = "spike" if e.notes.get("from_spike") else e.kind
+    m.join(kind, e, f"{kind} at step {e.step}", first)
+
+
+def incident_events(ctx: Context, checks) -> list[Merged]:
     """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
     lead = _nan_events(ctx) + [_stays_up(ctx, e) for e in ctx.loss_spikes] + ctx.divergences
     # NaN runs inside a spike's span, or spikes inside a NaN run, are one incident.
     slow = lambda e: e.kind == "divergence" and not e.notes.get("from_spike")  # noqa: E731
     lead.sort(key=lambda e: (e.segment, not slow(e), e.step, e.kind != "nan"))
-    merged: list[tuple[Event, list[str]]] = []
+    merged: list[Merged] = []
     for e in lead:
         # A spike inside a divergence (a slow one from its start on; a blow-up until the loss
         # is back), or a NaN run inside a spike, belongs to it.
-        host = next((m for m in merged if m[0].segment == e.segment and not slow(e) and (
-            slow(m[0]) and e.step >= m[0].step
-            or e.step <= m[0].last + _reach(ctx, m[0], e))), None)
-        if host is not None:
-            if e.kind == "nan" and host[0].kind == "spike":
-                # a NaN leads the spike it merges with (its lead-up); a blow-up that stayed
-                # up and ended non-finite stays the divergence it was
-                was = host[0]
-                host[1].insert(0, f"{'spike' if was.notes.get('from_spike') else was.kind} at step {was.step}")
-                merged[merged.index(host)] = (e, host[1])
-                continue
-            host[1].append(f"{'spike' if e.notes.get('from_spike') else e.kind} at step {e.step}")
-            continue
-        merged.append((e, []))
+        host = next((m for m in merged if m.event.segment == e.segment and not slow(e) and (
+            slow(m.event) and e.step >= m.event.step
+            or e.step <= m.event.last + _reach(ctx, m.event, e))), None)
+        if host is None:
+            merged.append(Merged(e))
+        elif e.kind == "nan" and host.event.kind == "spike":
+            # a NaN leads the spike it merges with (its lead-up); a blow-up that stayed
+            # up and ended non-finite stays the divergence it was
+            _joins(host, host.event, first=True)
+            host.event = e
+        else:
+            _joins(host, e)
     for extra in ctx.grad_spikes + ctx.cascades:
         # (a line away on a sparse log: a grad norm that jumps the row before the loss leaves)
         margin = max(20, int(ctx.th.near_lines * ctx.every(extra.segment))) if extra.metric == "grad_norm" else 20
-        near = [m for m in merged if m[0].segment == extra.segment and overlaps(extra, m[0], margin)]
-        label = f"{extra.metric} {extra.kind} at step {extra.step}"
+        near = [m for m in merged if m.event.segment == extra.segment and overlaps(extra, m.event, margin)]
         if near:
-            near[0][1].append(label)
+            near[0].join(extra.kind, extra, f"{extra.metric} {extra.kind} at step {extra.step}")
         else:
-            merged.append((extra, []))
+            merged.append(Merged(extra))
     if not merged:
-        merged = [(e, []) for e in _bad_start(ctx, checks)]
-    merged.sort(key=lambda m: (m[0].segment, m[0].step))
+        merged = [Merged(e) for e in _bad_start(ctx, checks)]
+    merged.sort(key=lambda m: (m.event.segment, m.event.step))
     return merged
 
 
@@ -132,18 +154,17 @@ def _rise(ev: Event) -> float | None:
 
 
 def _stays_up(ctx: Context, ev: Event) -> Event:
-    """A spike of the loss that does not come back within the recovery window (50 steps, or
+    """A spike of the loss that does not come back within the recovery window (`recovery_window` steps, or
     a few logged points on a sparse log) is a divergence, spanning until the loss is back
     within the band before it (or to the end). A spike judged on too few points (a short
     log) needs a point after its peak within that reach, still up, to be called one."""
-    from postmortem.diagnose.symptoms import band, recovered
-    if ev.kind != "spike" or ev.metric != "loss" or recovered(ctx, ev):
+    if ev.kind != "spike" or ev.metric != "loss" or ctx.recovered(ev):
         return ev
     after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
     after = after[np.isfinite(after.loss.to_numpy(dtype=float, na_value=np.nan))]
     if ev.notes.get("sparse") and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
         return ev       # (no point after it, or only past a hole: nothing says it stayed up)
-    back = after.step.to_numpy()[(after.loss <= band(ctx, ev)).to_numpy()]
+    back = after.step.to_numpy()[(after.loss <= ctx.band(ev)).to_numpy()]
     end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
     return replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True}, end_step=max(end, ev.peak_step))
 
@@ -151,7 +172,6 @@ def _stays_up(ctx: Context, ev: Event) -> Event:
 def onset(ctx: Context, ev: Event) -> Event:
     """The incident dated where it began: a loss-scale cascade or an LR jump just before the
     loss rose (within `ctx.around` steps) dates it at itself."""
-    from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade
     if ev.metric != "loss" or ev.kind not in ("spike", "divergence", "nan"):
         return ev
     reach = ctx.around(ev.segment)
@@ -166,14 +186,14 @@ def onset(ctx: Context, ev: Event) -> Event:
     if ctx.has("lr"):
         steps, lr = ctx.finite("lr", ev.segment)
         jump, _ = lr_off_trend(steps, lr, ev.step - reach, late, ctx.th.lr_jump_ratio, ctx.warmup_end)
-        if jump is not None and jump[2] > 1 and jump[0] != ev.step:
-            starts.append(jump[0])
+        if jump is not None and jump.ratio > 1 and jump.step != ev.step:
+            starts.append(jump.step)
     if not starts:
         return ev
     return replace(ev, step=min(starts), notes={**ev.notes, "detected_at": ev.step})
 
 
-def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[RunLog] = ()) -> Analysis:
+def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence[RunLog] = ()) -> Analysis:
     """Walk the trees, find the incidents, rank their causes. `against`: other runs over the
     same data in the same order, whose spikes at the same steps point at the data."""
     th = thresholds or Thresholds()
@@ -181,15 +201,28 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: list[Run
     checks = walk(ctx)
     ctx.checks = checks
     incidents = []
-    for ev, related in incident_events(ctx, checks):
-        ev = onset(ctx, ev)
+    for merged in incident_events(ctx, checks):
+        ev = onset(ctx, merged.event)
         hyps, confidence = rank(ctx, ev)
-        kind = "spike" if ev.kind == "cascade" else ev.kind
+        kind = cast(IncidentKind, "spike" if ev.kind == "cascade" else ev.kind)     # (the model checks it)
         incidents.append(Incident(kind=kind, step=ev.step, symptoms=symptoms(ctx, ev), hypotheses=hyps,
                                   metric=ev.metric, segment=ev.segment, confidence=confidence,
-                                  related=related, rise=_rise(ev), severity=_severity(ctx, ev),
+                                  related=merged.related, related_events=merged.related_events, rise=_rise(ev),
+                                  severity=_severity(ctx, ev),
                                   headline=_headline(ctx, ev)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
                                    metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings),
                                    facts_from=dict(ctx.facts.read_from)),
                     checks=checks, incidents=incidents)
+
+
+def signature_of_run(log: RunLog, step: int | None = None, pattern: str | None = None) -> Signature:
+    """The signature of a run's incident (the largest, or the one at `step`); with no
+    incident, one that knows only the pattern and dtype. Here, not in signature.py: the
+    knowledge base reads signatures and never runs an analysis."""
+    incidents = analyze(log).incidents
+    if step is not None:
+        incidents = [i for i in incidents if i.step == step] or incidents
+    if not incidents:
+        return Signature(pattern=pattern, dtype=log.dtype, rise=None)
+    return of_incident(incidents[worst(incidents)], log.manifest, pattern)

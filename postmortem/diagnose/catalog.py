@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from postmortem.diagnose.panels import PANELS  # noqa: F401  (the panel ids; diagnose/panels.py is their home)
 from postmortem.numbers import number
 
 
@@ -23,7 +22,9 @@ class Pattern:
     id: str
     title: str
     panels: tuple[str, ...]            # where its evidence shows, first the one to look at
-    rules: Callable                    # (ctx, event, features, evidence) -> None
+    # rules(ctx, *, ev=the incident's event, f=its measured Features, e=the Weighing it adds
+    # observations to) -> None: named at the call, so no rule takes them in the wrong order
+    rules: Callable[..., None]
     discriminate: str                  # the experiment that tells it apart
     arms: tuple[str, ...]              # replay arm ids that test it (postmortem/replay)
     remedies: tuple[str, ...]
@@ -31,7 +32,7 @@ class Pattern:
 
 
 def _checks(ctx) -> dict:
-    return {c.id: c for c in getattr(ctx, "checks", [])}
+    return {c.id: c for c in ctx.checks}
 
 
 def _cross_run(f, e, weight: str, why: str) -> None:
@@ -43,7 +44,7 @@ def _cross_run(f, e, weight: str, why: str) -> None:
         e.add(False, weight, "loss", f"{run_id}, over the same data, does not spike here", half=True)
 
 
-def _long_tail(ctx, ev, f, e) -> None:
+def _long_tail(ctx, *, ev, f, e) -> None:
     th = ctx.th
     if f.gn_ratio is not None:
         smooth = f.lr_jump is None
@@ -57,8 +58,7 @@ def _long_tail(ctx, ev, f, e) -> None:
               f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
               + (" with a smooth LR" if smooth else "") + why_not)
     if ev.kind == "spike" and ev.metric == "loss":
-        from postmortem.diagnose.symptoms import recovered
-        rec = recovered(ctx, ev)
+        rec = ctx.recovered(ev)
         short = ev.peak_step - ev.step <= 2
         within = f"within {ctx.recovery_reach(ev.segment):g} steps"
         e.add(rec and short, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
@@ -70,7 +70,8 @@ def _long_tail(ctx, ev, f, e) -> None:
     if ev.kind == "nan":
         e.add(False, "w_not_finite_spike", "loss", f"the loss went non-finite at step {ev.step}, not a finite spike")
     if f.repeated_batch == 0:
-        e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the 50 before it")
+        e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the "
+              f"{ctx.th.batch_repeat_window} before it")
     if f.cascade is not None:
         e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes['from']:g} -> "
               f"{f.cascade.notes['to']:g} from step {f.cascade.step}, near the spike")
@@ -87,7 +88,7 @@ def cascade_span(c) -> str:
     return f"from step {c.step} to step {c.peak_step}"
 
 
-def _fp16(ctx, ev, f, e) -> None:
+def _fp16(ctx, *, ev, f, e) -> None:
     dtype = ctx.facts.dtype
     if dtype in ("bf16", "fp32"):
         e.add(False, "w_dtype_rules_out", "loss-scale", f"the run is {dtype}: no fp16 overflow")
@@ -95,8 +96,7 @@ def _fp16(ctx, ev, f, e) -> None:
         # said as the series and the config show it: a static scale is no dynamic scaling
         e.add(True, "w_dtype", "loss-scale", f"the run is fp16 with {ctx.scale_regime.said}")
     elif dtype is None and (ctx.has("loss_scale") or ctx.skips.any()):
-        from postmortem.diagnose.nan import scaler_idle
-        if scaler_idle(ctx.log):
+        if ctx.scaler_idle:
             # Megatron prints `loss scale: 1.0` in bf16 too: a scale that never moves with
             # no step ever skipped is no sign of fp16
             e.add(False, "w_dtype", "loss-scale", f"{ctx.scale_regime.said}, and the log's skipped counter is 0 "
@@ -104,7 +104,7 @@ def _fp16(ctx, ev, f, e) -> None:
         else:
             e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
     if f.cascade is not None:
-        from postmortem.diagnose.scaler import persistent_words
+        from postmortem.diagnose.scaler import persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
         c = f.cascade
         what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings"
                 + (f", {c.notes['skipped']:.0f} steps skipped" if c.notes.get("skipped") else "") + ")"
@@ -123,23 +123,23 @@ def _fp16(ctx, ev, f, e) -> None:
         e.add(True, "w_finite_again", "loss", "finite again after the non-finite steps (skipped, not corrupted)")
 
 
-def _lr_disc(ctx, ev, f, e) -> None:
+def _lr_disc(ctx, *, ev, f, e) -> None:
     if f.lr_jump is not None:
-        e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump[1])} at step {f.lr_jump[0]} is x{f.lr_jump[2]:.2f} "
+        e.add(True, "w_lr_jump", "lr", f"LR {number(f.lr_jump.lr)} at step {f.lr_jump.step} is x{f.lr_jump.ratio:.2f} "
               "the trend of the steps before it")
     elif f.lr_smooth is not None:
-        e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth[0]} to step "
-              f"{f.lr_smooth[1]}" + (" (warmup)" if ev.step <= ctx.warmup_end else ""))
+        e.add(False, "w_lr_smooth", "lr", f"the LR follows its trend from step {f.lr_smooth.first} to step "
+              f"{f.lr_smooth.last}" + (" (warmup)" if ev.step <= ctx.warmup_end else ""))
     if f.lr_vs_schedule is not None:
         off = abs(f.lr_vs_schedule - 1) > 0.2
         e.add(off, "w_lr_schedule_off" if off else "w_lr_schedule_on", "lr",
               f"logged LR is {f.lr_vs_schedule:.2f}x the configured schedule at step {ev.step}")
 
 
-def _opt_reset(ctx, ev, f, e) -> None:
+def _opt_reset(ctx, *, ev, f, e) -> None:
     if f.after_resume is not None:
-        e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume[0]} step(s) after a restart "
-              f"at step {f.after_resume[1]} ({f.after_resume[2]})")
+        e.add(True, "w_after_restart", "loss", f"the incident comes {f.after_resume.steps_before} step(s) after a "
+              f"restart at step {f.after_resume.step} ({f.after_resume.how})")
     elif ctx.resumes:
         e.add(False, "w_no_restart", "loss", f"no restart within {ctx.th.after_resume_steps} steps before it")
     else:
@@ -151,7 +151,7 @@ def _opt_reset(ctx, ev, f, e) -> None:
         e.add(True, "w_moments", "optimizer-moments", f"Adam moments are recorded ({cols[0]}): compare them across the restart")
 
 
-def _numerics(ctx, ev, f, e) -> None:
+def _numerics(ctx, *, ev, f, e) -> None:
     if ev.kind != "nan":
         e.add(False, "w_all_finite", "loss", "every value around the incident is finite")
         return
@@ -165,19 +165,19 @@ def _numerics(ctx, ev, f, e) -> None:
         e.add(True, "w_no_scaler", "loss-scale", f"{ctx.facts.dtype} run: no loss scaler to blame")
 
 
-def _bad_data(ctx, ev, f, e) -> None:
+def _bad_data(ctx, *, ev, f, e) -> None:
     if f.repeated_batch:
         e.add(True, "w_repeated_batch", "batch", f"the batch of step {ev.step} was already trained "
-              f"{f.repeated_batch} time(s) in the 50 steps before")
+              f"{f.repeated_batch} time(s) in the {ctx.th.batch_repeat_window} steps before")
     elif f.hashes_logged:
         e.add(False, "w_new_batch", "batch", f"the batch hash of step {ev.step} is new")
     if f.repeated_index:
-        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index[0]} repeated batch index(es) in the 100 "
-              f"steps up to {ev.step}, first at step {f.repeated_index[1]}")
+        e.add(True, "w_repeated_index", "batch", f"{f.repeated_index.repeats} repeated batch index(es) in the "
+              f"{ctx.th.batch_index_window} steps up to {ev.step}, first at step {f.repeated_index.first_step}")
     _cross_run(f, e, "w_cross_run_data", "the same batch, so the data")
 
 
-def _lr_high(ctx, ev, f, e) -> None:
+def _lr_high(ctx, *, ev, f, e) -> None:
     if ev.kind == "divergence" and ev.notes.get("from_spike"):
         # a blow-up that stays up says little of its cause by itself: half the weight, and
         # none where no LR is logged (the blow-up itself is no evidence of the LR)
@@ -199,11 +199,11 @@ def _lr_high(ctx, ev, f, e) -> None:
         if cid in checks and checks[cid].status == "fail" and checks[cid].leaf == "lr-too-high":
             e.add(True, "w_grad_regime", "grad-norm", checks[cid].detail)
     if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
-        e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth[0]}"
-              f"-{f.lr_smooth[1]})")
+        e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth.first}"
+              f"-{f.lr_smooth.last})")
 
 
-def _schedule(ctx, ev, f, e) -> None:
+def _schedule(ctx, *, ev, f, e) -> None:
     checks = _checks(ctx)
     for cid, w in (("B4.1", "w_lr_rising"), ("A4.1", "w_lr_rising"), ("A3", "w_schedule_check"),
                    ("A4", "w_schedule_check")):
@@ -214,21 +214,22 @@ def _schedule(ctx, ev, f, e) -> None:
             e.add(False, "w_lr_not_rising", "lr", c.detail)
     if ev.kind == "divergence" and f.lr_rise is not None and not any(
             checks.get(c) and checks[c].status == "fail" for c in ("B4.1", "A4.1")):
-        rising = f.lr_rise[2] > 1 + ctx.th.warmup_reach and f.lr_rise[0] >= ctx.warmup_end
+        rise = f.lr_rise
+        rising = rise.ratio > 1 + ctx.th.warmup_reach and rise.first >= ctx.warmup_end
         e.add(rising, "w_lr_rising" if rising else "w_lr_not_rising", "lr",
-              f"LR {number(f.lr_rise[3])} at step {f.lr_rise[0]} -> {number(f.lr_rise[4])} at step {f.lr_rise[1]} "
-              f"(x{f.lr_rise[2]:.2f}) over the incident" + ("" if rising else ": not rising"))
+              f"LR {number(rise.lr_first)} at step {rise.first} -> {number(rise.lr_last)} at step {rise.last} "
+              f"(x{rise.ratio:.2f}) over the incident" + ("" if rising else ": not rising"))
     if f.lr_vs_schedule is not None and abs(f.lr_vs_schedule - 1) <= 0.2 and ev.kind != "divergence":
         e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
 
 
-def _weight_decay(ctx, ev, f, e) -> None:
+def _weight_decay(ctx, *, ev, f, e) -> None:
     c = _checks(ctx).get("B4.2")
     if c and c.status != "skipped":
         e.add(c.status == "fail", "w_weight_norm", "weight-norm", c.detail, half=c.status != "fail")
 
 
-def _bad_init(ctx, ev, f, e) -> None:
+def _bad_init(ctx, *, ev, f, e) -> None:
     first = int(ctx.frame.step.iloc[0])
     if ev.kind != "bad-start" and ev.step > first + ctx.th.early_window:
         e.add(False, "w_late", "loss", f"the incident is at step {ev.step}, long after the start")
@@ -319,3 +320,10 @@ SPIKE_PATTERNS = tuple(p.id for p in CATALOG if p.spike)
 def arm_tests(arm: str) -> list[str]:
     """The patterns a replay arm tests."""
     return [p.id for p in CATALOG if arm in p.arms]
+
+
+def remedies_for(pattern: str | None) -> tuple[str, ...]:
+    """The usual remedies of a pattern: what the editor offers for section 5. Suggestions,
+    never filled in for the author: the remediation has to be what this run needs."""
+    known = BY_ID.get(pattern or "")
+    return known.remedies if known else ()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from postmortem.diagnose import detect
-from postmortem.diagnose.nan import nan_rows, overflow_rows
-from postmortem.diagnose.series import effective_history, interval, segment_rows
+from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
+from postmortem.diagnose.models import Check
+from postmortem.diagnose.nan import nan_rows, overflow_rows, scaler_idle, skip_counts
+from postmortem.diagnose.scaler import persistent, regime
+from postmortem.diagnose.series import between, effective_history, interval, segment_rows
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -22,6 +26,8 @@ class Context:
     # other runs over the same data in the same order: (run id, their loss and grad-norm
     # spikes, the first and last step they logged)
     others: list = field(default_factory=list)
+    # tree A's and tree B's outcomes, once walked (trees.walk): several patterns weigh them
+    checks: list[Check] = field(default_factory=list)
     # what several checks ask of the same run, kept once asked
     _has: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _series: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -115,6 +121,24 @@ class Context:
         `recovery_points` logging intervals where the log is sparser."""
         return max(float(self.th.recovery_window), self.th.recovery_points * self.every(segment))
 
+    def recovered(self, event: detect.Event) -> bool:
+        """Back within mean + `recovery_sigma` std of the pre-spike window inside
+        `recovery_window` steps of the peak (or `recovery_points` logged points, where the
+        log is sparser)."""
+        h = self.history(event.segment)
+        after = between(h, event.peak_step + 1, event.peak_step + self.recovery_reach(event.segment)).loss
+        return bool((after <= self.band(event)).any())
+
+    def band(self, event: detect.Event) -> float:
+        """The top of the band the loss is back in: the window's mean + `recovery_sigma` std;
+        a spike judged on too few points (notes["sparse"]) is back under the bar it was
+        flagged at (`sparse_rise` over the level before it), as a std of a few points means
+        little."""
+        if event.notes.get("sparse"):
+            return event.window_mean + abs(event.window_mean) * self.th.sparse_rise
+        std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * self.th.spike_min_rise
+        return event.window_mean + self.th.recovery_sigma * std
+
     @cached_property
     def loss_spikes(self):
         return detect.loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
@@ -132,7 +156,6 @@ class Context:
     def scaler(self):
         """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
-        from postmortem.diagnose.scaler import persistent
         cascades, probes, drops = detect.scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
             host = next((c for c in cascades if detect.overlaps(c, p, self.th.cascade_gap)), None)
@@ -148,7 +171,7 @@ class Context:
     def _within_collapse(self, cascades: list) -> list:
         """Cascades while the scale stays below 1 after a persistent overflow are that same
         overflow going on (counted on it), not incidents of their own."""
-        out = []
+        out: list[detect.Event] = []
         for c in cascades:
             host = next((p for p in out if p.notes.get("persistent") == "below-1" and p.segment == c.segment
                          and p.step < c.step and self.scale_before(c) < 1.0), None)
@@ -168,14 +191,17 @@ class Context:
     @cached_property
     def skips(self) -> np.ndarray:
         """The loss scaler's skipped steps per row (counted, or an overflowing grad norm)."""
-        from postmortem.diagnose.nan import skip_counts
         return np.maximum(skip_counts(self.log), self.overflows)   # (one skip, counted or seen as inf)
 
     @cached_property
     def scale_regime(self):
         """Static or dynamic loss scaling (scaler.regime)."""
-        from postmortem.diagnose.scaler import regime
         return regime(self.log, self.skips)
+
+    @cached_property
+    def scaler_idle(self) -> bool:
+        """The log says no loss scaler is at work (nan.scaler_idle)."""
+        return scaler_idle(self.log)
 
     @property
     def cascades(self):
@@ -277,18 +303,15 @@ def _get(obj, *names):
 def facts_of(log: RunLog) -> Facts:
     """The one place the checks read facts from: the manifest's config and top-level fields
     (which readers fill from the log's own config), then what the log's text states."""
-    from dataclasses import replace
-
-    from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
     facts = _configured(log)
     heads = texts(log)            # each text file's head read once for all three facts
-    found = {}
-    if facts.dtype is None and (hit := dtype_in_text(heads)):
-        found["dtype"] = hit
-    if facts.vocab_size is None and (hit := vocab_in_text(heads)):
-        found["vocab_size"] = hit
-    if (hit := model_size(log, heads)):
-        found["n_params"] = hit
+    found: dict[str, tuple[Any, str]] = {}       # fact: (value, where it was read)
+    if facts.dtype is None and (dtype := dtype_in_text(heads)):
+        found["dtype"] = dtype
+    if facts.vocab_size is None and (vocab := vocab_in_text(heads)):
+        found["vocab_size"] = vocab
+    if (size := model_size(log, heads)):
+        found["n_params"] = size
     return replace(facts, **{k: v for k, (v, _) in found.items()},
                    read_from={k: where for k, (_, where) in found.items()})
 

@@ -12,8 +12,6 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from postmortem.diagnose.catalog import PANELS, PATTERNS, SPIKE_PATTERNS  # noqa: F401  (the catalog is their home)
-
 
 class RunSummary(BaseModel):
     id: str
@@ -28,10 +26,15 @@ class RunSummary(BaseModel):
     facts_from: dict[str, str] = {}
 
 
+Status = Literal["pass", "fail", "skipped"]
+IncidentKind = Literal["nan", "spike", "divergence", "bad-start"]
+Confidence = Literal["high", "low"]
+
+
 class Check(BaseModel):
     id: str
     question: str
-    status: Literal["pass", "fail", "skipped"]
+    status: Status
     detail: str
     threshold: str | None = None
     leaf: str | None = None          # the pattern a failure points to
@@ -79,15 +82,25 @@ class Symptoms(BaseModel):
     unusual_tokens: str | None = None
 
 
+class RelatedEvent(BaseModel):
+    """Another of tree B's events merged into an incident, as numbers: what one line of
+    `Incident.related` says in words ("grad_norm spike at step 330")."""
+
+    kind: str                        # spike | nan | divergence | cascade
+    metric: str                      # the series it was seen on: loss, grad_norm, loss_scale
+    step: int
+
+
 class Incident(BaseModel):
-    kind: Literal["nan", "spike", "divergence", "bad-start"]
+    kind: IncidentKind
     step: int
     symptoms: Symptoms
     hypotheses: list[Hypothesis] = []
     metric: str = "loss"
     segment: int = 0
-    confidence: Literal["high", "low"] = "high"
+    confidence: Confidence = "high"
     related: list[str] = []
+    related_events: list[RelatedEvent] = []      # `related`, typed: what code reads
     # the peak over the level before it (loss: the window's mean; grad norm: its median),
     # e.g. 1.38 for 3.83 -> 5.28; None where it does not apply (NaN, loss-scale cascade)
     rise: float | None = None

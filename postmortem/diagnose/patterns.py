@@ -6,17 +6,18 @@ contradiction plus one; weights are named fields of `Thresholds`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from postmortem.diagnose.catalog import CATALOG
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event, overlaps
-from postmortem.diagnose.models import Hypothesis, Observation
+from postmortem.diagnose.models import Confidence, Hypothesis, Observation
 from postmortem.diagnose.series import between
+from postmortem.diagnose.thresholds import Thresholds
 from postmortem.numbers import number
-
-DISCRIMINATE = {p.id: p.discriminate for p in CATALOG}
 
 
 @dataclass
@@ -24,13 +25,54 @@ class Weighing:
     """The observations for and against one hypothesis, each with its weight, as its rules add
     them; `rank` scores the hypothesis from them."""
 
-    th: object = None
+    th: Thresholds | None = None
     support: list[tuple[float, Observation]] = field(default_factory=list)
     against: list[tuple[float, Observation]] = field(default_factory=list)
 
     def add(self, supports: bool, weight: str | float, panel: str, text: str, half: bool = False) -> None:
         w = getattr(self.th, weight) if isinstance(weight, str) else float(weight)
         (self.support if supports else self.against).append((w / 2 if half else w, Observation(panel=panel, observation=text)))
+
+
+class LRJump(NamedTuple):
+    """An LR off its own trend: where, its value, and its ratio to the trend."""
+
+    step: int
+    lr: float
+    ratio: float
+
+
+class StepSpan(NamedTuple):
+    """The steps an LR was judged on its trend, first to last."""
+
+    first: int
+    last: int
+
+
+class LRRise(NamedTuple):
+    """The LR over the incident: its first and last logged steps, their ratio and values."""
+
+    first: int
+    last: int
+    ratio: float
+    lr_first: float
+    lr_last: float
+
+
+class Restart(NamedTuple):
+    """A restart shortly before the incident: how many steps before it, at which step, how."""
+
+    steps_before: int
+    step: int
+    how: str
+
+
+class RepeatedIndexes(NamedTuple):
+    """Batch indexes trained again in the window before the incident: how many, the first
+    step one was."""
+
+    repeats: int
+    first_step: int
 
 
 @dataclass
@@ -40,15 +82,15 @@ class Features:
     gn_ratio: float | None = None          # grad norm at the spike / rolling mean before
     gn_at: float | None = None
     gn_at_step: int | None = None          # where that grad norm is
-    lr_jump: tuple | None = None           # (step, LR, ratio to the trend) of an LR off its trend
-    lr_smooth: tuple | None = None         # (first, last step) of an LR judged on its trend
-    lr_rise: tuple | None = None           # (first, last step, ratio, LR first, LR last) over the incident
+    lr_jump: LRJump | None = None          # an LR off its trend
+    lr_smooth: StepSpan | None = None      # the steps of an LR judged on its trend
+    lr_rise: LRRise | None = None          # the LR over the incident
     lr_vs_schedule: float | None = None    # logged / configured LR at the spike
-    after_resume: tuple | None = None      # (steps since, restart step, how) of a near restart
+    after_resume: Restart | None = None    # a near restart
     cascade: Event | None = None
     skipped: float | None = None
     repeated_batch: int | None = None      # how many neighbours share the batch hash
-    repeated_index: tuple | None = None    # (count, first step) of repeated batch indexes
+    repeated_index: RepeatedIndexes | None = None
     hashes_logged: bool = False
     first_nonfinite: str | None = None     # "+inf", "nan" of the loss at the incident
     recovers: bool | None = None
@@ -57,7 +99,7 @@ class Features:
 
 
 def lr_off_trend(steps: np.ndarray, lr: np.ndarray, lo: float, hi: float, ratio: float,
-                 warmup_end: int) -> tuple[tuple | None, tuple | None]:
+                 warmup_end: int) -> tuple[LRJump | None, StepSpan | None]:
     """The LR judged against its own trend between steps lo and hi: each value against the
     line through the two logged before it (a linear warmup and a cosine follow it, so does
     a doubling from step 1 to 2). A value `ratio` off it is a jump, except a drop that holds
@@ -81,8 +123,8 @@ def lr_off_trend(steps: np.ndarray, lr: np.ndarray, lo: float, hi: float, ratio:
                 continue                    # a drop that holds: a step decay
         if 1 < r[k] < ratio * 2 and steps[i] <= warmup_end and l1[k] > l0[k]:
             continue                        # the ramp of warmup, steeper than a line (not x3 off it)
-        return (int(steps[i]), float(l2[k]), float(r[k])), None
-    return None, (int(steps[idx[0]]), int(steps[idx[-1]]))
+        return LRJump(int(steps[i]), float(l2[k]), float(r[k])), None
+    return None, StepSpan(int(steps[idx[0]]), int(steps[idx[-1]]))
 
 
 def _near(steps, lo, hi):
@@ -105,6 +147,7 @@ def ongoing_collapse(ctx: Context, ev: Event) -> Event | None:
 
 
 def measure(ctx: Context, ev: Event) -> Features:
+    """The features of an incident, measured once for every pattern's rules."""
     f = Features()
     # on a sparse log, the window before reaches 3 logged rows back and "at the incident"
     # includes the row before it (where the grad norm jumps a row before the loss leaves)
@@ -112,55 +155,90 @@ def measure(ctx: Context, ev: Event) -> Features:
     reach = max(ctx.th.spike_window, ctx.th.recovery_points * every)
     lo = ev.step - max(2, every)
     h = between(ctx.history(ev.segment), lo - 2 * reach, ev.last + 50)
-    st = h.step.to_numpy()
     if "grad_norm" in h:
-        gn = h.grad_norm.to_numpy()
-        at = np.isfinite(gn) & _near(st, lo, ev.last)
-        before = np.isfinite(gn) & (st < lo) & (st >= lo - reach)
-        if before.sum() >= 3 and at.any() and np.mean(gn[before]) > 0:
-            k = np.flatnonzero(at)[np.argmax(gn[at])]
-            f.gn_at, f.gn_at_step = float(gn[k]), int(st[k])
-            f.gn_ratio = f.gn_at / float(np.mean(gn[before]))
+        _grad_norm_jump(f, h, lo, reach, ev)
     if "lr" in h:
-        rows = h[h.lr.notna()]
-        s, lr = rows.step.to_numpy(), rows.lr.to_numpy()
-        fin = np.isfinite(lr)
-        s, lr = s[fin], lr[fin]
-        f.lr_jump, f.lr_smooth = lr_off_trend(s, lr, ev.step - 10, ev.last,
-                                              ctx.th.lr_jump_ratio, ctx.warmup_end)
-        span = (s >= ev.step) & (s <= ev.last)
-        if span.sum() >= 2:
-            a, b = np.flatnonzero(span)[[0, -1]]
-            f.lr_rise = (int(s[a]), int(s[b]), float(lr[b] / lr[a]) if lr[a] > 0 else 1.0, float(lr[a]), float(lr[b]))
-        sched = ctx.scheduled_lr(ev.step)
-        at = rows[rows.step == ev.step].lr
-        if sched and len(at):
-            f.lr_vs_schedule = float(at.iloc[-1] / sched)
-    for r in ctx.resumes:
-        if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
-            f.after_resume = (ev.step - r["step"], r["step"], r["how"])
+        _lr_around(f, ctx, ev, h)
+    f.after_resume = restart_before(ctx, ev)
     f.cascade = nearest_cascade(ctx, ev) or ongoing_collapse(ctx, ev)
     if "skipped" in h:
-        f.skipped = float(h[_near(st, ev.step, ev.last + 5)].skipped.fillna(0).sum())
+        f.skipped = float(h[_near(h.step.to_numpy(), ev.step, ev.last + 5)].skipped.fillna(0).sum())
+    _batches(f, ctx, ev, h)
+    if ev.kind == "nan" and "loss" in h:
+        _nonfinite(f, ctx, ev, h)
+    _other_runs(f, ctx, ev)
+    return f
+
+
+def _grad_norm_jump(f: Features, h: pd.DataFrame, lo: float, reach: float, ev: Event) -> None:
+    """The largest grad norm at the incident over the mean of the `reach` steps before it."""
+    st, gn = h.step.to_numpy(), h.grad_norm.to_numpy()
+    at = np.isfinite(gn) & _near(st, lo, ev.last)
+    before = np.isfinite(gn) & (st < lo) & (st >= lo - reach)
+    if before.sum() >= 3 and at.any() and np.mean(gn[before]) > 0:
+        k = np.flatnonzero(at)[np.argmax(gn[at])]
+        f.gn_at, f.gn_at_step = float(gn[k]), int(st[k])
+        f.gn_ratio = f.gn_at / float(np.mean(gn[before]))
+
+
+def _lr_around(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
+    """The LR judged on its trend, its rise over the incident, and against the schedule."""
+    rows = h[h.lr.notna()]
+    s, lr = rows.step.to_numpy(), rows.lr.to_numpy()
+    fin = np.isfinite(lr)
+    s, lr = s[fin], lr[fin]
+    f.lr_jump, f.lr_smooth = lr_off_trend(s, lr, ev.step - 10, ev.last, ctx.th.lr_jump_ratio, ctx.warmup_end)
+    span = (s >= ev.step) & (s <= ev.last)
+    if span.sum() >= 2:
+        a, b = np.flatnonzero(span)[[0, -1]]
+        f.lr_rise = LRRise(int(s[a]), int(s[b]), float(lr[b] / lr[a]) if lr[a] > 0 else 1.0, float(lr[a]),
+                           float(lr[b]))
+    sched = ctx.scheduled_lr(ev.step)
+    at = rows[rows.step == ev.step].lr
+    if sched and len(at):
+        f.lr_vs_schedule = float(at.iloc[-1] / sched)
+
+
+def restart_before(ctx: Context, ev: Event) -> Restart | None:
+    """The last restart of the incident's segment at most `after_resume_steps` before it."""
+    found = None
+    for r in ctx.resumes:
+        if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
+            found = Restart(ev.step - r["step"], r["step"], r["how"])
+    return found
+
+
+def _batches(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
+    """The incident's batch among those before it: its hash seen again within
+    `batch_repeat_window` steps, batch indexes repeated within `batch_index_window`."""
     if "batch_hash" in h and h.batch_hash.notna().any():
         f.hashes_logged = True
         at = h[h.step == ev.step].batch_hash
         if len(at) and at.iloc[-1] is not None:
-            window = h[_near(st, ev.step - 50, ev.step - 1)].batch_hash
+            history = ctx.history(ev.segment)      # (the window may reach before h's rows)
+            window = history[_near(history.step.to_numpy(), ev.step - ctx.th.batch_repeat_window,
+                                   ev.step - 1)].batch_hash
             f.repeated_batch = int((window == at.iloc[-1]).sum())
     if "batch_index" in h:
-        rows = between(ctx.history(ev.segment), ev.step - 99, ev.step)
+        rows = between(ctx.history(ev.segment), ev.step - (ctx.th.batch_index_window - 1), ev.step)
         idx = rows.batch_index
         dup = idx.duplicated() & idx.notna()
         if dup.any():
-            f.repeated_index = (int(dup.sum()), int(rows.step[dup].iloc[0]))
-    if ev.kind == "nan" and "loss" in h:
-        first = h[h.step == ev.step].loss
-        if len(first):
-            v = first.iloc[-1]
-            f.first_nonfinite = "+inf" if v == np.inf else "-inf" if v == -np.inf else "nan" if v != v else "finite"
-        later = between(ctx.history(ev.segment), ev.step + 21, np.inf).loss
-        f.recovers = bool(np.isfinite(later).any()) if len(later) else None
+            f.repeated_index = RepeatedIndexes(int(dup.sum()), int(rows.step[dup].iloc[0]))
+
+
+def _nonfinite(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
+    """What the loss was at a NaN incident (+inf first, or nan), and whether it came back."""
+    first = h[h.step == ev.step].loss
+    if len(first):
+        v = first.iloc[-1]
+        f.first_nonfinite = "+inf" if v == np.inf else "-inf" if v == -np.inf else "nan" if v != v else "finite"
+    later = between(ctx.history(ev.segment), ev.step + 21, np.inf).loss
+    f.recovers = bool(np.isfinite(later).any()) if len(later) else None
+
+
+def _other_runs(f: Features, ctx: Context, ev: Event) -> None:
+    """Other runs over the same data: those spiking at this step too, those calm here."""
     for run_id, spikes, first, last in ctx.others:
         match = [o for o in spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
         if match:
@@ -168,17 +246,16 @@ def measure(ctx: Context, ev: Event) -> Features:
             f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
         elif ev.kind == "spike" and first <= ev.step <= last:     # it got there and stayed calm
             f.not_there.append(run_id)
-    return f
 
 
-def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], str]:
+def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
     """Every pattern of the catalog scored for this incident, best first, and the confidence
     of the ranking: low when the best is weak, close to the next, or thinly supported."""
     feats = measure(ctx, ev)
     scored = []
     for order, pattern in enumerate(CATALOG):
         e = Weighing(ctx.th)
-        pattern.rules(ctx, ev, feats, e)
+        pattern.rules(ctx, ev=ev, f=feats, e=e)
         plus = sum(w for w, _ in e.support)
         minus = sum(w for w, _ in e.against)
         score = plus / (plus + minus + 1.0)

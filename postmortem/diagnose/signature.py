@@ -52,9 +52,9 @@ def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int 
 
 def grad_lead(incident) -> int | None:
     """How many steps the grad-norm spike came before the loss went up (0: together)."""
-    for r in incident.related:
-        if r.startswith("grad_norm spike at step "):
-            return max(0, incident.step - int(r.rsplit(" ", 1)[1]))
+    for r in incident.related_events:
+        if r.metric == "grad_norm" and r.kind == "spike":
+            return max(0, incident.step - r.step)
     return None
 
 
@@ -62,16 +62,3 @@ def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
     """The signature of an incident already found (no second analysis)."""
     top = inc.hypotheses[0].pattern if inc.hypotheses else None
     return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise, kind=inc.shown_kind)
-
-
-def of_run(log, step: int | None = None, pattern: str | None = None) -> Signature:
-    """The signature of a run's incident (the largest, or the one at `step`); with no
-    incident, one that knows only the pattern and dtype."""
-    from postmortem.diagnose.analyze import analyze
-    from postmortem.diagnose.models import worst
-    incidents = analyze(log).incidents
-    if step is not None:
-        incidents = [i for i in incidents if i.step == step] or incidents
-    if not incidents:
-        return Signature(pattern=pattern, dtype=log.dtype)
-    return of_incident(incidents[worst(incidents)], log.manifest, pattern)

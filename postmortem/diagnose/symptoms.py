@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detect import Event
 from postmortem.diagnose.models import Symptoms
 from postmortem.diagnose.series import between, ema
-
-
-def recovered(ctx: Context, event: Event) -> bool:
-    """Back within mean + 0.5 std of the pre-spike window inside 50 steps of the peak (or
-    `recovery_points` logged points, where the log is sparser)."""
-    h = ctx.history(event.segment)
-    after = between(h, event.peak_step + 1, event.peak_step + ctx.recovery_reach(event.segment)).loss
-    return bool((after <= band(ctx, event)).any())
-
-
-def band(ctx: Context, event: Event) -> float:
-    """The top of the band the loss is back in: the window's mean + 0.5 std; a spike judged
-    on too few points (notes["sparse"]) is back under the bar it was flagged at
-    (`sparse_rise` over the level before it), as a std of a few points means little."""
-    if event.notes.get("sparse"):
-        return event.window_mean + abs(event.window_mean) * ctx.th.sparse_rise
-    std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * ctx.th.spike_min_rise
-    return event.window_mean + ctx.th.recovery_sigma * std
 
 
 def _value_at(rows, name: str, step: int):
@@ -50,15 +34,15 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
         peak_loss = None
     elif peak_loss is None and "loss" in h:      # a grad-norm or loss-scale peak: the loss logged there
         peak_loss = _value_at(h, "loss", event.peak_step)
-    recovery: float | str | None = None
+    recovery: float | Literal["did not recover"] | None = None
     if "loss" in h:
-        # the loss at peak + 50; a sparse log gives the nearest point that is not far past it
+        # the loss at peak + recovery_window; a sparse log gives the nearest point that is not far past it
         w = ctx.th.recovery_window
         later = between(h, event.peak_step + w, event.peak_step + 2 * w)
         if not np.isfinite(later.loss).any():
             later = between(h, event.peak_step + 1, event.peak_step + w).iloc[::-1]
         later = later[np.isfinite(later.loss)]
-        ok = recovered(ctx, event) if event.kind == "spike" and event.metric == "loss" else bool(len(later))
+        ok = ctx.recovered(event) if event.kind == "spike" and event.metric == "loss" else bool(len(later))
         if event.kind == "divergence":
             ok = False
         recovery = float(later.loss.iloc[0]) if ok and len(later) else "did not recover"

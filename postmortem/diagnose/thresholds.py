@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -73,6 +74,8 @@ class Thresholds(BaseModel):
     near_steps: int = 20                     # "around the incident": this many steps ...
     near_lines: float = 1.5                  # ... or this many logging intervals (a sparse log)
     cross_run_steps: int = 2                 # another run's spike this close is at the same step
+    batch_repeat_window: int = 50            # the incident's batch hash seen again this many steps before
+    batch_index_window: int = 100            # batch indexes repeated in this many steps up to it
     low_confidence_score: float = 0.5
     low_confidence_margin: float = 0.15
     low_confidence_support: float = 2.5      # one weak observation is not a diagnosis
@@ -121,7 +124,7 @@ class Thresholds(BaseModel):
     w_weight_growth: float = 1.0
 
     @classmethod
-    def load(cls, path: str | Path | None = None, overrides: list[str] = ()) -> "Thresholds":
+    def load(cls, path: str | Path | None = None, overrides: Sequence[str] = ()) -> "Thresholds":
         data = json.loads(Path(path).read_text()) if path else {}
         for item in overrides:
             key, _, value = item.partition("=")

@@ -13,11 +13,13 @@ import numpy as np
 
 from postmortem.diagnose import detect
 from postmortem.diagnose.context import DECAYS, Context
-from postmortem.diagnose.models import Check
+from postmortem.diagnose.models import Check, Status
+from postmortem.diagnose.scaler import persistent_words
 from postmortem.diagnose.series import interval
 
-Outcome = tuple[str, str]            # (status, detail), or (status, detail, leaf) where a
-                                     # failure leads elsewhere than the node's own leaf
+# (status, detail), or (status, detail, leaf) where a failure leads elsewhere than the
+# node's own leaf
+Outcome = tuple[Status, str] | tuple[Status, str, str]
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Node:
     test: Callable[[Context], Outcome]
 
 
-def skip(why: str) -> Outcome:
+def skip(why: str) -> tuple[Status, str]:
     return "skipped", why
 
 
@@ -329,10 +331,9 @@ def b_loss_spike(ctx: Context) -> Outcome:
 
 
 def b_recovery(ctx: Context) -> Outcome:
-    from postmortem.diagnose.symptoms import recovered
     if not ctx.loss_spikes:
         return skip("no loss spike")
-    bad = [e for e in ctx.loss_spikes if not recovered(ctx, e)]
+    bad = [e for e in ctx.loss_spikes if not ctx.recovered(e)]
     if not bad:
         return "pass", (f"every spike came back within mean + {ctx.th.recovery_sigma:g} std inside "
                         f"{ctx.th.recovery_window} steps")
@@ -351,7 +352,6 @@ def b_grad_spike(ctx: Context) -> Outcome:
 
 
 def b_loss_scale(ctx: Context) -> Outcome:
-    from postmortem.diagnose.scaler import persistent_words
     if not ctx.has("loss_scale") and not ctx.skips.any():
         return skip("no loss scale logged (bf16 or fp32, or not printed)")
     ev, probes = ctx.cascades, ctx.probes
@@ -466,10 +466,16 @@ def walk(ctx: Context) -> list[Check]:
     """Every node of both trees, in order, with its outcome."""
     out = []
     for node in (*TREE_A, *TREE_B):
-        status, detail, *elsewhere = node.test(ctx)
+        outcome = node.test(ctx)
         th = ", ".join(f"{t}={getattr(ctx.th, t)}" for t in node.thresholds) or None
-        leaf = (elsewhere[0] if elsewhere else node.leaf) if status == "fail" else None
         question = node.question.format(**{t: getattr(ctx.th, t) for t in type(ctx.th).model_fields})
-        out.append(Check(id=node.id, question=question, status=status, detail=detail,
-                         threshold=th, leaf=leaf))
+        out.append(Check(id=node.id, question=question, status=outcome[0], detail=outcome[1],
+                         threshold=th, leaf=_leaf(node, outcome)))
     return out
+
+
+def _leaf(node: Node, outcome: Outcome) -> str | None:
+    """The leaf a failure leads to: the one its test named, else the node's own."""
+    if outcome[0] != "fail":
+        return None
+    return outcome[2] if len(outcome) == 3 else node.leaf

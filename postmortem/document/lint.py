@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from postmortem.diagnose.models import PANELS, PATTERNS, Symptoms
-from postmortem.diagnose.panels import BY_ID
+from postmortem.diagnose.catalog import PATTERNS
+from postmortem.diagnose.models import Symptoms
+from postmortem.diagnose.panels import BY_ID, PANELS
 from postmortem.document.markdown import NO_TOKENS, _table, front_matter, scanned, sections
 from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem, one_line
 from postmortem.numbers import NO_VALUE, number, same_as_shown

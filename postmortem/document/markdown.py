@@ -23,7 +23,7 @@ from postmortem.document.model import (
     figure_alt,
     split_patterns,
 )
-from postmortem.errors import DocumentError  # noqa: F401 (raised here, caught as markdown.DocumentError too)
+from postmortem.errors import DocumentError
 from postmortem.numbers import NO_VALUE, number
 
 # shipped inside the package (package data): an installed wheel writes post-mortems too

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from postmortem.document.model import PostMortem
+from postmortem.errors import KBError
 from postmortem.files import NameRefused, atomic_write, check_name
-from postmortem.kb.lessons import KBError, Lesson, check_learner, one_line, with_row
+from postmortem.kb.lessons import Lesson, check_learner, one_line, with_row
 
 ATTRIBUTE = "learners/*/lessons.md merge=union"
 DRAFTS = "/.postmortem/"

@@ -16,7 +16,7 @@ from postmortem.diagnose.models import Evidence, Hypothesis, Incident, Observati
 from postmortem.errors import ReplayError
 from postmortem.numbers import counts as in_words
 from postmortem.replay import loading, probes
-from postmortem.replay.arms import BY_NAME  # noqa: F401 (ARMS: the engine's arm names)
+from postmortem.replay.arms import BY_NAME
 from postmortem.replay.arms import NAMES as ARMS
 from postmortem.replay.models import ArmResult, Cancelled, ReplayResult
 from postmortem.run import RunLog

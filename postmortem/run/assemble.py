@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from postmortem.errors import RunReadError
 from postmortem.run.aliases import canonical_name
-from postmortem.run.model import CANONICAL, RunLog, RunManifest, RunReadError, Source
+from postmortem.run.model import CANONICAL, RunLog, RunManifest, Source
 
 _STEP_BITS = 40  # distinct steps up to ~1.1e12; the segment id sits above them in one int64 key
 

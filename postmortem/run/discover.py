@@ -9,9 +9,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from postmortem.errors import RunReadError
 from postmortem.run import hf, logconfig, losscolumn, mlflow, store, tables, tensorboard, textfile, textlogs, wandb
 from postmortem.run.assemble import build_runlog
-from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
+from postmortem.run.model import RunLog, RunManifest, Source
 
 FORMATS = ("jsonl", "csv", "parquet", "hf-trainer-state", "lightning", "tensorboard", "mlflow",
            "mlflow-db", "wandb", *textlogs.SNIFF)

@@ -6,8 +6,9 @@ import json
 import math
 from pathlib import Path
 
+from postmortem.errors import RunReadError
 from postmortem.run.assemble import Collector, Series, to_number
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 
 HIDDEN_NAN_NOTE = ("HF Trainer's logging_nan_inf_filter (on by default) logs a NaN/Inf loss as the "
                    "mean of the window: NaN losses can be hidden; trust grad_norm NaNs and loss 0.0")

@@ -9,8 +9,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from postmortem.errors import RunReadError  # noqa: F401 (importable here and from postmortem.run, as ever)
-
 # Canonical columns, in display order. Any other metric keeps its own name.
 CANONICAL = [
     "step", "loss", "grad_norm", "lr", "loss_scale", "skipped", "val_loss",

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from postmortem.errors import RunReadError
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import (
     LAUNCH_COLUMNS,
@@ -25,7 +26,7 @@ from postmortem.run.assemble import (
     series_from_wide,
     to_number,
 )
-from postmortem.run.model import RunLog, RunManifest, RunReadError, Source
+from postmortem.run.model import RunLog, RunManifest, Source
 
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
               "train/global_step")

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 from postmortem.run.protowire import ProtoError, as_double, as_float, crc32c_columns, fields, masked
 
 try:  # C speed for large records; the numpy route below works without it

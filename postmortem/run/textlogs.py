@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run import textfile
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
@@ -27,7 +28,7 @@ from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 
 # A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
 NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"

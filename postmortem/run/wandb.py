@@ -7,8 +7,9 @@ import struct
 import zlib
 from pathlib import Path
 
+from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series, series_from_records
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 from postmortem.run.protowire import ProtoError, fields
 
 MAGIC = b":W&B"

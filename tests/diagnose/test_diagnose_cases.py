@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.catalog import BY_ID, CATALOG, PANELS
+from postmortem.diagnose.catalog import BY_ID, CATALOG, remedies_for
 from postmortem.diagnose.models import worst
+from postmortem.diagnose.panels import PANELS
 from postmortem.diagnose.patterns import lr_off_trend
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import read_run
@@ -284,7 +285,6 @@ def test_a_ranking_with_nothing_convincing_says_so(tmp_path):
 # --- 7. patterns as data ------------------------------------------------------------------
 
 def test_every_pattern_is_one_catalog_entry_with_all_it_needs():
-    from postmortem.document.remedies import remedies_for
     from postmortem.replay.arms import BY_NAME
     th = Thresholds()
     for p in CATALOG:
@@ -300,6 +300,16 @@ def test_every_pattern_is_one_catalog_entry_with_all_it_needs():
 
 
 @pytest.mark.slow
+def test_the_catalog_and_what_reads_it_import_neither_numpy_nor_the_analysis():
+    """The linter and the editor read pattern ids and remedies from the catalog: importing
+    it (and the models) loads no numpy, pandas nor the analysis."""
+    code = ("import sys, postmortem.diagnose.catalog, postmortem.diagnose.models, postmortem.document.lint; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'postmortem.diagnose.context') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
+
+
+@pytest.mark.slow
 def test_checklist_questions_print_the_thresholds_in_force(tmp_path):
     rows = [{"step": s, "loss": 3.0 + 0.01 * np.sin(s)} for s in range(300)]
     run = tmp_path / "run"
@@ -310,6 +320,30 @@ def test_checklist_questions_print_the_thresholds_in_force(tmp_path):
     b2 = next(c for c in json.loads(out.stdout)["checks"] if c["id"] == "B2")
     assert "4 x the noise" in b2["question"] and "3 std" not in b2["question"]
     assert "spike_sigma=4.0" in b2["threshold"]
+
+
+def observations(analysis: dict) -> list[str]:
+    return [o["observation"] for inc in analysis["incidents"] for h in inc["hypotheses"]
+            for o in h["supported_by"] + h["contradicted_by"]]
+
+
+@pytest.mark.slow
+def test_observations_say_the_batch_windows_in_force():
+    """The batch windows are settings: `--set` changes what is counted and what the text says
+    (the defaults say 50 and 100, as they always did)."""
+    run = ROOT / "sample_runs" / "bad-data"
+    said = {}
+    for name, sets in (("default", ()), ("set", ("--set", "batch_repeat_window=30", "--set", "batch_index_window=60"))):
+        out = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(run), "--json", *sets],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        said[name] = observations(json.loads(out.stdout))
+    assert "the batch of step 240 is unique among the 50 before it" in said["default"]
+    assert "39 repeated batch index(es) in the 100 steps up to 240, first at step 201" in said["default"]
+    assert "the batch of step 240 is unique among the 30 before it" in said["set"]
+    repeated = [o for o in said["set"] if "repeated batch index(es)" in o]
+    assert repeated and all("in the 60 steps up to 240" in o for o in repeated), repeated
+    assert not any(" 50 " in o or " 100 " in o for o in said["set"] if "batch" in o)
 
 
 # --- 8. a long run: exactly the planted incident -----------------------------------------------

@@ -200,3 +200,24 @@ def test_spikes_while_a_blow_up_stays_up_are_that_divergence_not_new_incidents(t
     incs = analyze(jsonl(tmp_path, rows)).incidents
     assert [(i.kind, i.step) for i in incs] == [("divergence", 250), ("spike", 500)]
     assert {"spike at step 280", "spike at step 320", "grad_norm spike at step 330"} <= set(incs[0].related)
+
+
+def test_related_events_are_kept_typed_beside_their_words_and_the_signature_reads_them(tmp_path):
+    """`related` says the merged events in words, `related_events` holds them as numbers,
+    one for one; the signature's grad lead reads the numbers, never the words."""
+    n = 600
+    loss = curve(n, 0, 0.02, tau=60)
+    loss[250:400] += 2.5
+    loss[280] += 4.0
+    gn = np.ones(n)
+    gn[240] = 60.0                          # the grad norm leads the loss by 10 steps
+    rows = [{"step": s, "loss": float(loss[s]), "grad_norm": float(gn[s])} for s in range(n)]
+    inc = analyze(jsonl(tmp_path, rows)).incidents[0]
+    typed = [(r.kind, r.metric, r.step) for r in inc.related_events]
+    assert ("spike", "grad_norm", 240) in typed and ("spike", "loss", 280) in typed, typed
+    assert len(inc.related) == len(inc.related_events)
+    for said, r in zip(inc.related, inc.related_events):
+        assert said in (f"{r.kind} at step {r.step}", f"{r.metric} {r.kind} at step {r.step}")
+    assert of_incident(inc).grad_lead == inc.step - 240 == 10
+    assert of_incident(inc.model_copy(update={"related": []})).grad_lead == 10      # the words are not read
+    assert of_incident(inc.model_copy(update={"related_events": []})).grad_lead is None

@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from postmortem.document.lint import check_text
-from postmortem.document.markdown import DocumentError, parse, render
+from postmortem.document.markdown import parse, render
 from postmortem.document.verify import verify
+from postmortem.errors import DocumentError
 from postmortem.run import read_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,14 +206,13 @@ def test_a_draft_carries_its_signature_and_a_plain_learner():
 
 def test_similar_names_and_writes_the_rise_as_the_dashboard_does():
     """The dashboard's `rise x3.96` is `rise: ... (x3.96 vs x3.96)` in similar, not another ratio."""
-    from postmortem.diagnose.analyze import analyze
+    from postmortem.diagnose.analyze import analyze, signature_of_run
     from postmortem.diagnose.models import worst
-    from postmortem.diagnose.signature import of_run
     from postmortem.kb.similar import find_similar
     from postmortem.numbers import rise
     log = read_run(RUN)
     incidents = analyze(log).incidents
     shown = rise(incidents[worst(incidents)].rise)          # as the dashboard's incidents table writes it
-    match = next(m for m in find_similar(ROOT, of_run(log)) if m.path == EXAMPLE)
+    match = next(m for m in find_similar(ROOT, signature_of_run(log)) if m.path == EXAMPLE)
     assert f"rise: match ({shown} vs {shown})" in match.why, match.why
     assert not any("peak_ratio" in w for w in match.why)

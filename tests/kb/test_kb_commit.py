@@ -13,7 +13,8 @@ import pytest
 from worked_example import as_learners
 
 from postmortem.document.markdown import parse, render
-from postmortem.kb.lessons import KBError, parse_lessons
+from postmortem.errors import KBError
+from postmortem.kb.lessons import parse_lessons
 from postmortem.kb.repo import ATTRIBUTE, commit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,7 +35,7 @@ def test_the_frameworks_copy_is_read_on_request(tmp_path):
 def test_without_a_manifest_the_two_are_still_two_runs(tmp_path):
     import pytest
 
-    from postmortem.run.model import RunReadError
+    from postmortem.errors import RunReadError
     d = hf_output_dir(tmp_path)
     (d / "manifest.json").unlink()
     with pytest.raises(RunReadError, match="different runs or logs"):

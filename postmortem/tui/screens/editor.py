@@ -20,11 +20,10 @@ from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
-from postmortem.diagnose.models import PATTERNS
+from postmortem.diagnose.catalog import PATTERNS, remedies_for
 from postmortem.document import sections
 from postmortem.document.drafts import DraftStore
 from postmortem.document.model import SECTIONS, PostMortem
-from postmortem.document.remedies import remedies_for
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
 from postmortem.numbers import number
 from postmortem.tui import focus
