@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 from pandas.api.types import is_numeric_dtype
 
+from postmortem.errors import RunReadError
 from postmortem.files import atomic_write
-from postmortem.run.model import RunLog, RunReadError
+from postmortem.run.model import RunLog
 
 SUFFIXES = (".csv", ".parquet", ".jsonl")
 

@@ -25,11 +25,12 @@ import re
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run.aliases import normalize
 from postmortem.run.assemble import canonical_order
 from postmortem.run.dialects import catalogue
 from postmortem.run.dialects.progress import LOSS_IS_SUM_OF_PARTS
-from postmortem.run.model import RunLog, RunReadError
+from postmortem.run.model import RunLog
 
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _STREAMS = _EVAL | {"train", "training"}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 
 _DBL_MAX = 1.7976931348623157e308   # MLflow stores +-inf as +-DBL_MAX
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

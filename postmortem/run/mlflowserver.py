@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 
-from postmortem.run.model import RunReadError, Source
+from postmortem.errors import RunReadError
+from postmortem.run.model import Source
 from postmortem.run.store import StoredRun
 
 _STATUS = {"RUNNING": "running", "SCHEDULED": "scheduled", "FINISHED": "finished",
