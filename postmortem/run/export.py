@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pandas.api.types import is_numeric_dtype
 
 from postmortem.errors import RunReadError
 from postmortem.files import atomic_write
+from postmortem.run.logconfig import FACTS
 from postmortem.run.model import RunLog
+
+if TYPE_CHECKING:        # pyarrow is loaded only when a table is written
+    import pyarrow as pa
 
 SUFFIXES = (".csv", ".parquet", ".jsonl")
 
 
-def info(log: RunLog) -> dict:
+def info(log: RunLog) -> dict[str, Any]:
     """What was read: format, files, segments, steps, metrics with counts and NaN counts."""
     frame = log.frame
     extras = log.source.extras
@@ -25,11 +30,11 @@ def info(log: RunLog) -> dict:
         if extras.get(f"{canon}_from") and canon not in names:
             names[canon] = [extras[f"{canon}_from"]]
     dialects = extras.get("series_dialects", {})
-    metrics = []
+    metrics: list[dict[str, Any]] = []
     for name in log.metrics:
         col = frame[name]
         logged = log.logged_mask(name)
-        entry = {"name": name, "count": int(logged.sum()),
+        entry: dict[str, Any] = {"name": name, "count": int(logged.sum()),
                  "nan": int(len(log.logged_nan.get(name, ())))}
         if name in names:
             entry["from"] = names[name]
@@ -62,12 +67,11 @@ def info(log: RunLog) -> dict:
     }
 
 
-def _facts(log: RunLog) -> dict:
+def _facts(log: RunLog) -> dict[str, dict[str, Any]]:
     """Each configured fact the checks use, its value and where it came from."""
-    from postmortem.run.logconfig import FACTS
     origins = log.source.extras.get("facts_from", {})
     m = log.manifest
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for fact in FACTS:
         if fact == "run_name":
             value = log.source.extras.get("run_name") or (m.run_id if m else None)
@@ -82,8 +86,8 @@ def _facts(log: RunLog) -> dict:
     return out
 
 
-def _arrow_table(log: RunLog):
-    import pyarrow as pa
+def _arrow_table(log: RunLog) -> pa.Table:
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow only when a table is written
     cols = {}
     for name in log.frame.columns:
         col = log.frame[name]
@@ -106,7 +110,7 @@ def _jsonl(log: RunLog, path: Path) -> None:
     nan_masks = {n: log.nan_mask(n) for n in log.logged_nan}
     with open(path, "w", encoding="utf-8") as f:
         for i in range(len(frame)):
-            row = {}
+            row: dict[str, int | float | str] = {}
             for name, arr in zip(names, arrays):
                 v = arr[i]
                 if v is None or (isinstance(v, float) and math.isnan(v) and not (
@@ -124,10 +128,10 @@ def export(log: RunLog, out: str | Path) -> Path:
         raise RunReadError(out, f"unknown export format {suffix or '(none)'}; use "
                                 f"{', '.join(SUFFIXES)}")
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # noqa: PLC0415 - pyarrow only when a table is written
         atomic_write(out, lambda p: pq.write_table(_arrow_table(log), p))
     elif suffix == ".csv":
-        from pyarrow import csv
+        from pyarrow import csv  # noqa: PLC0415 - pyarrow only when a table is written
         atomic_write(out, lambda p: csv.write_csv(_arrow_table(log), p))
     else:
         atomic_write(out, lambda p: _jsonl(log, p))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from postmortem.files import safe_name
 
@@ -59,12 +61,12 @@ def name_from_path(path: str | Path) -> str:
     return names[0] if names else "run"
 
 
-def run_id(log) -> str:
+def run_id(manifest_run_id: str | None, extras: Mapping[str, Any], path: str) -> str:
     """What names the run, in order: manifest.json's run_id, the MLflow run name or id, the W&B
-    run id, a run name in its config, then the log's file or folder."""
-    extras = log.source.extras
-    if log.manifest and log.manifest.run_id:
-        return safe_id(log.manifest.run_id)
+    run id, a run name in its config (`extras`: the reader's Source.extras), then the log's file
+    or folder (`path`). RunLog.run_id asks it."""
+    if manifest_run_id:
+        return safe_id(manifest_run_id)
     for key in ("mlflow_run_name", "wandb_run_id", "mlflow_run_id"):
         if extras.get(key):
             return safe_id(extras[key])
@@ -73,4 +75,4 @@ def run_id(log) -> str:
         leaf = Path(name.strip().rstrip("/")).name        # HF's run_name defaults to output_dir
         if not is_generic(leaf):
             return safe_id(leaf)
-    return safe_id(name_from_path(log.source.path))
+    return safe_id(name_from_path(path))

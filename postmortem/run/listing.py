@@ -5,7 +5,9 @@ mmengine's time-stamped folders, TensorBoard's event-file names, Lightning's ver
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from postmortem.run import mlflow, wandb
 from postmortem.run.store import StoredRun, from_stamp
@@ -38,15 +40,29 @@ def _rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def describe(cands: list, base: Path) -> list[StoredRun]:
+class CandidateView(Protocol):
+    """What the listing reads of a run candidate that discovery found (run/discover.py's)."""
+
+    @property
+    def format(self) -> str: ...
+    @property
+    def files(self) -> list[Path]: ...
+    @property
+    def root(self) -> Path: ...
+    @property
+    def run_id(self) -> str | None: ...
+
+
+def describe(cands: Sequence[CandidateView], base: Path) -> list[StoredRun]:
     """One listing row per candidate, in the candidates' order."""
-    db_meta: dict = {}
-    out = []
+    db_meta: dict[Path, dict[str, StoredRun]] = {}
+    out: list[StoredRun] = []
     folders = [c.root.parent if c.root.is_file() else c.root for c in cands]
     for c, folder in zip(cands, folders):
         if c.format == "mlflow-db":
             if c.files[0] not in db_meta:
                 db_meta[c.files[0]] = mlflow.db_run_listing(c.files[0])
+            assert c.run_id is not None               # a database's candidate is one of its runs
             out.append(db_meta[c.files[0]].get(c.run_id) or StoredRun(c.run_id))
         else:
             # a log file alone in its folder is named by the folder (runs/a/metrics.jsonl: a)
@@ -63,7 +79,7 @@ def describe(cands: list, base: Path) -> list[StoredRun]:
     return out
 
 
-def _describe(c, base: Path, own: Path) -> StoredRun:
+def _describe(c: CandidateView, base: Path, own: Path) -> StoredRun:
     f = c.files[0]
     rid = c.run_id or _rel(own, base)
     run = StoredRun(rid, aliases={_rel(c.root, base), c.root.name, own.name})
@@ -81,7 +97,8 @@ def _describe(c, base: Path, own: Path) -> StoredRun:
             run.aliases |= {d.name for d in c.files}
             run.start = _mtime(c.files[0] / "hparams.yaml") or _mtime(c.files[0] / "metrics.csv")
             rows = [_lines(d / "metrics.csv") for d in c.files]
-            run.steps = None if None in rows else max(0, sum(rows) - len(rows))
+            counted = [n for n in rows if n is not None]
+            run.steps = max(0, sum(counted) - len(rows)) if len(counted) == len(rows) else None
         case _:
             run.start = from_stamp(_rel(f, base)) or _mtime(f)
             if c.format == "jsonl":

@@ -14,9 +14,11 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from postmortem.run import textfile
 from postmortem.run.model import RunConfig, RunLog, RunManifest
+from postmortem.run.tbconfig import tensorboard_configs
 
 # fact -> config keys (the last dotted part, lower case) in order of preference
 KEYS: dict[str, tuple[str, ...]] = {
@@ -45,8 +47,12 @@ _DUMP = re.compile(r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*([A-Za-z_][\w.]*) \.{3,} ([^\
 _TRAILER = re.compile(r"\s?\.{3,}[ \t]*\w+$")
 _PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\)")
 
+Flat = dict[str, Any]            # a config as {dotted.key: value}; the values are whatever it held
+Hit = tuple[str, Any]            # (the key found, its value as the config holds it)
+Fact = tuple[object, str]        # (the fact's value, where it came from)
 
-def _value(raw):
+
+def _value(raw: object) -> Any:
     """Config values arrive as strings (MLflow params, argument dumps): read them as data."""
     if isinstance(raw, str):
         text = raw.strip()
@@ -74,7 +80,7 @@ def _value(raw):
     return raw
 
 
-def flatten(cfg, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict:
+def flatten(cfg: object, prefix: str = "", out: Flat | None = None, depth: int = 0) -> Flat:
     """A nested config as {dotted.key: value}; W&B's {key: {value: v}} unwrapped."""
     out = {} if out is None else out
     if isinstance(cfg, dict) and depth < 20:
@@ -87,16 +93,16 @@ def flatten(cfg, prefix: str = "", out: dict | None = None, depth: int = 0) -> d
     return out
 
 
-def _number(v) -> float | None:
+def _number(v: object) -> float | None:
     v = _value(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         return None
     return float(v)
 
 
-def _lookup(flat: dict, keys: tuple[str, ...], top_only: bool = False):
+def _lookup(flat: Flat, keys: tuple[str, ...], top_only: bool = False) -> Hit | None:
     """The first of `keys` present, matched on the whole key or its last dotted part."""
-    by_leaf: dict[str, tuple[str, object]] = {}
+    by_leaf: dict[str, Hit] = {}
     for k, v in flat.items():
         if top_only and "." in k:
             continue
@@ -109,9 +115,9 @@ def _lookup(flat: dict, keys: tuple[str, ...], top_only: bool = False):
     return None
 
 
-def _dtype(flat: dict) -> tuple[str, str] | None:
+def _dtype(flat: Flat) -> tuple[str, str] | None:
     """Training precision: flags first (fp16/bf16/amp), then a precision name, then weights."""
-    def get(*names):
+    def get(*names: str) -> Hit | None:
         hit = _lookup(flat, names)
         return (hit[0], _value(hit[1])) if hit else None
     for flag, dtype in (("bf16", "bf16"), ("fp16", "fp16"), ("amp", "fp16"), ("half", "fp16")):
@@ -131,11 +137,11 @@ def _dtype(flat: dict) -> tuple[str, str] | None:
     return None
 
 
-def facts_of_config(flat: dict, epoch_axis: bool = False,
-                    total_hint: int | None = None) -> dict[str, tuple[object, str]]:
+def facts_of_config(flat: Flat, epoch_axis: bool = False,
+                    total_hint: int | None = None) -> dict[str, Fact]:
     """{fact: (value, the key it came from)} for one flat config; `total_hint` is the total
     steps another config gave (HF: the ratio in training_args.json, the steps in trainer_state)."""
-    out: dict[str, tuple[object, str]] = {}
+    out: dict[str, Fact] = {}
     for fact, keys in KEYS.items():
         hit = _lookup(flat, keys)
         if hit:
@@ -167,10 +173,13 @@ def facts_of_config(flat: dict, epoch_axis: bool = False,
     return out
 
 
-def _derived(flat: dict, out: dict, epoch_axis: bool, total_hint: int | None = None) -> None:
+def _derived(flat: Flat, out: dict[str, Fact], epoch_axis: bool, total_hint: int | None = None) -> None:
     """Facts a config states in other units: tokens, samples, ratios, epochs."""
-    num = lambda *k: (lambda h: (h[0], _number(h[1])) if h and _number(h[1]) is not None else None)(  # noqa: E731
-        _lookup(flat, k))
+    def num(*keys: str) -> tuple[str, float] | None:
+        hit = _lookup(flat, keys)
+        number = _number(hit[1]) if hit else None
+        return (hit[0], number) if hit and number is not None else None
+
     # Samples become steps only at a fixed global batch size; tokens never do (a sequence-length
     # warmup or curriculum changes the tokens per step), so a warmup in tokens stays unknown.
     ramp = _lookup(flat, ("rampup_batch_size", "batch_size_rampup"))
@@ -186,7 +195,8 @@ def _derived(flat: dict, out: dict, epoch_axis: bool, total_hint: int | None = N
             if hit:
                 out["total_steps"] = (int(hit[1]), f"{hit[0]} (the steps are epochs)")
     if not out.get("warmup_steps", (0,))[0]:
-        total = out.get("total_steps", (total_hint,))[0]
+        total = out["total_steps"][0] if "total_steps" in out else total_hint
+        assert total is None or isinstance(total, int)        # facts_of_config made it an int
         for key, kind in (("warmup_ratio", "ratio"), ("lr_warmup_fraction", "ratio"),
                           ("lr_warmup_samples", "samples"), ("lr_warmup_tokens", "tokens"),
                           ("warmup_epochs", "epochs")):
@@ -212,12 +222,14 @@ def _derived(flat: dict, out: dict, epoch_axis: bool, total_hint: int | None = N
     if "min_lr" not in out and "lr_max" in out:
         lrf = num("lrf")
         if lrf:
-            out["min_lr"] = (out["lr_max"][0] * lrf[1], f"{out['lr_max'][1]} x {lrf[0]}")
+            lr_max, lr_key = out["lr_max"]
+            assert isinstance(lr_max, float)                   # facts_of_config made it a float
+            out["min_lr"] = (lr_max * lrf[1], f"{lr_key} x {lrf[0]}")
 
 
 # --- where the configs are ----------------------------------------------------
 
-def _read_file(path: Path):
+def _read_file(path: Path) -> Any:
     try:
         if not path.is_file() or path.stat().st_size > _BIG:
             return None
@@ -227,10 +239,8 @@ def _read_file(path: Path):
     try:
         if path.suffix == ".json":
             return json.loads(text)
-        import yaml  # here, not at start-up: only runs with a YAML config need it
-
-        from postmortem.run.tables import _permissive_loader
-        return yaml.load(text, Loader=_permissive_loader())
+        from postmortem.run import yamlconfig  # noqa: PLC0415 - PyYAML only for a run with a YAML config
+        return yamlconfig.load(text)
     except (ValueError, RecursionError, Exception):       # a broken config never stops the read
         return None
 
@@ -248,7 +258,7 @@ def _run_dirs(log: RunLog) -> list[Path]:
     return dirs
 
 
-def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
+def text_log_config(path: Path, limit: int = 4 << 20) -> Flat:
     """Argument dumps (`  lr ........ 3e-4`), `Namespace(...)` lines and fairseq's config dict in
     the head of a text log, as one flat dict."""
     try:
@@ -256,7 +266,7 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
             head = textfile.decode(f.read(limit))
     except OSError:
         return {}
-    out: dict = {}
+    out: Flat = {}
     # searched over the whole head at C speed: a text log of a million lines pays nothing here
     for marker, parse in (("Namespace(", _call_kwargs), ("{'_name'", _literal_dict)):
         at = head.find(marker)
@@ -270,13 +280,13 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> dict:
                 value = m.group(2).rstrip()
                 trailer = _TRAILER.search(value) if "..." in value else None
                 out.setdefault(m.group(1), (value[:trailer.start()] if trailer else value).strip())
-    m = _PADDED_VOCAB.search(head)
-    if m:
-        out["vocab_size"] = m.group(1)       # Megatron: the tokenizer's size before padding
+    padded = _PADDED_VOCAB.search(head)
+    if padded:
+        out["vocab_size"] = padded.group(1)       # Megatron: the tokenizer's size before padding
     return out
 
 
-def _literal_dict(text: str) -> dict:
+def _literal_dict(text: str) -> Flat:
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
@@ -284,7 +294,7 @@ def _literal_dict(text: str) -> dict:
     return flatten(value) if isinstance(value, dict) else {}
 
 
-def _call_kwargs(text: str) -> dict:
+def _call_kwargs(text: str) -> Flat:
     """The keyword arguments of `Namespace(a=1, b='x', ...)` as data, never evaluated as code."""
     depth, end = 0, None
     for i, ch in enumerate(text):
@@ -297,7 +307,7 @@ def _call_kwargs(text: str) -> dict:
         call = ast.parse(text[:end] if end else text, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
-    out = {}
+    out: Flat = {}
     for kw in getattr(call, "keywords", []):
         try:
             out[kw.arg] = ast.literal_eval(kw.value)
@@ -306,9 +316,10 @@ def _call_kwargs(text: str) -> dict:
     return out
 
 
-def configs(log: RunLog) -> list[tuple[str, dict]]:
+def configs(log: RunLog) -> list[tuple[str, Flat]]:
     """(where, flat config) for every config the run carries, the most specific first."""
-    extras, found = log.source.extras, []
+    extras = log.source.extras
+    found: list[tuple[str, Flat]] = []
     if extras.get("tags"):
         found.append(("MLflow tags", {k: v for k, v in extras["tags"].items()}))
     if extras.get("params"):
@@ -333,9 +344,8 @@ def configs(log: RunLog) -> list[tuple[str, dict]]:
         for d in _run_dirs(log):
             events += sorted(d.glob("runs/**/events.out.tfevents*"))[:20]
     if events:
-        from postmortem.run.tbconfig import tensorboard_configs
         found += [(w, flatten(c)) for w, c in tensorboard_configs(events)]
-    seen = set()
+    seen: set[Path] = set()
     for d in _run_dirs(log):
         for name in _CONFIG_FILES:
             p = d / name
@@ -345,7 +355,7 @@ def configs(log: RunLog) -> list[tuple[str, dict]]:
             data = _read_file(p)
             if isinstance(data, dict):
                 found.append((name if d == _run_dirs(log)[0] else f"{d.name}/{name}", flatten(data)))
-    state = {k: extras[k] for k in ("max_steps", "train_batch_size", "num_train_epochs") if k in extras}
+    state: Flat = {k: extras[k] for k in ("max_steps", "train_batch_size", "num_train_epochs") if k in extras}
     if state:
         found.append(("trainer_state.json", state))
     return found
@@ -364,8 +374,10 @@ def apply(log: RunLog) -> None:
         for fact, (value, key) in facts_of_config(flat, epoch_axis).items():
             if fact not in facts:
                 facts[fact] = (value, f"{where}: {key}")
+    total_fact = facts["total_steps"][0] if "total_steps" in facts else None
+    assert total_fact is None or isinstance(total_fact, int)   # facts_of_config made it an int
     total = (log.manifest.config.total_steps if log.manifest and log.manifest.config else None) \
-        or facts.get("total_steps", (None,))[0]
+        or total_fact
     if "warmup_steps" not in facts and total:           # a ratio of a total another file gave
         for where, flat in found:
             hit = facts_of_config(flat, epoch_axis, total).get("warmup_steps")

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series
 from postmortem.run.model import Source
+from postmortem.run.store import StoredRun
 
 _DBL_MAX = 1.7976931348623157e308   # MLflow stores +-inf as +-DBL_MAX
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# (key, timestamp, step, value, is_nan) as a store gives it: any SQLite value, checked when read
+MetricRow = tuple[Any, Any, Any, Any, Any]
 
 
 def _fix_inf(values: np.ndarray) -> np.ndarray:
@@ -35,10 +40,13 @@ def find_file_store_runs(root: Path) -> list[Path]:
 def read_file_store_run(run_dir: Path, source: Source) -> list[Series]:
     """metrics/<key> files: `timestamp value step` per line; keys with / are subfolders."""
     metrics = run_dir / "metrics"
-    per_key, dropped = [], []
+    per_key: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []     # key, times, steps, values
+    dropped: list[str] = []
     for f in sorted(p for p in metrics.rglob("*") if p.is_file()):
         key = f.relative_to(metrics).as_posix()
-        ts, vals, steps = [], [], []
+        ts: list[int] = []
+        vals: list[float] = []
+        steps: list[int] = []
         for lineno, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
             parts = line.split()
             if not parts:
@@ -65,15 +73,15 @@ def read_file_store_run(run_dir: Path, source: Source) -> list[Series]:
     # Order all points by logging time, then key, then line: the order they were logged in.
     if not per_key:
         return []
-    ts = np.concatenate([k[1] for k in per_key])
+    times = np.concatenate([k[1] for k in per_key])
     key_idx = np.concatenate([np.full(len(k[1]), i) for i, k in enumerate(per_key)])
-    line = np.concatenate([np.arange(len(k[1])) for k in per_key])
-    rank = np.empty(len(ts), dtype=np.int64)
-    rank[np.lexsort((line, key_idx, ts))] = np.arange(len(ts))
+    line_in_key = np.concatenate([np.arange(len(k[1])) for k in per_key])
+    rank = np.empty(len(times), dtype=np.int64)
+    rank[np.lexsort((line_in_key, key_idx, times))] = np.arange(len(times))
     out, at = [], 0
-    for key, t, steps, vals in per_key:
-        out.append(Series(key, rank[at:at + len(t)], steps, vals))
-        at += len(t)
+    for key, key_times, key_steps, key_values in per_key:
+        out.append(Series(key, rank[at:at + len(key_times)], key_steps, key_values))
+        at += len(key_times)
     _read_params(run_dir, source)
     return out
 
@@ -132,9 +140,8 @@ def mlflow_db_runs(path: Path) -> list[str]:
         raise RunReadError(path, f"cannot read the MLflow database: {err}") from None
 
 
-def db_run_listing(path: Path) -> dict:
+def db_run_listing(path: Path) -> dict[str, StoredRun]:
     """{run id: StoredRun} from the runs, experiments and metrics tables (what MLflow's UI lists)."""
-    from postmortem.run.store import StoredRun
     out: dict[str, StoredRun] = {}
     try:
         with _connect(path) as con:
@@ -161,10 +168,9 @@ def db_run_listing(path: Path) -> dict:
     return out
 
 
-def file_store_listing(run_dir: Path):
+def file_store_listing(run_dir: Path) -> StoredRun | None:
     """A StoredRun from the run's meta.yaml (name, start, status) and its longest metric."""
-    from postmortem.run.store import StoredRun
-    meta: dict = {}
+    meta: dict[str, str] = {}
     try:
         for line in (run_dir / "meta.yaml").read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
@@ -215,7 +221,7 @@ def read_mlflow_db(path: Path, run_id: str, source: Source) -> list[Series]:
     return series_from_rows(rows, source)
 
 
-def _as_step(step) -> int | None:
+def _as_step(step: object) -> int | None:
     """A step as MLflow means it (a 64-bit integer); None for what a broken store holds instead
     (NULL, text, inf, a float with a fraction, 20 digits)."""
     if isinstance(step, bool):
@@ -232,7 +238,7 @@ def _as_step(step) -> int | None:
     return None
 
 
-def _as_value(value, is_nan) -> float | None:
+def _as_value(value: object, is_nan: object) -> float | None:
     if is_nan:
         return float("nan")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -245,10 +251,10 @@ def _as_value(value, is_nan) -> float | None:
     return None
 
 
-def series_from_rows(rows, source: Source) -> list[Series]:
+def series_from_rows(rows: Iterable[MetricRow], source: Source) -> list[Series]:
     """(key, timestamp, step, value, is_nan) rows in the order they were logged -> series; a row
     whose step or value is not a number is left out and counted in a warning."""
-    by_key: dict[str, tuple[list, list, list]] = {}
+    by_key: dict[str, tuple[list[int], list[int], list[float]]] = {}
     bad_step = bad_value = 0
     for order, (key, _ts, step, value, is_nan) in enumerate(rows):
         s, v = _as_step(step if step is not None else 0), _as_value(value, is_nan)

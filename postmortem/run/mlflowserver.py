@@ -5,25 +5,32 @@ rows. The client is imported only here, when a URI is given."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from postmortem.errors import RunReadError
+from postmortem.run.assemble import Series
+from postmortem.run.mlflow import MetricRow, series_from_rows
 from postmortem.run.model import Source
 from postmortem.run.store import StoredRun
+
+if TYPE_CHECKING:      # the client itself is imported only when a URI is read
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
 
 _STATUS = {"RUNNING": "running", "SCHEDULED": "scheduled", "FINISHED": "finished",
            "FAILED": "failed", "KILLED": "killed"}
 
 
-def is_uri(text) -> bool:
+def is_uri(text: object) -> bool:
     return isinstance(text, str) and text.split("://", 1)[0].lower() in ("http", "https")
 
 
-def _client(uri: str):
+def _client(uri: str) -> MlflowClient:
     # bounded waits: a server that is down is said in seconds, not after minutes of retries
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     try:
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # noqa: PLC0415 - the optional client, only for a URI
     except ImportError:
         raise RunReadError(uri, "reading an MLflow server needs MLflow's client: "
                                 "pip install 'postmortem[mlflow]'") from None
@@ -40,7 +47,8 @@ def server_runs(uri: str) -> list[StoredRun]:
     client = _client(uri)
     try:
         exps = {e.experiment_id: e.name for e in client.search_experiments()}
-        runs, token = [], None
+        runs: list[Run] = []
+        token: str | None = None
         while True:
             page = client.search_runs(list(exps), max_results=1000, page_token=token,
                                       order_by=["attributes.start_time DESC"])
@@ -50,7 +58,7 @@ def server_runs(uri: str) -> list[StoredRun]:
                 break
     except Exception as err:            # the client's errors: connection, HTTP, MlflowException
         raise _fail(uri, err) from None
-    out = []
+    out: list[StoredRun] = []
     for r in runs:
         name = r.info.run_name or ""
         out.append(StoredRun(r.info.run_id, name="/".join(x for x in (exps.get(r.info.experiment_id), name) if x),
@@ -61,13 +69,12 @@ def server_runs(uri: str) -> list[StoredRun]:
     return out
 
 
-def read_server_run(uri: str, run_id: str, source: Source):
+def read_server_run(uri: str, run_id: str, source: Source) -> list[Series]:
     """The run's metric histories, params and tags, as the database reader shapes them."""
-    from postmortem.run.mlflow import series_from_rows
     client = _client(uri)
     try:
         run = client.get_run(run_id)
-        rows = []
+        rows: list[MetricRow] = []
         for key in run.data.metrics:
             rows += [(m.key, m.timestamp, m.step, m.value, False)
                      for m in client.get_metric_history(run_id, key)]

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from postmortem.run.identity import run_id
+
 # Canonical columns, in display order. Any other metric keeps its own name.
 CANONICAL = [
     "step", "loss", "grad_norm", "lr", "loss_scale", "skipped", "val_loss",
@@ -86,8 +88,7 @@ class RunLog:
     @property
     def run_id(self) -> str:
         """What names the run, safe as a file name (see run/identity.py)."""
-        from postmortem.run.identity import run_id
-        return run_id(self)
+        return run_id(self.manifest.run_id if self.manifest else None, self.source.extras, self.source.path)
 
     @property
     def metrics(self) -> list[str]:
@@ -115,7 +116,7 @@ class RunLog:
         """Each segment's first and last step and row count, in order."""
         seg = self.frame["segment"].to_numpy()
         step = self.frame["step"].to_numpy()
-        out = []
+        out: list[dict[str, int]] = []
         if len(seg) == 0:
             return out
         bounds = np.flatnonzero(np.diff(seg)) + 1

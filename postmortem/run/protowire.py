@@ -25,10 +25,16 @@ def read_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def fields(buf: bytes | memoryview, pos: int = 0, end: int | None = None
-           ) -> Iterator[tuple[int, int, int | bytes]]:
-    """Yield (field number, wire type, value): ints for varint and fixed, bytes for the rest."""
+Field = tuple[int, int, int | bytes]
+"""(field number, wire type, value): an int for a varint (wire 0), bytes for the other wires.
+Readers take it apart with `match` and a class pattern (`case (1, 2, bytes() as tag)`), which
+says the field's number, wire and type at once."""
+
+
+def fields(buf: bytes | memoryview, pos: int = 0, end: int | None = None) -> Iterator[Field]:
+    """Yield (field number, wire type, value): an int for a varint, bytes for the other wires."""
     end = len(buf) if end is None else end
+    value: int | bytes
     while pos < end:
         key, pos = read_varint(buf, pos, end)
         number, wire = key >> 3, key & 7
@@ -55,6 +61,14 @@ def fields(buf: bytes | memoryview, pos: int = 0, end: int | None = None
         else:
             raise ProtoError(f"unsupported wire type {wire}")
         yield number, wire, value
+
+
+def submessages(buf: bytes, number: int) -> Iterator[bytes]:
+    """The length-delimited fields `number` of a message (embedded messages, strings), in order."""
+    for field in fields(buf):
+        match field:
+            case (n, 2, bytes() as sub) if n == number:
+                yield sub
 
 
 def as_double(raw: bytes) -> float:

@@ -25,11 +25,23 @@ import hashlib
 import json
 import platform
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from postmortem.files import atomic_write
 from postmortem.run.model import RunManifest
+
+
+# What the recorder reads of a model and an optimizer, said without importing torch (which is
+# loaded only by the training script): a torch.nn.Module and a torch.optim.Optimizer are both.
+class Model(Protocol):
+    def named_parameters(self) -> Iterator[tuple[str, Any]]: ...
+
+
+class Optimizer(Protocol):
+    @property
+    def state(self) -> Mapping[Any, Mapping[str, Any]]: ...
 
 
 def batch_hash(batch: Any) -> str:
@@ -40,7 +52,7 @@ def batch_hash(batch: Any) -> str:
     return hashlib.sha1(data).hexdigest()[:12]
 
 
-def this_machine(device=None) -> dict[str, str]:
+def this_machine(device: object = None) -> dict[str, str]:
     """What a bit-for-bit replay depends on: the torch build and the CPU kernels it picked
     (AVX2 and AVX512 kernels sum in different orders), and the GPU when `device` is one.
     Only python where torch is not loaded."""
@@ -60,7 +72,7 @@ class Recorder:
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.layer_every = layer_every
-        self._pending: dict[int, dict] = {}
+        self._pending: dict[int, dict[str, float]] = {}
         if manifest is not None:
             self.write_manifest(manifest)
         self._file = open(self.dir / "metrics.jsonl", "a" if append else "w", encoding="utf-8")
@@ -76,7 +88,7 @@ class Recorder:
     def log(self, step: int, **metrics: Any) -> None:
         """One line for this step: canonical names (loss, grad_norm, lr, loss_scale, skipped,
         val_loss, batch_index, batch_hash) and anything else under its own name."""
-        row = {"step": int(step)}
+        row: dict[str, str | int | float] = {"step": int(step)}
         row.update(self._pending.pop(step, {}))
         for k, v in metrics.items():
             if v is None:
@@ -85,12 +97,12 @@ class Recorder:
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
 
-    def layers(self, step: int, model, optimizer=None) -> dict[str, float]:
+    def layers(self, step: int, model: Model, optimizer: Optimizer | None = None) -> dict[str, float]:
         """Per-layer grad norms, weight norms and Adam moment norms, logged with `step`."""
-        import torch
+        import torch  # noqa: PLC0415 - torch only in the training script that records
 
         stats: dict[str, float] = {}
-        state = optimizer.state if optimizer is not None else {}
+        state: Mapping[Any, Mapping[str, Any]] = optimizer.state if optimizer is not None else {}
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if p.dim() < 2:        # weights only: biases and norms add rows, not insight
@@ -113,5 +125,5 @@ class Recorder:
     def __enter__(self) -> "Recorder":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from postmortem.errors import RunReadError
 
@@ -33,7 +34,7 @@ class StoredRun:
             return "-"
         return datetime.fromtimestamp(self.start, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | int | None]:
         return {"id": self.id, "name": self.name, "start": self.start_text() if self.start else None,
                 "steps": self.steps, "status": self.status or None}
 
@@ -45,7 +46,7 @@ class SeveralRuns(RunReadError):
     """The path is a store of several runs and none was picked: the message lists them, one a
     line, and says how to pick one; `runs` holds them for a picker."""
 
-    def __init__(self, path, runs: list[StoredRun], command: str = "analyze"):
+    def __init__(self, path: str | Path, runs: list[StoredRun], command: str = "analyze"):
         self.runs = sorted(runs, key=lambda r: r.id)
         super().__init__(path, "")
         self.for_command(command)
@@ -87,12 +88,12 @@ def from_stamp(text: str) -> float | None:
 class NoSuchRun(RunReadError):
     """`--run` names no run of the store, or several: `held` is what it holds (their ids)."""
 
-    def __init__(self, path, problem: str, wanted: str, held: list[str]):
+    def __init__(self, path: str | Path, problem: str, wanted: str, held: list[str]):
         super().__init__(path, problem)
         self.wanted, self.held = wanted, held
 
 
-def pick(runs: list[StoredRun], wanted: str, path) -> int:
+def pick(runs: list[StoredRun], wanted: str, path: str | Path) -> int:
     """The index of the run `--run` names: its id, a name or folder, else the one id that starts
     with it; otherwise a one-line refusal that lists what the store holds."""
     for i, r in enumerate(runs):

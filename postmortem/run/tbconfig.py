@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from postmortem.run.protowire import ProtoError, as_double, fields
+from postmortem.run.protowire import ProtoError, as_double, fields, submessages
 
 _HEAD = 4 << 20            # config events come first: only each file's head is looked at
 _TEXT_TAGS = {"args/text_summary": "TensorBoard args/text_summary",
               "model_config/text_summary": "TensorBoard model_config/text_summary"}
+HParam = float | str | bool | None     # a google.protobuf.Value that the hparams plugin writes
 
 
-def _records(data: bytes):
+def _records(data: bytes) -> Iterator[bytes]:
     pos = 0
     while pos + 12 <= len(data):
         (length,) = struct.unpack_from("<Q", data, pos)
@@ -25,56 +28,79 @@ def _records(data: bytes):
         pos += 16 + length
 
 
-def _hparam_value(raw: bytes):
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _hparam_value(raw: bytes) -> HParam:
     """google.protobuf.Value: null 1, number 2, string 3, bool 4."""
-    for num, wire, v in fields(raw):
-        if num == 2 and wire == 1:
-            return as_double(v)
-        if num == 3 and wire == 2:
-            return v.decode("utf-8", "replace")
-        if num == 4 and wire == 0:
-            return bool(v)
+    for field in fields(raw):
+        match field:
+            case (2, 1, bytes() as number):
+                return as_double(number)
+            case (3, 2, bytes() as text):
+                return _text(text)
+            case (4, 0, int() as flag):
+                return bool(flag)
     return None
 
 
-def _session_hparams(content: bytes) -> dict:
+def _hparam_entry(entry: bytes) -> tuple[str | None, HParam]:
+    """One map entry of SessionStartInfo.hparams: key 1, Value 2."""
+    key, value = None, None
+    for field in fields(entry):
+        match field:
+            case (1, 2, bytes() as k):
+                key = _text(k)
+            case (2, 2, bytes() as v):
+                value = _hparam_value(v)
+    return key, value
+
+
+def _session_hparams(content: bytes) -> dict[str, HParam]:
     """HParamsPluginData.session_start_info (3) -> SessionStartInfo.hparams (1), a map."""
-    out = {}
-    for num, wire, v in fields(content):
-        if num != 3 or wire != 2:
-            continue
-        for f, w, entry in fields(v):
-            if f != 1 or w != 2:
-                continue
-            key, value = None, None
-            for ef, ew, ev in fields(entry):
-                if ef == 1 and ew == 2:
-                    key = ev.decode("utf-8", "replace")
-                elif ef == 2 and ew == 2:
-                    value = _hparam_value(ev)
-            if key is not None:
-                out[key] = value
+    out: dict[str, HParam] = {}
+    for field in fields(content):
+        match field:
+            case (3, 2, bytes() as start):
+                for entry_field in fields(start):
+                    match entry_field:
+                        case (1, 2, bytes() as entry):
+                            key, value = _hparam_entry(entry)
+                            if key is not None:
+                                out[key] = value
     return out
 
 
-def _value_config(value: bytes) -> tuple[str | None, dict]:
+def _plugin_data(metadata: bytes, plugin: str | None, content: bytes | None
+                 ) -> tuple[str | None, bytes | None]:
+    """SummaryMetadata.plugin_data (1): (plugin name 1, content 2), over what came before."""
+    for field in fields(metadata):
+        match field:
+            case (1, 2, bytes() as data):
+                for data_field in fields(data):
+                    match data_field:
+                        case (1, 2, bytes() as name):
+                            plugin = _text(name)
+                        case (2, 2, bytes() as c):
+                            content = c
+    return plugin, content
+
+
+def _value_config(value: bytes) -> tuple[str | None, dict[str, Any]]:
     """One Summary.Value: (where, config) for a hparams session start or an HF text summary."""
     tag, plugin, content, text = None, None, None, None
-    for f, w, x in fields(value):
-        if f == 1 and w == 2:
-            tag = x.decode("utf-8", "replace")
-        elif f == 9 and w == 2:                       # SummaryMetadata.plugin_data
-            for mf, mw, mx in fields(x):
-                if mf == 1 and mw == 2:
-                    for pf, pw, px in fields(mx):
-                        if pf == 1 and pw == 2:
-                            plugin = px.decode("utf-8", "replace")
-                        elif pf == 2 and pw == 2:
-                            content = px
-        elif f == 8 and w == 2:                       # TensorProto.string_val (8)
-            for tf, tw, tx in fields(x):
-                if tf == 8 and tw == 2:
-                    text = tx
+    for field in fields(value):
+        match field:
+            case (1, 2, bytes() as t):
+                tag = _text(t)
+            case (9, 2, bytes() as metadata):                # SummaryMetadata
+                plugin, content = _plugin_data(metadata, plugin, content)
+            case (8, 2, bytes() as tensor):                  # TensorProto.string_val (8)
+                for tensor_field in fields(tensor):
+                    match tensor_field:
+                        case (8, 2, bytes() as string):
+                            text = string
     if plugin == "hparams" and content:
         hp = _session_hparams(content)
         return ("TensorBoard hparams", hp) if hp else (None, {})
@@ -87,9 +113,9 @@ def _value_config(value: bytes) -> tuple[str | None, dict]:
     return None, {}
 
 
-def tensorboard_configs(files: list[Path]) -> list[tuple[str, dict]]:
+def tensorboard_configs(files: list[Path]) -> list[tuple[str, dict[str, Any]]]:
     """(where, config) found in the heads of the event files."""
-    found: dict[str, dict] = {}
+    found: dict[str, dict[str, Any]] = {}
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -100,14 +126,11 @@ def tensorboard_configs(files: list[Path]) -> list[tuple[str, dict]]:
             continue
         try:
             for rec in _records(data):
-                for num, wire, summary in fields(rec):
-                    if num != 5 or wire != 2:
-                        continue
-                    for vnum, vwire, value in fields(summary):
-                        if vnum == 1 and vwire == 2:
-                            where, cfg = _value_config(value)
-                            if where:
-                                found.setdefault(where, {}).update(cfg)
+                for summary in submessages(rec, 5):                # Event.summary
+                    for value in submessages(summary, 1):          # Summary.value
+                        where, cfg = _value_config(value)
+                        if where:
+                            found.setdefault(where, {}).update(cfg)
         except (ProtoError, ValueError, IndexError, struct.error):
             continue
     order = ("TensorBoard args/text_summary", "TensorBoard hparams", "TensorBoard model_config/text_summary")

@@ -9,6 +9,7 @@ Nothing is sampled: every scalar of every tag is kept.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from pathlib import Path
 
@@ -17,7 +18,16 @@ import numpy as np
 from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series
 from postmortem.run.model import Source
-from postmortem.run.protowire import ProtoError, as_double, as_float, crc32c_columns, fields, masked
+from postmortem.run.protowire import (
+    ProtoError,
+    as_double,
+    as_float,
+    crc32c_columns,
+    fields,
+    masked,
+    read_varint,
+    submessages,
+)
 
 try:  # C speed for large records; the numpy route below works without it
     import google_crc32c
@@ -27,6 +37,8 @@ except ImportError:  # pragma: no cover
 _U64 = struct.Struct("<Q")
 # TensorProto dtypes we read as scalars.
 _DT_FLOAT, _DT_DOUBLE, _DT_HALF, _DT_INT32, _DT_INT64, _DT_BFLOAT16 = 1, 2, 19, 3, 9, 14
+# {tag: (record numbers, steps, values)}, each a list of the chunks read so far.
+TagChunks = dict[str, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]]
 
 
 def is_event_file(path: Path) -> bool:
@@ -95,7 +107,7 @@ def _frame_records(buf: np.ndarray, path: Path, source: Source, final: bool
         raw = buf.data
         n = len(buf)
         unpack = _U64.unpack_from
-        found = []
+        found: list[int] = []
         append = found.append
         end = 0
         while end + 12 <= n:
@@ -163,7 +175,8 @@ def _varint_at(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.nda
     return value, size, done
 
 
-def _fast_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+def _fast_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Decode events shaped wall_time, [step], summary{value{tag, simple_value}} in bulk.
 
     Returns (ok mask, wall_time, step, tag_start, tag_len, value) for all records.
@@ -201,33 +214,40 @@ def _fast_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     return ok, wall, step, tag_start, tag_len, value
 
 
+def _packed_ints(packed: bytes) -> list[float]:
+    """Packed varints (TensorProto int_val / int64_val), as signed 64-bit numbers."""
+    vals: list[float] = []
+    pos = 0
+    while pos < len(packed):
+        x, pos = read_varint(packed, pos, len(packed))
+        vals.append(float(x - (1 << 64) if x >= 1 << 63 else x))
+    return vals
+
+
 def _tensor_scalar(raw: bytes) -> float | None:
     """A scalar from a TensorProto (TF2 `tf.summary.scalar`), or None if it is not one."""
-    dtype = None
+    dtype: int | None = None
     vals: list[float] = []
     content = b""
-    for num, wire, v in fields(raw):
-        if num == 1 and wire == 0:
-            dtype = v
-        elif num == 4 and wire == 2:
-            content = v
-        elif num in (5, 6, 7, 10) and wire == 2:        # packed float/double/int/int64
-            fmt = {5: "f", 6: "d", 7: None, 10: None}[num]
-            if fmt:
-                vals += list(struct.unpack(f"<{len(v) // struct.calcsize(fmt)}{fmt}", v))
-            else:
-                pos = 0
-                from postmortem.run.protowire import read_varint
-                while pos < len(v):
-                    x, pos = read_varint(v, pos, len(v))
-                    vals.append(float(x - (1 << 64) if x >= 1 << 63 else x))
-        elif num == 5 and wire == 5:
-            vals.append(as_float(v))
-        elif num == 6 and wire == 1:
-            vals.append(as_double(v))
+    for field in fields(raw):
+        match field:
+            case (1, 0, int() as d):
+                dtype = d
+            case (4, 2, bytes() as c):
+                content = c
+            case (5, 2, bytes() as packed):                 # packed float_val
+                vals += list(struct.unpack(f"<{len(packed) // 4}f", packed))
+            case (6, 2, bytes() as packed):                 # packed double_val
+                vals += list(struct.unpack(f"<{len(packed) // 8}d", packed))
+            case (7 | 10, 2, bytes() as packed):            # packed int_val / int64_val
+                vals += _packed_ints(packed)
+            case (5, 5, bytes() as x):
+                vals.append(as_float(x))
+            case (6, 1, bytes() as x):
+                vals.append(as_double(x))
     if content and not vals:
         fmt = {_DT_FLOAT: "<f4", _DT_DOUBLE: "<f8", _DT_HALF: "<f2", _DT_INT32: "<i4",
-               _DT_INT64: "<i8"}.get(dtype)
+               _DT_INT64: "<i8"}.get(dtype) if dtype is not None else None
         if fmt is None:
             return None
         arr = np.frombuffer(content, dtype=fmt)
@@ -237,34 +257,47 @@ def _tensor_scalar(raw: bytes) -> float | None:
     return float(vals[0]) if len(vals) == 1 else None
 
 
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _value_scalar(value: bytes) -> tuple[str, float] | None:
+    """One Summary.Value: (tag, scalar) when it holds a scalar of the scalars plugin."""
+    tag: str | None = None
+    scalar: float | None = None
+    plugin: str | None = None
+    for field in fields(value):
+        match field:
+            case (1, 2, bytes() as t):
+                tag = _text(t)
+            case (2, 5, bytes() as simple):
+                scalar = as_float(simple)
+            case (8, 2, bytes() as tensor):
+                scalar = _tensor_scalar(tensor)
+            case (9, 2, bytes() as metadata):               # SummaryMetadata.plugin_data.plugin_name
+                for data in submessages(metadata, 1):
+                    for name in submessages(data, 1):
+                        plugin = _text(name)
+    if tag is not None and scalar is not None and plugin in (None, "scalars"):
+        return tag, scalar
+    return None
+
+
 def _slow_event(raw: bytes) -> tuple[float, int, list[tuple[str, float]]]:
     """Any event through the general protobuf walk: (wall_time, step, [(tag, value)])."""
-    wall, step, scalars = 0.0, 0, []
-    for num, wire, v in fields(raw):
-        if num == 1 and wire == 1:
-            wall = as_double(v)
-        elif num == 2 and wire == 0:
-            step = v - (1 << 64) if v >= 1 << 63 else v
-        elif num == 5 and wire == 2:
-            for vnum, vwire, value in fields(v):
-                if vnum != 1 or vwire != 2:
-                    continue
-                tag, scalar, plugin = None, None, None
-                for f, w, x in fields(value):
-                    if f == 1 and w == 2:
-                        tag = x.decode("utf-8", "replace")
-                    elif f == 2 and w == 5:
-                        scalar = as_float(x)
-                    elif f == 8 and w == 2:
-                        scalar = _tensor_scalar(x)
-                    elif f == 9 and w == 2:
-                        for mf, mw, mx in fields(x):
-                            if mf == 1 and mw == 2:
-                                for pf, pw, px in fields(mx):
-                                    if pf == 1 and pw == 2:
-                                        plugin = px.decode("utf-8", "replace")
-                if tag is not None and scalar is not None and plugin in (None, "scalars"):
-                    scalars.append((tag, scalar))
+    wall, step = 0.0, 0
+    scalars: list[tuple[str, float]] = []
+    for field in fields(raw):
+        match field:
+            case (1, 1, bytes() as w):
+                wall = as_double(w)
+            case (2, 0, int() as s):
+                step = s - (1 << 64) if s >= 1 << 63 else s
+            case (5, 2, bytes() as summary):
+                for value in submessages(summary, 1):
+                    found = _value_scalar(value)
+                    if found is not None:
+                        scalars.append(found)
     return wall, step, scalars
 
 
@@ -274,8 +307,8 @@ def _trim() -> None:
         _LIBC.malloc_trim(0)
 
 
+_LIBC: ctypes.CDLL | None
 try:
-    import ctypes
     _LIBC = ctypes.CDLL("libc.so.6")
     _LIBC.malloc_trim  # noqa: B018 - glibc only
 except (OSError, AttributeError):
@@ -288,7 +321,7 @@ class _Walls:
     """The wall time of every record (8 bytes a record): the wall_time column is then taken
     from the most logged tag's records, and several files interleave by it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.records: list[np.ndarray] = []
 
     def add_chunk(self, wall: np.ndarray) -> None:
@@ -298,9 +331,9 @@ class _Walls:
         return np.concatenate(self.records) if self.records else np.empty(0)
 
 
-def read_event_file(path: Path, source: Source, walls: _Walls) -> dict[str, tuple[list, list, list]]:
+def read_event_file(path: Path, source: Source, walls: _Walls) -> TagChunks:
     """All scalars of one event file: {tag: (record no, step, value) chunks}."""
-    tags: dict[str, tuple[list, list, list]] = {}
+    tags: TagChunks = {}
     carry = b""
     base = 0
     with open(path, "rb") as f:
@@ -333,7 +366,8 @@ def _compact(ints: np.ndarray) -> np.ndarray:
     return ints
 
 
-def _decode_chunk(buf, raw, offsets, lengths, keep, base, tags, walls: _Walls, path, source) -> None:
+def _decode_chunk(buf: np.ndarray, raw: bytes, offsets: np.ndarray, lengths: np.ndarray, keep: np.ndarray,
+                  base: int, tags: TagChunks, walls: _Walls, path: Path, source: Source) -> None:
     """Decode one chunk's records into `tags` (and their wall times into `walls`)."""
     starts, ends = offsets + 12, offsets + 12 + lengths
     ok, wall, step, tag_start, tag_len, value = _fast_scalars(buf, starts, ends)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series, series_from_records
 from postmortem.run.model import Source
-from postmortem.run.protowire import ProtoError, fields
+from postmortem.run.protowire import ProtoError, fields, submessages
 
 MAGIC = b":W&B"
 _BLOCK = 32768
@@ -24,7 +26,7 @@ _REC_RUN, _RUN_DISPLAY_NAME = 17, 8          # Record.run; RunRecord.display_nam
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in range(5)}
 
 
-def _records(data: bytes, path: Path, source: Source):
+def _records(data: bytes, path: Path, source: Source) -> Iterator[bytes]:
     """Whole records of the log; a torn or corrupt tail ends the scan with a warning."""
     if len(data) < 7 or data[:4] != MAGIC:
         raise RunReadError(path, "not a W&B transaction log (no :W&B header)")
@@ -59,29 +61,45 @@ def _records(data: bytes, path: Path, source: Source):
             pending = None
 
 
-def _history_row(raw: bytes) -> tuple[dict, int | None]:
-    row: dict = {}
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _history_item(item: bytes) -> tuple[str, Any] | None:
+    """HistoryItem: (key or nested keys joined by /, its value_json read), or None without both."""
+    key, nested, vjson = None, [], None
+    for field in fields(item):
+        match field:
+            case (1, 2, bytes() as k):
+                key = _text(k)
+            case (2, 2, bytes() as part):
+                nested.append(_text(part))
+            case (16, 2, bytes() as v):
+                vjson = v
+    name = key if key else "/".join(nested)
+    if not name or vjson is None:
+        return None
+    try:
+        return name, json.loads(vjson)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return name, None
+
+
+def _history_row(raw: bytes) -> tuple[dict[str, Any], int | None]:
+    """HistoryRecord: ({name: value}, its step number or None)."""
+    row: dict[str, Any] = {}
     step = None
-    for num, wire, value in fields(raw):
-        if num == 1 and wire == 2:
-            key, nested, vjson = None, [], None
-            for f, w, x in fields(value):
-                if f == 1 and w == 2:
-                    key = x.decode("utf-8", "replace")
-                elif f == 2 and w == 2:
-                    nested.append(x.decode("utf-8", "replace"))
-                elif f == 16 and w == 2:
-                    vjson = x
-            name = key if key else "/".join(nested)
-            if name and vjson is not None:
-                try:
-                    row[name] = json.loads(vjson)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    row[name] = None
-        elif num == 2 and wire == 2:
-            for f, w, x in fields(value):
-                if f == 1 and w == 0:
-                    step = x
+    for field in fields(raw):
+        match field:
+            case (1, 2, bytes() as item):
+                named = _history_item(item)
+                if named is not None:
+                    row[named[0]] = named[1]
+            case (2, 2, bytes() as history_step):
+                for step_field in fields(history_step):
+                    match step_field:
+                        case (1, 0, int() as num):
+                            step = num
     return row, step
 
 
@@ -91,16 +109,15 @@ def run_name(path: Path, head: int = 1 << 18) -> str | None:
         with open(path, "rb") as f:
             data = f.read(head)
         for rec in _records(data, path, Source("wandb", str(path))):
-            for num, wire, value in fields(rec):
-                if num == _REC_RUN and wire == 2:
-                    names = [x for f, w, x in fields(value) if f == _RUN_DISPLAY_NAME and w == 2]
-                    return names[0].decode("utf-8", "replace") if names else None
+            for run in submessages(rec, _REC_RUN):
+                names = list(submessages(run, _RUN_DISPLAY_NAME))
+                return _text(names[0]) if names else None
     except (OSError, ProtoError, RunReadError):
         return None
     return None
 
 
-def _step(value) -> int | None:
+def _step(value: object) -> int | None:
     """A history row's step: a whole number that fits in 64 bits, else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
@@ -115,9 +132,8 @@ def read_wandb(path: Path, source: Source) -> list[Series]:
     rows = []
     try:
         for rec in _records(path.read_bytes(), path, source):
-            for num, wire, value in fields(rec):
-                if num == _REC_HISTORY and wire == 2:
-                    rows.append(_history_row(value))
+            for history in submessages(rec, _REC_HISTORY):
+                rows.append(_history_row(history))
     except ProtoError as err:
         raise RunReadError(path, f"corrupt record ({err})") from None
     if not rows:
@@ -150,7 +166,7 @@ def _read_side_files(run_dir: Path, source: Source) -> None:
     files = run_dir / "files"
     cfg = files / "config.yaml"
     if cfg.exists():
-        import yaml  # here, not at start-up: only W&B runs with a config need it
+        import yaml  # noqa: PLC0415 - here, not at start-up: only W&B runs with a config need it
         try:
             source.extras["config"] = yaml.safe_load(cfg.read_text(errors="replace"))
         except yaml.YAMLError:

@@ -4,7 +4,7 @@ import struct
 
 import numpy as np
 import pytest
-from writers import record, scalar_event, tensor_scalar_event, text_event, write_events
+from writers import field, record, scalar_event, tensor_scalar_event, text_event, varint, write_events
 
 from postmortem.run import RunReadError, read_run
 
@@ -103,3 +103,40 @@ def test_agrees_with_tensorboards_own_reader(real_runs):
                 if v.HasField("simple_value") and v.tag == "train/loss":
                     got = ours.loc[ours.step == ev.step, "loss"].item()
                     assert got == struct.unpack("<f", struct.pack("<f", v.simple_value))[0]
+
+
+def _tensor_event(step: int, tag: str, tensor: bytes, plugin: bytes = b"scalars") -> bytes:
+    meta = field(1, 2, field(1, 2, plugin))
+    value = field(1, 2, tag.encode()) + field(9, 2, meta) + field(8, 2, tensor)
+    return field(1, 1, struct.pack("<d", 1.7e9 + step)) + field(2, 0, step) + field(5, 2, field(1, 2, value))
+
+
+def test_every_tensor_scalar_shape_a_writer_uses(tmp_path):
+    # TensorProto (tensorflow/core/framework/tensor.proto): dtype 1, tensor_content 4, float_val 5,
+    # double_val 6, int_val 7, int64_val 10; packed (wire 2) or one value each (wire 5 / 1)
+    dt_float, dt_double, dt_int32, dt_int64 = 1, 2, 3, 9
+    events = []
+    for s in range(1, 4):
+        events += [
+            _tensor_event(s, "packed_double", field(1, 0, dt_double) + field(6, 2, struct.pack("<d", s / 8))),
+            _tensor_event(s, "one_double", field(1, 0, dt_double) + field(6, 1, struct.pack("<d", s / 4))),
+            _tensor_event(s, "one_float", field(1, 0, dt_float) + field(5, 5, struct.pack("<f", s / 2))),
+            _tensor_event(s, "packed_int64", field(1, 0, dt_int64) + field(10, 2, varint(-s))),
+            _tensor_event(s, "packed_int32", field(1, 0, dt_int32) + field(7, 2, varint(7 * s))),
+            _tensor_event(s, "content_int64", field(1, 0, dt_int64) + field(4, 2, struct.pack("<q", 100 * s))),
+            # not a scalar: two values, a histogram plugin's tensor, a string tensor
+            _tensor_event(s, "two_floats", field(1, 0, dt_float) + field(5, 2, struct.pack("<2f", 1, 2))),
+            _tensor_event(s, "histogram", field(1, 0, dt_double) + field(6, 2, struct.pack("<d", 1.0)),
+                          plugin=b"histograms"),
+            _tensor_event(s, "text", field(1, 0, 7) + field(8, 2, b"hello")),
+        ]
+    write_events(tmp_path / "events.out.tfevents.1.h", events)
+    f = read_run(tmp_path).frame.set_index("step")
+    assert list(f.index) == [1, 2, 3]
+    assert list(f["packed_double"]) == [0.125, 0.25, 0.375]
+    assert list(f["one_double"]) == [0.25, 0.5, 0.75]
+    assert list(f["one_float"]) == [0.5, 1.0, 1.5]
+    assert list(f["packed_int64"]) == [-1.0, -2.0, -3.0]          # int64 varints are two's complement
+    assert list(f["packed_int32"]) == [7.0, 14.0, 21.0]
+    assert list(f["content_int64"]) == [100.0, 200.0, 300.0]
+    assert not {"two_floats", "histogram", "text"} & set(f.columns)
