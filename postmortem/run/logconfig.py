@@ -229,8 +229,8 @@ def _read_file(path: Path):
             return json.loads(text)
         import yaml  # here, not at start-up: only runs with a YAML config need it
 
-        from postmortem.run.tables import _permissive_loader
-        return yaml.load(text, Loader=_permissive_loader())
+        from postmortem.run.tables import permissive_loader
+        return yaml.load(text, Loader=permissive_loader())
     except (ValueError, RecursionError, Exception):       # a broken config never stops the read
         return None
 
