@@ -13,7 +13,6 @@ class Candidate:
     format: str
     files: list[Path]
     root: Path
-    structured: bool = True
     companion: bool = False       # the same run in a second format: read only on request
     weak: bool = False            # a table with no step column: loses to any log that has one
     notes: list[str] = field(default_factory=list)

@@ -65,18 +65,11 @@ def find_candidates(root: Path, problems: list[str] | None = None) -> list[Candi
             continue
         reader = readers.reader_of(fmt)
         if reader.group is None:
-            singles += _one_file_runs(reader, f, fmt)
+            singles += reader.file_runs(f, fmt)
         else:
             found.setdefault(fmt, []).append(f)
     cands = [c for reader in readers.grouped() if reader.group is not None for c in reader.group(found, root)]
     return cands + _without_copies(singles)
-
-
-def _one_file_runs(reader: readers.Reader, f: Path, fmt: str) -> list[Candidate]:
-    runs = reader.file_runs(f, fmt)
-    for c in runs:
-        c.structured = reader.structured
-    return runs
 
 
 def _without_copies(cands: list[Candidate]) -> list[Candidate]:
@@ -175,7 +168,7 @@ def _runs_of(cands: list[Candidate], path: Path, fmt: str | None) -> tuple[list[
     if not cands:
         raise RunReadError(path, "no training log found (looked for metrics tables, "
                                  "trainer_state.json, event files, W&B, MLflow and text logs)")
-    structured = [c for c in cands if c.structured]
+    structured = [c for c in cands if readers.reader_of(c.format).structured]
     pool = structured or cands
     if len(pool) > 1 and any(not c.weak for c in pool):
         pool = [c for c in pool if not c.weak]

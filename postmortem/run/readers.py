@@ -160,7 +160,7 @@ def _pastes(pool: list[Candidate]) -> list[Candidate] | None:
     if len({f.parent for f in files}) != 1:
         return None
     ordered = textlogs.pastes_of_one_run(files)
-    return [Candidate(pool[0].format, ordered, files[0].parent, structured=False)] if ordered else None
+    return [Candidate(pool[0].format, ordered, files[0].parent)] if ordered else None
 
 
 def _side_file(cand: Candidate, source: Source, manifest: RunManifest | None, step: str | None) -> RunLog:
