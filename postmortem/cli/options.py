@@ -37,8 +37,8 @@ class Parser(argparse.ArgumentParser):
 
 def format_names() -> tuple[str, ...]:
     """The names --format takes: the reader registry's own list."""
-    from postmortem.run.discover import FORMATS
-    return FORMATS
+    from postmortem.run.readers import formats
+    return formats()
 
 
 def examples(*lines: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,9 +50,6 @@ def series_from_wide(steps: np.ndarray, columns: dict[str, np.ndarray],
 def canonical_order(names: list[str]) -> list[str]:
     rank = {c: i for i, c in enumerate(CANONICAL)}
     return sorted(names, key=lambda n: (rank.get(n, len(rank)), n if n not in rank else ""))
-
-
-_canonical_order = canonical_order
 
 
 def _note_names(source: Source, origin: dict[str, list[str]]) -> None:
@@ -148,7 +146,7 @@ def _single_segment(series: list[Series], source: Source, manifest: RunManifest 
             logged_nan[s.name] = nan_rows
         frame[s.name] = col
         del s
-    names = _canonical_order([k for k in frame if k not in ("segment", "step")])
+    names = canonical_order([k for k in frame if k not in ("segment", "step")])
     df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
     return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
 
@@ -266,7 +264,7 @@ def _reason(source: Source, why: str, orders=(), how: str | list[str] = "") -> N
 
 
 def build_runlog(series: list[Series], source: Source,
-                 manifest: RunManifest | None = None, resumes: list[int] = ()) -> RunLog:
+                 manifest: RunManifest | None = None, resumes: Sequence[int] = ()) -> RunLog:
     """Assemble series into a RunLog: segments where steps go backwards, one row per step.
 
     `resumes` lists order positions known to start a new segment (a Lightning
@@ -277,30 +275,55 @@ def build_runlog(series: list[Series], source: Source,
     series = [s for s in series if len(s.step)]
     if not series:
         raise RunReadError(source.path, "no per-step metrics found")
-
-    if len(resumes):
-        _reason(source, "a resumed run's new folder")
-    if len(source.resumes):
-        _reason(source, "a resume message", source.resumes, "a resume message")
-    resumes = [*resumes, *source.resumes, *relaunches(series, source)]
-    if not len(resumes) and all(_increasing(s) for s in series):
+    starts = _known_starts(series, source, resumes)
+    if not len(starts) and all(_increasing(s) for s in series):
         return _single_segment(series, source, manifest)
 
-    all_order = np.concatenate([s.order for s in series])
     all_step = np.concatenate([s.step for s in series]).astype(np.int64, copy=False)
     if all_step.min() < 0:
         raise RunReadError(source.path, f"step {all_step[all_step < 0][0]} is negative")
     # Keys hold the segment above the step's rank among the distinct steps, so a step of any
     # size (tokens as the step axis) fits beside it in one int64.
     steps_seen = distinct(all_step)
+    uorder, seg_of_order = _segments(series, all_step, starts, source)
+    keys = [(seg_of_order[np.searchsorted(uorder, s.order)] << _STEP_BITS)
+            | np.searchsorted(steps_seen, s.step.astype(np.int64, copy=False)) for s in series]
+    row_keys = distinct(np.concatenate(keys))
+    frame = {"segment": (row_keys >> _STEP_BITS).astype(np.int64),
+             "step": steps_seen[row_keys & ((1 << _STEP_BITS) - 1)].astype(np.int64)}
+    logged_nan: dict[str, np.ndarray] = {}
+    for s, key in zip(series, keys):
+        key, value = _last_at_each_key(s, key, source)
+        frame[s.name], nan_rows = _scatter(value, np.searchsorted(row_keys, key), len(row_keys))
+        if len(nan_rows):
+            logged_nan[s.name] = np.sort(nan_rows)
+    names = canonical_order([k for k in frame if k not in ("segment", "step")])
+    df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
+    return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
 
-    # The step sequence in file order (rows shared by several metrics counted once).
+
+def _known_starts(series: list[Series], source: Source, resumes: Sequence[int]) -> list[int]:
+    """The orders where a segment starts though the steps may go on: a resumed run's new
+    folder, a resume message, a relaunch the LR, a launch column or the clock shows."""
+    if len(resumes):
+        _reason(source, "a resumed run's new folder")
+    if len(source.resumes):
+        _reason(source, "a resume message", source.resumes, "a resume message")
+    return [*resumes, *source.resumes, *relaunches(series, source)]
+
+
+def _segments(series: list[Series], all_step: np.ndarray, starts: list[int],
+              source: Source) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct orders (the step sequence in file order, rows shared by several metrics
+    counted once) and the segment of each: a new one where the steps go back, at a known
+    start, and at a step logged again with other values; said in the source."""
+    all_order = np.concatenate([s.order for s in series])
     uorder, first = np.unique(all_order, return_index=True)
     ustep = all_step[first]
     back = np.flatnonzero(np.diff(ustep) < 0) + 1
     seg_of_order = np.zeros(len(uorder), dtype=np.int64)
     seg_of_order[back] = 1
-    known = np.searchsorted(uorder, np.asarray(resumes, dtype=np.int64))
+    known = np.searchsorted(uorder, np.asarray(starts, dtype=np.int64))
     seg_of_order[known[(known > 0) & (known < len(uorder))]] = 1
     seg_of_order[_repeats(series, uorder, source)] = 1
     np.cumsum(seg_of_order, out=seg_of_order)
@@ -309,62 +332,56 @@ def build_runlog(series: list[Series], source: Source,
         more = f" and {len(back) - 5} more" if len(back) > 5 else ""
         source.warn(f"steps go backwards {len(back)} time(s) ({shown}{more}): "
                     f"read as {len(back) + 1} segments (resumes)")
-    if len(back):
         _reason(source, "the steps going back")
+    _say_segment_starts(uorder, seg_of_order, source)
+    return uorder, seg_of_order
+
+
+def _say_segment_starts(uorder: np.ndarray, seg_of_order: np.ndarray, source: Source) -> None:
+    """How each segment after the first starts, where the reader knows it (the checks say it)."""
     how_at = source.extras.pop("segment_how", {})
-    if seg_of_order[-1]:
-        # how each segment after the first starts, where the reader knows it (the checks say it)
-        starts = np.flatnonzero(np.diff(seg_of_order)) + 1
-        source.extras["segment_starts"] = {
-            int(seg_of_order[i]): how_at[int(uorder[i])] for i in starts if int(uorder[i]) in how_at}
-        why = source.extras.get("segment_reasons", [])
-        source.extras["segments_from"] = f"{int(seg_of_order[-1]) + 1} segments, from " + ", ".join(why)
+    if not seg_of_order[-1]:
+        return
+    starts = np.flatnonzero(np.diff(seg_of_order)) + 1
+    source.extras["segment_starts"] = {
+        int(seg_of_order[i]): how_at[int(uorder[i])] for i in starts if int(uorder[i]) in how_at}
+    why = source.extras.get("segment_reasons", [])
+    source.extras["segments_from"] = f"{int(seg_of_order[-1]) + 1} segments, from " + ", ".join(why)
 
-    keys = []
-    for s in series:
-        seg = seg_of_order[np.searchsorted(uorder, s.order)]
-        keys.append((seg << _STEP_BITS) | np.searchsorted(steps_seen, s.step.astype(np.int64, copy=False)))
-    row_keys = distinct(np.concatenate(keys))
-    n = len(row_keys)
 
-    frame = {"segment": (row_keys >> _STEP_BITS).astype(np.int64),
-             "step": steps_seen[row_keys & ((1 << _STEP_BITS) - 1)].astype(np.int64)}
-    logged_nan: dict[str, np.ndarray] = {}
-    for s, key in zip(series, keys):
-        # Keep the last value when one metric is logged twice at one step of a segment.
-        rev_unique, rev_idx = np.unique(key[::-1], return_index=True)
-        if len(rev_unique) < len(key):
-            idx = len(key) - 1 - rev_idx
-            kept = np.searchsorted(rev_unique, key)
-            differs = ~_same(s.value, s.value[idx][kept])
-            if differs.any():
-                source.warn(f"{s.name}: {int(differs.sum())} value(s) logged again at the same "
-                            f"step of a segment with another value; kept the later one (a NaN "
-                            f"among them kept as the step's value)")
-            key, value = key[idx], s.value[idx]
-            if value.dtype != object:
-                # a logged NaN is evidence: never merged away by a later number
-                nan_at = np.zeros(len(rev_unique), dtype=bool)
-                np.logical_or.at(nan_at, kept, np.isnan(s.value.astype(np.float64, copy=False)))
-                if nan_at.any():
-                    value = np.where(nan_at, np.nan, value.astype(np.float64, copy=False))
-        else:
-            value = s.value
-        rows = np.searchsorted(row_keys, key)
-        if value.dtype == object:
-            col = np.full(n, None, dtype=object)
-            col[rows] = value
-        else:
-            value = value.astype(np.float64, copy=False)
-            col = np.full(n, np.nan)
-            col[rows] = value
-            nan_rows = rows[np.isnan(value)]
-            if len(nan_rows):
-                logged_nan[s.name] = np.sort(nan_rows)
-        frame[s.name] = col
-    names = _canonical_order([k for k in frame if k not in ("segment", "step")])
-    df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
-    return RunLog(frame=df, source=source, manifest=manifest, logged_nan=logged_nan)
+def _last_at_each_key(s: Series, key: np.ndarray, source: Source) -> tuple[np.ndarray, np.ndarray]:
+    """One value per (segment, step): the last one logged there, but a logged NaN among them
+    kept as the value (a NaN is evidence: never merged away by a later number)."""
+    rev_unique, rev_idx = np.unique(key[::-1], return_index=True)
+    if len(rev_unique) == len(key):
+        return key, s.value
+    idx = len(key) - 1 - rev_idx
+    kept = np.searchsorted(rev_unique, key)
+    differs = ~_same(s.value, s.value[idx][kept])
+    if differs.any():
+        source.warn(f"{s.name}: {int(differs.sum())} value(s) logged again at the same "
+                    f"step of a segment with another value; kept the later one (a NaN "
+                    f"among them kept as the step's value)")
+    value = s.value[idx]
+    if value.dtype != object:
+        nan_at = np.zeros(len(rev_unique), dtype=bool)
+        np.logical_or.at(nan_at, kept, np.isnan(s.value.astype(np.float64, copy=False)))
+        if nan_at.any():
+            value = np.where(nan_at, np.nan, value.astype(np.float64, copy=False))
+    return key[idx], value
+
+
+def _scatter(value: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A column of `n` rows with `value` at `rows` (missing elsewhere), and the rows where it
+    holds a logged NaN."""
+    if value.dtype == object:
+        col = np.full(n, None, dtype=object)
+        col[rows] = value
+        return col, np.empty(0, dtype=np.int64)
+    value = value.astype(np.float64, copy=False)
+    col = np.full(n, np.nan)
+    col[rows] = value
+    return col, rows[np.isnan(value)]
 
 
 def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source: Source,
@@ -401,7 +418,7 @@ def build_runlog_wide(steps: np.ndarray, columns: dict[str, np.ndarray], source:
         present = [t for t in canon.values()
                    if frame[t].dtype == object and pd.notna(frame[t]).any()
                    or frame[t].dtype != object and (not np.isnan(frame[t]).all() or t in nan_rows)]
-        names = _canonical_order(present)
+        names = canonical_order(present)
         if names:
             df = pd.DataFrame({k: frame[k] for k in ["segment", "step", *names]}, copy=False)
             return RunLog(frame=df, source=source, manifest=manifest, logged_nan=nan_rows)
@@ -476,6 +493,7 @@ class Collector:
         self.steps.append(step)
         cols = self.cols
         for name, raw in values.items():
+            num: float | None
             if raw is None:
                 continue
             if type(raw) is float:
@@ -519,9 +537,9 @@ class Collector:
                 continue
             idx = np.frombuffer(records, dtype=np.int32)
             out.append(Series(name, idx, steps[idx], np.frombuffer(values, dtype=np.float64)))
-        for name, (records, values) in self.hashes.items():
-            idx = np.array(records, dtype=np.int64)
-            out.append(Series(name, idx, steps[idx], np.array(values, dtype=object)))
+        for name, (rows, texts) in self.hashes.items():
+            idx = np.array(rows, dtype=np.int64)
+            out.append(Series(name, idx, steps[idx], np.array(texts, dtype=object)))
         return out
 
 

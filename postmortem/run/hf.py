@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import json as pajson
+
 from postmortem.errors import RunReadError
-from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.aliases import canonical_name
+from postmortem.run.assemble import STRICT, Collector, Series, to_number
 from postmortem.run.model import Source
+from postmortem.run.tables import JSON_BARE, SENTINEL_VALUES, SENTINELS
 
 HIDDEN_NAN_NOTE = ("HF Trainer's logging_nan_inf_filter (on by default) logs a NaN/Inf loss as the "
                    "mean of the window: NaN losses can be hidden; trust grad_norm NaNs and loss 0.0")
@@ -134,17 +142,43 @@ def _history_bytes(data: bytes) -> tuple[bytes, dict] | None:
     return rows.replace(b"},", b"}\n"), state
 
 
+@dataclass
+class _Rows:
+    """log_history's rows as arrow columns, with masks over them: which cells are present,
+    which rows are read (train and eval rows with a step), which are eval rows."""
+
+    table: pa.Table
+    present: dict[str, np.ndarray]
+    kept: np.ndarray
+    evals: np.ndarray
+    step: np.ndarray
+    sentinel: bool          # bare NaN/Infinity were swapped for stand-ins (tables.SENTINELS)
+
+
 def _arrow_series(path: Path, source: Source) -> list[Series] | None:
     """log_history column-wise: the same series as the row-by-row route, at about the cost of
     json.load (a nested row, a float step or an odd shape: None, and that route reads it)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyarrow import json as pajson
+    found = _history_table(path)
+    if found is None:
+        return None
+    table, state, sentinel = found
+    rows = _sort_rows(table, sentinel, source)
+    out: list[Series] = []
+    late: list[str] = []          # said last, as the row-by-row route does
+    for name in table.column_names:
+        series = None if name == "step" else _column_series(rows, name, source, late)
+        if series is not None:
+            out.append(series)
+    _say_masked_nan_losses(rows, source)
+    _finish(state, source)
+    for message in late:
+        source.warn(message)
+    return out
 
-    from postmortem.run.aliases import canonical_name
-    from postmortem.run.assemble import STRICT
-    from postmortem.run.tables import _JSON_BARE, _SENTINEL_VALUES, _SENTINELS
+
+def _history_table(path: Path) -> tuple[pa.Table, dict, bool] | None:
+    """log_history parsed by arrow, the file's other keys, and whether stand-ins replaced bare
+    NaN/Infinity; None where arrow cannot read it as the row-by-row route would."""
     found = _history_bytes(path.read_bytes())
     if found is None:
         return None
@@ -153,7 +187,7 @@ def _arrow_series(path: Path, source: Source) -> list[Series] | None:
         return None
     sentinel = b"NaN" in rows or b"Infinity" in rows
     if sentinel:
-        rows = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), rows)
+        rows = JSON_BARE.sub(lambda m: m.group(1) + repr(SENTINELS[m.group(2)]).encode(), rows)
     try:
         table = pajson.read_json(pa.BufferReader(rows)) if rows.strip() else None
     except (pa.ArrowInvalid, pa.ArrowException):
@@ -161,73 +195,81 @@ def _arrow_series(path: Path, source: Source) -> list[Series] | None:
     del rows
     if table is None or "step" not in table.column_names or not pa.types.is_integer(table["step"].type):
         return None
+    return table, state, sentinel
+
+
+def _sort_rows(table: pa.Table, sentinel: bool, source: Source) -> _Rows:
+    """Train, eval, predict and summary rows told apart (as _row_kind does, a column at a time);
+    the summary and the rows without a step kept in the source's extras."""
     n = table.num_rows
     present = {c: table[c].is_valid().to_numpy(zero_copy_only=False) for c in table.column_names}
     none = np.zeros(n, bool)
-    any_of = lambda prefixes: np.logical_or.reduce(  # noqa: E731
-        [present[c] for c in present if c.startswith(prefixes)] or [none])
+
+    def any_of(prefixes: tuple[str, ...]) -> np.ndarray:
+        return np.logical_or.reduce([present[c] for c in present if c.startswith(prefixes)] or [none])
     summary = present.get("train_runtime", none) | (present.get("train_loss", none) & present.get("total_flos", none))
     predict = ~summary & any_of(("predict_", "test_"))
     evals = ~summary & ~predict & any_of(("eval_",))
     stepless = ~summary & ~predict & ~present["step"]
     kept = ~summary & ~predict & ~stepless
-    extras = source.extras
 
-    def as_dicts(mask):
+    def as_dicts(mask: np.ndarray) -> list[dict]:
         return [{k: v for k, v in r.items() if v is not None}
                 for r in table.filter(pa.array(mask)).to_pylist()]
     if summary.any():
-        extras["summary"] = as_dicts(summary)[-1]
+        source.extras["summary"] = as_dicts(summary)[-1]
     if (predict | stepless).any():
-        extras["rows_without_step"] = as_dicts(predict | stepless)
-    order = np.arange(n, dtype=np.int64)
-    step = table["step"].to_numpy(zero_copy_only=False)
-    step = np.where(kept, step, 0).astype(np.int64)
-    out: list[Series] = []
-    late: list[str] = []          # said last, as the row-by-row route does
-    for name in table.column_names:
-        if name == "step":
-            continue
-        col = table[name]
-        mask = present[name] & kept & (~evals if name == "epoch" else True)
-        if not mask.any():
-            continue
-        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
-            values = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-            if sentinel:
-                for stand_in, real in _SENTINEL_VALUES.items():
-                    values = np.where(values == stand_in, real, values)
-        else:
-            cells = col.to_pylist() if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else None
-            parsed = None if cells is None else [to_number(v) if m else None for v, m in zip(cells, mask)]
-            bad = next((i for i in np.flatnonzero(mask) if parsed is None or parsed[i] is None), None)
-            if bad is not None:
-                raw = cells[bad] if cells is not None else pc.take(col, [int(bad)]).to_pylist()[0]
-                if name == "batch_hash":
-                    out.append(Series(name, order[mask], step[mask],
-                                      np.array([str(cells[i]) for i in np.flatnonzero(mask)], dtype=object)))
-                    continue
-                if canonical_name(name) in STRICT:
-                    raise RunReadError(source.path, f"step {int(step[bad])}: {name} is {raw!r}, not a number")
-                late.append(f"{name}: not numeric (e.g. {repr(raw)[:40]}); kept out of the table")
-                continue
-            values = np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
-        out.append(Series(name, order[mask], step[mask], values[mask]))
-    def numbers(name):
-        t = table[name].type if name in table.column_names else None
+        source.extras["rows_without_step"] = as_dicts(predict | stepless)
+    step = np.where(kept, table["step"].to_numpy(zero_copy_only=False), 0).astype(np.int64)
+    return _Rows(table, present, kept, evals, step, sentinel)
+
+
+def _column_series(rows: _Rows, name: str, source: Source, late: list[str]) -> Series | None:
+    """One column's points on the rows read; a column that is not numbers is left out (said in
+    `late`), refused where it is one the checks need, kept as text where it is the batch hash."""
+    col = rows.table[name]
+    mask = rows.present[name] & rows.kept & (~rows.evals if name == "epoch" else True)
+    if not mask.any():
+        return None
+    order = np.arange(rows.table.num_rows, dtype=np.int64)
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):
+        values = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        if rows.sentinel:
+            for stand_in, real in SENTINEL_VALUES.items():
+                values = np.where(values == stand_in, real, values)
+        return Series(name, order[mask], rows.step[mask], values[mask])
+    cells = col.to_pylist() if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else None
+    parsed = [] if cells is None else [to_number(v) if m else None for v, m in zip(cells, mask)]
+    bad = next((i for i in np.flatnonzero(mask) if cells is None or parsed[i] is None), None)
+    if bad is None:
+        values = np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
+        return Series(name, order[mask], rows.step[mask], values[mask])
+    raw = cells[bad] if cells is not None else pc.take(col, [int(bad)]).to_pylist()[0]
+    if name == "batch_hash":
+        texts = cells if cells is not None else col.to_pylist()
+        return Series(name, order[mask], rows.step[mask],
+                      np.array([str(texts[i]) for i in np.flatnonzero(mask)], dtype=object))
+    if canonical_name(name) in STRICT:
+        raise RunReadError(source.path, f"step {int(rows.step[bad])}: {name} is {raw!r}, not a number")
+    late.append(f"{name}: not numeric (e.g. {repr(raw)[:40]}); kept out of the table")
+    return None
+
+
+def _say_masked_nan_losses(rows: _Rows, source: Source) -> None:
+    """A loss of 0.0 beside a NaN grad norm: HF's filter may have put the 0 there."""
+    def numbers(name: str) -> np.ndarray | None:
+        t = rows.table[name].type if name in rows.table.column_names else None
         if t is None or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
             return None
-        return table[name].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        return rows.table[name].cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
     loss, gn = numbers("loss"), numbers("grad_norm")
-    if loss is not None and gn is not None:
-        if sentinel:
-            gn = np.where(gn == _SENTINELS[b"NaN"], np.nan, gn)
-        for i in np.flatnonzero(kept & present["loss"] & present["grad_norm"] & (loss == 0.0) & np.isnan(gn)):
-            source.warn(f"step {int(step[i])}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
-    _finish(state, source)
-    for message in late:
-        source.warn(message)
-    return out
+    if loss is None or gn is None:
+        return
+    if rows.sentinel:
+        gn = np.where(gn == SENTINELS[b"NaN"], np.nan, gn)
+    for i in np.flatnonzero(rows.kept & rows.present["loss"] & rows.present["grad_norm"]
+                            & (loss == 0.0) & np.isnan(gn)):
+        source.warn(f"step {int(rows.step[i])}: loss 0.0 beside a NaN grad_norm (a NaN loss masked as 0?)")
 
 
 def _finish(state: dict, source: Source) -> None:

@@ -6,7 +6,7 @@ null is "not logged"; `nan`, `NaN` or a NaN double is a logged NaN.
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 import re
 from pathlib import Path
@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow import csv as pacsv
+from pyarrow import json as pajson
 
 from postmortem.errors import RunReadError
 from postmortem.run.aliases import canonical_name
@@ -31,11 +33,11 @@ from postmortem.run.model import RunLog, RunManifest, Source
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
               "train/global_step")
 # Arrow's JSON reader refuses bare NaN/Infinity: unlikely doubles stand in for them while it parses.
-_SENTINELS = {b"NaN": -1.2345678901234567e+308, b"Infinity": 1.2345678901234567e+308,
+SENTINELS = {b"NaN": -1.2345678901234567e+308, b"Infinity": 1.2345678901234567e+308,
               b"-Infinity": -1.2345678901234565e+308}
-_SENTINEL_VALUES = {v: {b"NaN": np.nan, b"Infinity": np.inf, b"-Infinity": -np.inf}[k]
-                    for k, v in _SENTINELS.items()}
-_JSON_BARE = re.compile(rb"(?<=[:\[,])(\s*)(-?Infinity|NaN)(?=\s*[,}\]])")
+SENTINEL_VALUES = {v: {b"NaN": np.nan, b"Infinity": np.inf, b"-Infinity": -np.inf}[k]
+                    for k, v in SENTINELS.items()}
+JSON_BARE = re.compile(rb"(?<=[:\[,])(\s*)(-?Infinity|NaN)(?=\s*[,}\]])")
 
 
 # Tables indexed by epoch (Keras CSVLogger, Ultralytics results.csv, timm summary.csv, MAE/DeiT
@@ -80,7 +82,7 @@ def _first_bad(path: Path, column: str, values: pa.ChunkedArray, offset_lines: i
 
 def _unique_names(table, source: Source):
     """Column names stripped (Ultralytics pads them) and made unique: a second `loss` is `loss_2`."""
-    names, seen = [], {}
+    names, seen = [], dict[str, int]()
     for raw in table.column_names:
         name = raw.strip() or "unnamed"
         seen[name] = seen.get(name, 0) + 1
@@ -116,66 +118,89 @@ def _step_values(step, step_name: str, path: Path, header_lines: int) -> np.ndar
 def _convert(batch, step_name: str, path: Path, source: Source, header_lines: int,
              sentinel: bool, skipped: set[str], row0: int = 0) -> tuple[np.ndarray, dict, dict]:
     """One batch (or a whole table) -> steps, float columns and logged-NaN masks."""
-    if step_name == ROW:
-        steps = np.arange(row0, row0 + batch.num_rows, dtype=np.int64)
-    else:
-        steps = _step_values(batch.column(step_name), step_name, path, header_lines)
-        if steps.dtype.kind == "f":
-            bad = ~np.isfinite(steps)
-            if bad.any():
-                source.warn(f"{int(bad.sum())} row(s) with no or a non-finite {step_name.strip()} "
-                            f"(first at line {int(np.flatnonzero(bad)[0]) + header_lines}); dropped")
-                batch = batch.filter(pa.array(~bad))
-                steps = steps[~bad]
-            if len(steps) and np.abs(steps).max() >= 2.0 ** 63:
-                big = steps[np.abs(steps) >= 2.0 ** 63][0]
-                raise RunReadError(path, f"step {big:.0f} is beyond a 64-bit integer "
-                                         f"(tokens as the step axis? --step COLUMN picks another)")
+    batch, steps = _batch_steps(batch, step_name, path, source, header_lines, row0)
     columns, nan_masks = {}, {}
     for name in batch.column_names:
         if name != step_name and name.lower() in LAUNCH_COLUMNS:
             _launch_changes(name, batch.column(name), row0, source)
         if name == step_name or name in skipped:
             continue
-        col = batch.column(name)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            if name == "batch_hash" or canonical_name(name) == "batch_hash":
-                columns[name] = np.array(col.to_pylist(), dtype=object)
-                continue
-            # Mixed cells such as "nan%" or "1,234": coerce one by one, or refuse.
-            cells = col.to_pylist()
-            parsed = [None if v is None else to_number(v) for v in cells]
-            if any(p is None and v is not None for p, v in zip(parsed, cells)):
-                if canonical_name(name) in STRICT:
-                    raise RunReadError(path, _first_bad(path, name, col, header_lines))
-                source.warn(f"{name}: not numeric; kept out of the table")
-                skipped.add(name)
-                continue
-            col = pa.array(parsed, type=pa.float64())
-        elif pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type):
-            col = col.cast(pa.float64(), safe=False)     # an integer above 2^53 rounds, never fails
-        elif not pa.types.is_floating(col.type):
-            source.warn(f"{name}: {col.type} values; kept out of the table")
+        col = _as_numbers(batch.column(name), name, path, source, header_lines)
+        if col is None:
             skipped.add(name)
-            continue
-        values = col.to_numpy(zero_copy_only=False)
-        if values.dtype != np.float64:
-            values = values.astype(np.float64)
-        if col.null_count:
-            # to_numpy gives NaN for nulls; flag the cells that were NaN in the file.
-            nan_masks[name] = pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False)
-        elif np.isnan(values).any():
-            nan_masks[name] = np.isnan(values)
-        if sentinel:
-            for stand_in, real in _SENTINEL_VALUES.items():
-                hit = values == stand_in
-                if hit.any():
-                    values = values.copy()
-                    values[hit] = real
-                    if np.isnan(real):
-                        nan_masks[name] = nan_masks.get(name, np.zeros(len(values), bool)) | hit
-        columns[name] = values
+        elif isinstance(col, np.ndarray):           # the batch hash, kept as text
+            columns[name] = col
+        else:
+            columns[name], nan = _float_values(col, sentinel)
+            if nan is not None:
+                nan_masks[name] = nan
     return steps, columns, nan_masks
+
+
+def _batch_steps(batch, step_name: str, path: Path, source: Source, header_lines: int,
+                 row0: int) -> tuple[pa.Table | pa.RecordBatch, np.ndarray]:
+    """The batch's steps (the row numbers where there is no step column), rows without a
+    finite step dropped (said); a step beyond 64 bits is refused."""
+    if step_name == ROW:
+        return batch, np.arange(row0, row0 + batch.num_rows, dtype=np.int64)
+    steps = _step_values(batch.column(step_name), step_name, path, header_lines)
+    if steps.dtype.kind == "f":
+        bad = ~np.isfinite(steps)
+        if bad.any():
+            source.warn(f"{int(bad.sum())} row(s) with no or a non-finite {step_name.strip()} "
+                        f"(first at line {int(np.flatnonzero(bad)[0]) + header_lines}); dropped")
+            batch = batch.filter(pa.array(~bad))
+            steps = steps[~bad]
+        if len(steps) and np.abs(steps).max() >= 2.0 ** 63:
+            big = steps[np.abs(steps) >= 2.0 ** 63][0]
+            raise RunReadError(path, f"step {big:.0f} is beyond a 64-bit integer "
+                                     f"(tokens as the step axis? --step COLUMN picks another)")
+    return batch, steps
+
+
+def _as_numbers(col, name: str, path: Path, source: Source, header_lines: int):
+    """A column as an arrow column of numbers, the batch hash as a text array, or None: not
+    numbers, kept out of the table (said; refused where the checks need the column)."""
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        if name == "batch_hash" or canonical_name(name) == "batch_hash":
+            return np.array(col.to_pylist(), dtype=object)
+        # Mixed cells such as "nan%" or "1,234": coerce one by one, or refuse.
+        cells = col.to_pylist()
+        parsed = [None if v is None else to_number(v) for v in cells]
+        if any(p is None and v is not None for p, v in zip(parsed, cells)):
+            if canonical_name(name) in STRICT:
+                raise RunReadError(path, _first_bad(path, name, col, header_lines))
+            source.warn(f"{name}: not numeric; kept out of the table")
+            return None
+        return pa.array(parsed, type=pa.float64())
+    if pa.types.is_boolean(col.type) or pa.types.is_integer(col.type) or pa.types.is_null(col.type):
+        return col.cast(pa.float64(), safe=False)     # an integer above 2^53 rounds, never fails
+    if not pa.types.is_floating(col.type):
+        source.warn(f"{name}: {col.type} values; kept out of the table")
+        return None
+    return col
+
+
+def _float_values(col, sentinel: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column of numbers as float64, and where it held a logged NaN (None: nowhere)."""
+    values = col.to_numpy(zero_copy_only=False)
+    if values.dtype != np.float64:
+        values = values.astype(np.float64)
+    nan = None
+    if col.null_count:
+        # to_numpy gives NaN for nulls; flag the cells that were NaN in the file.
+        nan = pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False)
+    elif np.isnan(values).any():
+        nan = np.isnan(values)
+    if sentinel:
+        for stand_in, real in SENTINEL_VALUES.items():
+            hit = values == stand_in
+            if hit.any():
+                values = values.copy()
+                values[hit] = real
+                if np.isnan(real):
+                    nan = (nan if nan is not None else np.zeros(len(values), bool)) | hit
+    return values, nan
 
 
 def _launch_changes(name: str, col, row0: int, source: Source) -> None:
@@ -235,13 +260,13 @@ def _batches_to_runlog(batches, path: Path, source: Source, manifest: RunManifes
     if isinstance(batches, list) and len(batches) == 1:
         # One whole table: its columns are the result, no store to copy them into.
         table = _unique_names(batches.pop(), source)
-        step_name = _step_column(table.column_names, path, source, step_column)
-        st, columns, nan_masks = _convert(table, step_name, path, source, header_lines, sentinel, set())
+        st, columns, nan_masks = _convert(table, _step_column(table.column_names, path, source, step_column),
+                                          path, source, header_lines, sentinel, set())
         del table
         return build_runlog_wide(st, columns, source, manifest, nan_masks)
     store = None
     skipped: set[str] = set()
-    step_name = None
+    step_name: str | None = None
     for batch in batches:
         batch = _unique_names(batch, source)
         if step_name is None:
@@ -351,17 +376,16 @@ def _csv_shape(path: Path, source: Source) -> tuple[str, int | None]:
 
 def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
              step_column: str | None = None) -> RunLog:
-    from pyarrow import csv
-    options = csv.ConvertOptions(**_CSV_CONVERT)
+    options = pacsv.ConvertOptions(**_CSV_CONVERT)
     encoding, limit = _csv_shape(path, source)
 
     def tables():
         names = None
         for chunk, first in _line_chunks(path, limit=limit):
-            read = (csv.ReadOptions(encoding=encoding) if first
-                    else csv.ReadOptions(column_names=names, encoding=encoding))
+            read = (pacsv.ReadOptions(encoding=encoding) if first
+                    else pacsv.ReadOptions(column_names=names, encoding=encoding))
             try:
-                table = csv.read_csv(pa.BufferReader(chunk), read_options=read, convert_options=options,
+                table = pacsv.read_csv(pa.BufferReader(chunk), read_options=read, convert_options=options,
                                      memory_pool=_POOL)
             except (pa.ArrowInvalid, pa.ArrowException) as err:
                 raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
@@ -375,8 +399,8 @@ def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
     try:
         with open(path, "rb") as f:
             data = f.read(limit if limit is not None else -1)
-        table = csv.read_csv(pa.BufferReader(data), convert_options=options,
-                             read_options=csv.ReadOptions(encoding=encoding))
+        table = pacsv.read_csv(pa.BufferReader(data), convert_options=options,
+                             read_options=pacsv.ReadOptions(encoding=encoding))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
     return _batches_to_runlog([table], path, source, manifest, header_lines=2,
@@ -385,7 +409,7 @@ def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
 
 def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None,
                  step_column: str | None = None) -> RunLog:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # noqa: PLC0415 here, not at start-up: only Parquet runs need it (40 ms)
     try:
         table = pq.read_table(path, memory_map=True)
     except (pa.ArrowInvalid, pa.ArrowException, OSError) as err:
@@ -398,7 +422,6 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
                step_column: str | None = None) -> RunLog:
     """One JSON object per line; bare NaN/Infinity accepted; a torn last line is dropped,
     a whole one without its newline kept."""
-    from pyarrow import json as pajson
     with open(path, "rb") as f:
         f.seek(0, 2)
         size = f.tell()
@@ -431,7 +454,7 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
             raw = raw[:cut]
     sentinel = b"NaN" in raw or b"Infinity" in raw
     if sentinel:
-        raw = _JSON_BARE.sub(lambda m: m.group(1) + repr(_SENTINELS[m.group(2)]).encode(), raw)
+        raw = JSON_BARE.sub(lambda m: m.group(1) + repr(SENTINELS[m.group(2)]).encode(), raw)
     try:
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
@@ -441,7 +464,6 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
 
 
 def _whole_object(line: bytes) -> bool:
-    import json
     try:
         return isinstance(json.loads(line), dict)
     except (ValueError, RecursionError):
@@ -487,10 +509,11 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
         prev_first = first
         hp = vdir / "hparams.yaml"
         if hp.exists():
-            import yaml  # here, not at start-up: only Lightning runs need it (14 ms)
+            import yaml  # noqa: PLC0415 here, not at start-up: only Lightning runs need it (14 ms)
+
+            from postmortem.run import yamlconfig  # noqa: PLC0415 (PyYAML, as above)
             try:
-                source.extras.setdefault("hparams", {})[vdir.name] = yaml.load(
-                    hp.read_text(errors="replace"), Loader=_permissive_loader())
+                source.extras.setdefault("hparams", {})[vdir.name] = yamlconfig.load(hp.read_text(errors="replace"))
             except yaml.YAMLError:
                 source.warn(f"{vdir.name}/hparams.yaml: not valid YAML; ignored")
         frame = log.frame
@@ -509,22 +532,3 @@ def read_lightning(version_dirs: list[Path], source: Source, manifest: RunManife
         source.warn(f"joined {len(good)} version directories in order: "
                     f"{', '.join(d.name for d in good)} (each later one a resume)")
     return build_runlog(series_all, source, manifest, resumes=resumes)
-
-
-@functools.cache
-def _permissive_loader():
-    """A YAML loader for hparams.yaml, which may hold !!python/object tags: read as plain data."""
-    import yaml
-
-    class PermissiveLoader(yaml.SafeLoader):
-        pass
-
-    def any_tag(loader, suffix, node):
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node, deep=True)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node, deep=True)
-        return loader.construct_scalar(node)
-
-    PermissiveLoader.add_multi_constructor("", any_tag)
-    return PermissiveLoader

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 _BOMS = [(b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
          (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
@@ -52,7 +53,7 @@ def is_wide(head: bytes) -> bool:
     return (encoding_of_head(head) or "").startswith(("utf-16", "utf-32"))
 
 
-def _map(path: Path):
+def _map(path: Path) -> bytes | mmap.mmap:
     """The file's bytes: mapped when it is a plain file at rest (no copy), else read. A file
     written in the last minute is read: a trainer that starts again and truncates it while
     it is mapped would end this process (SIGBUS); appending is harmless either way."""
@@ -74,8 +75,7 @@ def _is_utf8(data) -> bool:
     step = 1 << 24
     if all(b[i:i + step].max(initial=0) < 0x80 for i in range(0, len(b), step)):
         return True                              # ASCII: nothing to check
-    import pyarrow as pa  # a SIMD check of the whole text, no copy
-    try:
+    try:       # a SIMD check of the whole text, no copy
         offsets = pa.py_buffer(np.array([0, len(b)], dtype=np.int64))
         pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data)).validate(full=True)
         return True
@@ -94,7 +94,7 @@ def _eight_bit(data: bytes) -> tuple[bytes, str]:
     return data.decode("cp1252", "replace").encode(UTF8), "cp1252 (latin-1)"
 
 
-def utf8_bytes(path: Path) -> tuple[object, str | None]:
+def utf8_bytes(path: Path) -> tuple[bytes | mmap.mmap, str | None]:
     """The text as UTF-8 bytes (bytes or a read-only map), and what it was read from when
     that was not UTF-8 (None: it was)."""
     data = _map(path)

@@ -77,7 +77,8 @@ def test_every_command_has_a_description_and_examples_that_parse(name):
 
 @pytest.mark.slow
 def test_format_lists_the_reader_registrys_names_in_help_and_in_the_error(capsys):
-    from postmortem.run.discover import FORMATS
+    from postmortem.run.readers import formats
+    FORMATS = formats()
     for name in ("info", "analyze", "new", "replay"):
         with pytest.raises(SystemExit):
             main([name, "--help"])

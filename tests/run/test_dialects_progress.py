@@ -4,7 +4,7 @@ from its format string and match its pattern, alone and in the composite lines c
 
 import pytest
 
-from postmortem.run import discover, textlogs
+from postmortem.run import readers, textlogs
 from postmortem.run.dialects import catalogue
 from postmortem.run.dialects.progress import families, family, of_line
 
@@ -51,7 +51,7 @@ def test_family_names_are_not_formats_of_other_readers():
     others = {"jsonl", "csv", "parquet", "hf-trainer-state", "lightning", "tensorboard", "mlflow",
               "mlflow-db", "wandb"}
     assert not others & set(families())
-    assert set(families()) <= set(discover.FORMATS)
+    assert set(families()) <= set(readers.formats())
 
 
 def test_of_line_names_the_dialect():
