@@ -14,7 +14,7 @@ from worked_example import as_learners
 
 from postmortem.document.markdown import parse, render
 from postmortem.kb.lessons import KBError, parse_lessons
-from postmortem.kb.repo import ATTRIBUTE, commit
+from postmortem.kb.commit import ATTRIBUTE, commit
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"

@@ -18,7 +18,7 @@ from test_kb_commit import IDENTITY, assert_clean_kb, document
 from postmortem.document.markdown import parse, render
 from postmortem.files import check_name
 from postmortem.kb.lessons import KBError, parse_lessons
-from postmortem.kb.repo import Journal, commit, open_repo
+from postmortem.kb.commit import Journal, commit, open_repo
 
 
 def _repo(root: Path):

@@ -12,7 +12,7 @@ from postmortem.cli.options import add_json, command
 def cmd_init(args) -> int:
     from postmortem.errors import KBError
     from postmortem.kb import settings
-    from postmortem.kb.repo import kb_root, open_repo
+    from postmortem.kb.commit import kb_root, open_repo
     wrote = None
     if args.kb is not None:
         folder = Path(args.kb).expanduser()

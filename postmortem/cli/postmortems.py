@@ -196,7 +196,7 @@ def cmd_check(args) -> int:
 def cmd_commit(args) -> int:
     import git
 
-    from postmortem.kb.repo import commit
+    from postmortem.kb.commit import commit
     settings = _settings(args)
     pm, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     learner = args.learner and settings.learner or pm.learner or _learner_needed(settings)
@@ -212,7 +212,7 @@ def cmd_commit(args) -> int:
         return 1
     pm.learner = learner
     from postmortem.document.runpath import locate
-    from postmortem.kb.repo import run_as_committed
+    from postmortem.kb.commit import run_as_committed
     found = run or locate(pm.run, args.file)[0]          # the run the draft names, found once
     pm.run = run_as_committed(pm, learner, root, found)
     if log is not None:                 # the store's id as it was read (none: a run of its own)
@@ -269,7 +269,7 @@ def _refuse_another_learner(path: str, pm, learner: str) -> None:
 
 def cmd_lessons(args) -> int:
     from postmortem.kb.lessons import group_by_pattern, query, read_all
-    from postmortem.kb.repo import kb_root
+    from postmortem.kb.commit import kb_root
     _learner(args.learner)
     from postmortem.kb.settings import resolve
     root = kb_root(resolve(args.kb).kb)        # --learner here filters; it names no one
@@ -294,7 +294,7 @@ def cmd_lessons(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    from postmortem.kb.repo import kb_root
+    from postmortem.kb.commit import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
     root = kb_root(_settings(args).kb)
     target = Path(args.target)

@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
-from postmortem.kb.repo import kb_root
+from postmortem.kb.commit import kb_root
 from postmortem.tui.screens.document import DocumentScreen
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
