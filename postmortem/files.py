@@ -57,6 +57,13 @@ def safe_name(value: str) -> str:
     return f"{stem}-{digest}" if stem else f"run-{digest}"
 
 
+def cache_home() -> Path:
+    """The user's cache folder of postmortem: $XDG_CACHE_HOME/postmortem, else
+    ~/.cache/postmortem (the scan's summaries under runs/, the dashboard's views under views/)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "postmortem"
+
+
 def atomic_write(path: str | Path, content: str | bytes | Callable[[Path], None]) -> Path:
     """Write `content` (text, bytes, or a function that writes to the path it is given) to a
     temporary file in the same folder, then rename it over `path`. A new file gets the mode

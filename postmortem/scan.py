@@ -12,14 +12,19 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from postmortem import __version__
+from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.models import worst
+from postmortem.errors import UserError
+from postmortem.files import atomic_write, cache_home
+from postmortem.run import listing, mlflowserver, read_run
+from postmortem.run.discover import read_candidate, runs_in
 
 CACHE_FORMAT = 1        # bump when a summary's shape or the analysis behind it changes
 
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/postmortem/runs (~/.cache/postmortem/runs)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "postmortem" / "runs"
+    return cache_home() / "runs"
 
 
 def _files_of(cand) -> list[Path]:
@@ -76,7 +81,6 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
     """Atomically: a reader never sees half a file, two scans at once never mix theirs."""
     if key is None:
         return
-    from postmortem.files import atomic_write
     try:
         atomic_write(_slot(task), json.dumps({"key": key, "row": summary}))
     except OSError:
@@ -85,18 +89,13 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
 
 def summarize(task: dict) -> dict:
     """Read and analyze one run (in a worker): what `analyze` found, in one row."""
-    from postmortem.errors import UserError
     started = time.perf_counter()
     row = {k: task[k] or None for k in ("id", "name", "start", "steps", "status")}
     row["id"] = task["id"]
     try:
-        from postmortem.diagnose.analyze import analyze
-        from postmortem.diagnose.models import worst
         if task.get("candidate") is not None:
-            from postmortem.run.discover import read_candidate
             log = read_candidate(task["candidate"], Path(task["path"]))
         else:
-            from postmortem.run import read_run
             log = read_run(task["address"], run=task["id"])
         result = analyze(log)
         incs = result.incidents
@@ -118,12 +117,9 @@ def summarize(task: dict) -> dict:
 
 def tasks_of(store: str) -> list[dict]:
     """One task per run of the store (run/store.py's rule: the runs `--run` picks from)."""
-    from postmortem.run import mlflowserver
     if mlflowserver.is_uri(store):
         return [dict(address=store, path=store, candidate=None, **_listed(r))
                 for r in mlflowserver.server_runs(store)]
-    from postmortem.run import listing
-    from postmortem.run.discover import runs_in
     path = Path(store)
     cands = runs_in(path)
     out = []

@@ -3,7 +3,6 @@ similar, verify."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from postmortem.cli.options import (
     add_repo,
     add_run_id,
     command,
+    print_json,
     read_options,
 )
 from postmortem.errors import DocumentError, IncidentError, KBError
@@ -46,11 +46,6 @@ def _learner_needed(settings) -> str:
     if settings.learner is None:
         raise KBError("who is writing? --learner NAME, or once for all: postmortem init --learner NAME")
     return settings.learner
-
-
-def _json(data) -> None:
-    """The one JSON document a command prints on stdout with --json."""
-    print(json.dumps(data, indent=2, allow_nan=False, default=str))
 
 
 def _problem_list(problems) -> list[dict]:
@@ -89,7 +84,7 @@ def cmd_new(args) -> int:
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)
     if args.json:
-        _json({"wrote": str(out), "run_id": pm.run_id, "run_in_store": pm.run_in_store,
+        print_json({"wrote": str(out), "run_id": pm.run_id, "run_in_store": pm.run_in_store,
                "incident": pm.incident, "step": pm.spike_step,
                "hypotheses": [h.pattern for h in pm.hypotheses],
                "figure": str(out.with_name(pm.figure)) if pm.figure else None})
@@ -182,7 +177,7 @@ def _problems(path: str, given: str | None, unchecked: bool = False):
 def cmd_check(args) -> int:
     _, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     if args.json:
-        _json({"ok": not problems, "problems": _problem_list(problems),
+        print_json({"ok": not problems, "problems": _problem_list(problems),
                "run": str(run) if run is not None else None, "run_in_store": _picked(log)})
     else:
         for p in problems:
@@ -204,7 +199,7 @@ def cmd_commit(args) -> int:
     root = _kb_to_write(settings)
     if problems:
         if args.json:
-            _json({"committed": False, "problems": _problem_list(problems)})
+            print_json({"committed": False, "problems": _problem_list(problems)})
         else:
             for p in problems:
                 print(p)
@@ -228,7 +223,7 @@ def cmd_commit(args) -> int:
     except git.GitCommandError as err:
         raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
     if args.json:
-        _json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
+        print_json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
                "lessons": str(done.lessons), "figure": str(done.figure) if done.figure else None,
                "notes": list(done.notes)})
         return 0
@@ -268,8 +263,8 @@ def _refuse_another_learner(path: str, pm, learner: str) -> None:
 
 
 def cmd_lessons(args) -> int:
-    from postmortem.kb.lessons import group_by_pattern, query, read_all
     from postmortem.kb.commit import kb_root
+    from postmortem.kb.lessons import group_by_pattern, query, read_all
     _learner(args.learner)
     from postmortem.kb.settings import resolve
     root = kb_root(resolve(args.kb).kb)        # --learner here filters; it names no one
@@ -279,10 +274,10 @@ def cmd_lessons(args) -> int:
     rows = query(read_all(root), asked)
     groups = group_by_pattern(rows)
     if args.json:
-        print(json.dumps({"count": len(rows), "patterns": [
+        print_json({"count": len(rows), "patterns": [
             {"pattern": p, "count": len(g), "lessons": [
                 {**r.to_dict(), "postmortem": f"learners/{r.learner}/{r.link}"} for r in g]}
-            for p, g in groups]}, indent=2))
+            for p, g in groups]}, allow_nan=True)
         return 0
     if not rows:
         print("no lessons" + (" match" if asked.strip() else " yet"))
@@ -319,8 +314,8 @@ def cmd_similar(args) -> int:
     # this very incident, already written up, is left out, as the lessons screen leaves it out
     matches = find_similar(root, sig, skip=skip)[:args.top]
     if args.json:
-        print(json.dumps([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
-                           "pattern": m.pm.pattern, "why": m.why} for m in matches], indent=2))
+        print_json([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
+                     "pattern": m.pm.pattern, "why": m.why} for m in matches], allow_nan=True)
         return 0
     if not matches:
         print("no past post-mortems under learners/")
@@ -339,7 +334,7 @@ def cmd_verify(args) -> int:
     if not outcomes:
         raise DocumentError(f"{args.file}: the Verification section has nothing to check")
     if args.json:
-        _json({"ok": all(o.ok for o in outcomes), "outcomes": [
+        print_json({"ok": all(o.ok for o in outcomes), "outcomes": [
             {"expectation": o.expectation, "ok": o.ok, "measured": o.measured} for o in outcomes]})
     else:
         for o in outcomes:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from postmortem.cli.options import add_against, add_json, add_learner, add_repo, command, read_options, run_command
+from postmortem.cli.options import (
+    add_against,
+    add_json,
+    add_learner,
+    add_repo,
+    command,
+    print_json,
+    read_options,
+    run_command,
+)
 
 
 def _read(args):
@@ -23,16 +31,11 @@ def _others(args) -> list:
     return [read_run(path) for path in args.against or []]
 
 
-def _json(data) -> None:
-    """The one JSON document a command prints on stdout with --json."""
-    print(json.dumps(data, indent=2, allow_nan=False, default=str))
-
-
 def cmd_info(args) -> int:
     from postmortem.run.export import info
     data = info(_read(args))
     if args.json:
-        _json(data)
+        print_json(data)
         return 0
     from postmortem.cli.report import print_info
     print_info(data)
@@ -62,7 +65,7 @@ def cmd_export(args) -> int:
     out = export(log, args.output)
     print(f"wrote {out} ({len(log.frame)} rows, {len(log.metrics)} metrics)", file=sys.stderr)
     if args.json:
-        _json({"wrote": str(out), "run_id": log.run_id, "rows": len(log.frame), "metrics": list(log.metrics)})
+        print_json({"wrote": str(out), "run_id": log.run_id, "rows": len(log.frame), "metrics": list(log.metrics)})
     return 0
 
 
@@ -89,7 +92,7 @@ def cmd_sample(args) -> int:
     from postmortem.minigpt.samples import SAMPLES
     if args.action == "list":
         if args.json:
-            _json([{"name": name, "run_id": cfg.run_id, "what": what} for name, (cfg, what) in SAMPLES.items()])
+            print_json([{"name": name, "run_id": cfg.run_id, "what": what} for name, (cfg, what) in SAMPLES.items()])
             return 0
         cut = 60 if sys.stdout.isatty() else None      # whole in a pipe
         for name, (cfg, what) in SAMPLES.items():
@@ -103,7 +106,7 @@ def cmd_sample(args) -> int:
     from postmortem.minigpt.samples import make_samples
     made = make_samples(names, Path(args.out), jobs=args.jobs)
     if args.json:
-        _json({"made": [str(path) for path in made]})
+        print_json({"made": [str(path) for path in made]})
         return 0
     for path in made:
         print(f"made {path}")

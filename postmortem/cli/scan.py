@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime, timezone
 
-from postmortem.cli.options import add_json, command
+from postmortem.cli.options import add_json, command, print_json
 
 
 def _when(start) -> str:
@@ -24,9 +23,9 @@ def cmd_runs(args) -> int:
     print(f"{figures['runs']} runs: {figures['analyzed']} analyzed on {figures['workers']} worker(s), "
           f"{figures['cached']} from the cache, in {figures['seconds']:.1f} s", file=sys.stderr)
     if args.json:
-        print(json.dumps({"store": args.store, "runs": [
+        print_json({"store": args.store, "runs": [
             {**{k: v for k, v in r.items() if k != "start"}, "start": _when(r["start"]) if r["start"] else None}
-            for r in rows]}, indent=2, allow_nan=False, default=str))
+            for r in rows]})
         return 0
     width = max([len(r["id"]) for r in rows] + [2])
     print(f"{'ID':<{width}}  {'START':16}  {'STEPS':>7}  {'STATUS':9}  FOUND")
