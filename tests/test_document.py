@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from postmortem.document.lint import check_text
-from postmortem.document.markdown import DocumentError, parse, render
+from postmortem.document.markdown import parse, render
 from postmortem.document.verify import verify
+from postmortem.errors import DocumentError
 from postmortem.run import read_run
 
 ROOT = Path(__file__).resolve().parents[1]

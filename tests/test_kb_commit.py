@@ -13,8 +13,9 @@ import pytest
 from worked_example import as_learners
 
 from postmortem.document.markdown import parse, render
-from postmortem.kb.lessons import KBError, parse_lessons
+from postmortem.errors import KBError
 from postmortem.kb.commit import ATTRIBUTE, commit
+from postmortem.kb.lessons import parse_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from test_kb_commit import IDENTITY, assert_clean_kb, document
 
 from postmortem.document.markdown import parse, render
+from postmortem.errors import KBError
 from postmortem.files import check_name
-from postmortem.kb.lessons import KBError, parse_lessons
 from postmortem.kb.commit import Journal, commit, open_repo
+from postmortem.kb.lessons import parse_lessons
 
 
 def _repo(root: Path):

@@ -383,6 +383,16 @@ def _add_run_check(p) -> None:
 
 
 def register(sub) -> None:
+    """The commands of this file, in the order `--help` lists them."""
+    register_new(sub)
+    register_check(sub)
+    register_commit(sub)
+    register_lessons(sub)
+    register_similar(sub)
+    register_verify(sub)
+
+
+def register_new(sub) -> None:
     p = command(sub, "new", "write a draft post-mortem of a run's incident",
                 "Write a draft post-mortem (Markdown) of one incident of RUN: the Symptoms are the run's\n"
                 "numbers, the hypotheses ranked by the diagnosis. Fill sections 3-7, then `check` and `commit`.",
@@ -403,6 +413,9 @@ def register(sub) -> None:
     add_against(p)
     add_json(p, "what was written")
     p.set_defaults(func=cmd_new)
+
+
+def register_check(sub) -> None:
     p = command(sub, "check", "lint a post-mortem: complete, true to the run, argued",
                 "Lint a post-mortem: every section filled, the hypotheses argued, and the Symptoms\n"
                 "recomputed from the run its front matter names (`run`) and compared. A run that cannot\n"
@@ -413,6 +426,9 @@ def register(sub) -> None:
     _add_run_check(p)
     add_json(p, '{"ok": ..., "problems": [...]}')
     p.set_defaults(func=cmd_check)
+
+
+def register_commit(sub) -> None:
     p = command(sub, "commit", "check, write learners/<name>/..., append the lesson, git commit",
                 "Check a post-mortem (its numbers against its run, as `check` does), then write it and\n"
                 "its figure to learners/NAME/postmortems/ of the knowledge base, append its lesson to\n"
@@ -430,6 +446,9 @@ def register(sub) -> None:
                    help="make a git repository in the knowledge-base folder if there is none")
     add_json(p, "what was committed (or the problems)")
     p.set_defaults(func=cmd_commit)
+
+
+def register_lessons(sub) -> None:
     p = command(sub, "lessons", "lessons across learners, grouped by pattern",
                 "The lessons of every committed post-mortem, across learners, grouped by pattern;\n"
                 "the options narrow them as the lessons browser's filter does.",
@@ -443,6 +462,9 @@ def register(sub) -> None:
     add_repo(p)
     add_json(p, '{"count": ..., "patterns": [...]}')
     p.set_defaults(func=cmd_lessons)
+
+
+def register_similar(sub) -> None:
     p = command(sub, "similar", "past post-mortems closest to a run or a post-mortem",
                 "The committed post-mortems whose incident looks most like this one (its pattern, dtype,\n"
                 "phase of training, whether the grad norm led, rise and recovery), best first, each\n"
@@ -455,6 +477,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=5, metavar="N", help="how many (default: 5)")
     add_json(p, "the matches, a JSON list")
     p.set_defaults(func=cmd_similar)
+
+
+def register_verify(sub) -> None:
     p = command(sub, "verify", "check the Verification section against a re-run",
                 "Check the expectations of a post-mortem's Verification section (e.g. `max loss in\n"
                 "[4000, 4500] < 3.0`, `step 5000 val_loss <= 2.1`) against a run made with the fix.\n"

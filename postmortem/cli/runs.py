@@ -135,6 +135,15 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
+    """The commands of this file, in the order `--help` lists them."""
+    register_info(sub)
+    register_export(sub)
+    register_analyze(sub)
+    register_sample(sub)
+    register_tui(sub)
+
+
+def register_info(sub) -> None:
     p = run_command(sub, "info", "what was read: format, files, segments, steps, metrics, warnings",
                     "What was read of RUN: its format, files, segments (restarts), steps, each metric\n"
                     "with its count of values, NaN and Inf, which column is the step and the loss and why,\n"
@@ -144,6 +153,9 @@ def register(sub) -> None:
                      "postmortem info runs/r17 --json | jq '.metrics[].name'"))
     add_json(p, "what was read")
     p.set_defaults(func=cmd_info)
+
+
+def register_export(sub) -> None:
     p = run_command(sub, "export", "write the canonical table of any log",
                     "Write the run as one canonical table (one row a step, one column a metric),\n"
                     "whatever format it was logged in.",
@@ -154,6 +166,9 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     add_json(p, "what was written")
     p.set_defaults(func=cmd_export)
+
+
+def register_analyze(sub) -> None:
     p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes",
                     "Walk checklist A (did the run start right: init, schedule, warmup, grad norm, ...)\n"
                     "and checklist B (how it trained: restarts, NaN/Inf, spikes, loss scale, divergence),\n"
@@ -170,6 +185,9 @@ def register(sub) -> None:
                         "(a wrong name lists the known ones)")
     add_against(p)
     p.set_defaults(func=cmd_analyze)
+
+
+def register_sample(sub) -> None:
     p = command(sub, "sample", "the mini-GPT sample runs: list them, or make them again",
                 "The sample runs: a tiny GPT trained on CPU with one failure injected each (a junk\n"
                 "batch, fp16 overflow, an LR jump, ...). `make` trains them again from their seeds.",
@@ -182,6 +200,9 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, default=2, metavar="N", help="runs trained at once (default: 2)")
     add_json(p, "the runs listed or made")
     p.set_defaults(func=cmd_sample)
+
+
+def register_tui(sub) -> None:
     p = run_command(sub, "tui", "the dashboard: panels, checklists, replay, editor, lessons",
                     "The dashboard: loss, LR, grad norm and loss-scale panels around the incident, the\n"
                     "checklist walk, the replay (r), the post-mortem editor (e) and the lessons (l).\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import date as Date
 
 from postmortem.diagnose.analyze import analyze
-from postmortem.diagnose.models import SPIKE_PATTERNS, Evidence, Incident, worst
+from postmortem.diagnose.catalog import SPIKE_PATTERNS
+from postmortem.diagnose.models import Evidence, Incident, worst
 from postmortem.diagnose.signature import of_incident
 from postmortem.document.lint import listed, panel_has_data
 from postmortem.document.model import HypothesisEntry, PostMortem

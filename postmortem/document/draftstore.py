@@ -8,8 +8,9 @@ import json
 import os
 from pathlib import Path
 
-from postmortem.document.markdown import DocumentError, read, render
+from postmortem.document.markdown import read, render
 from postmortem.document.model import PostMortem
+from postmortem.errors import DocumentError
 from postmortem.files import atomic_write
 
 

@@ -120,8 +120,9 @@ def draw_picture(pic: Picture):
     """The Figure of a Picture (Agg canvas, no pyplot: nothing global, safe in a thread)."""
     if not available():
         raise FigureUnavailable(NEEDS_EXTRA)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    # matplotlib (an extra) only when a figure is drawn: `analyze` and the dashboard never load it
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
 
     rows = len(pic.panels) + (1 if pic.arms else 0)
     height = 1.9 * rows + 0.6 + (0.4 if pic.arms else 0)

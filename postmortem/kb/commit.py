@@ -14,14 +14,17 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from postmortem.document.model import PostMortem
+from postmortem.document.model import PostMortem, one_line
+from postmortem.document.runpath import stored
+from postmortem.errors import KBError
 from postmortem.files import NameRefused, atomic_write, check_name
-from postmortem.kb.lessons import KBError, Lesson, check_learner, one_line, with_row
+from postmortem.kb.lessons import Lesson, check_learner, with_row
 
 ATTRIBUTE = "learners/*/lessons.md merge=union"
 DRAFTS = "/.postmortem/"
@@ -67,7 +70,7 @@ def recover_interrupted(repo) -> str | None:
 
 
 def open_repo(start: Path, init: bool = False):
-    import git
+    import git  # noqa: PLC0415 (GitPython: 0.16 s, paid when a repository is opened, not at start-up)
     start = Path(start)
     try:
         repo = git.Repo(start, search_parent_directories=True)
@@ -85,7 +88,7 @@ def open_repo(start: Path, init: bool = False):
 
 
 def _why(err: BaseException) -> str:
-    import git
+    import git  # noqa: PLC0415 (GitPython: 0.16 s, paid when a repository is opened, not at start-up)
     if isinstance(err, git.GitCommandError):
         lines = [ln for ln in (err.stderr or str(err)).strip().splitlines() if ln.strip()]
         last = lines[-1].strip() if lines else str(err)
@@ -202,7 +205,6 @@ def _git(repo, args: list[str], env: dict | None = None, data: str | None = None
     """Run git in the working tree; a failure is a KBError with git's last line. `lock`:
     the repository lock's descriptor, handed down so that the lock stays taken while this
     git runs, even when its parent is killed (the next run then waits for it to finish)."""
-    import subprocess
     r = subprocess.run(["git", *args], cwd=repo.working_tree_dir, capture_output=True,
                        input=None if data is None else data.encode("utf-8"),
                        env={**os.environ, **(env or {})}, pass_fds=() if lock is None else (lock,))
@@ -349,7 +351,7 @@ def _refuse_state(repo) -> None:
     for name, what in _IN_PROGRESS.items():
         if (gd / name).exists():
             raise KBError(f"{what} is in progress in {repo.working_tree_dir}: finish or abort it first")
-    import git
+    import git  # noqa: PLC0415 (GitPython: 0.16 s, paid when a repository is opened, not at start-up)
     for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
         try:
             repo.git.var(var)
@@ -409,7 +411,6 @@ def run_as_committed(pm: PostMortem, learner: str, start: Path, run: Path | None
     ends commit it so): relative to that repository when the run is inside it, else absolute
     (document.runpath.stored). `run`: where the run was found; None keeps it as written, and
     verify says where it looked."""
-    from postmortem.document.runpath import stored
     if run is None:
         return pm.run
     return stored(run, kb_root(start) / "learners" / learner / "postmortems" / pm.filename)
@@ -438,62 +439,82 @@ def commit(pm: PostMortem, rendered: str, learner: str, start: Path, amend: bool
         attrs_path = _check_path(root, ".gitattributes")
         if target.exists() and not amend:
             raise KBError(f"{todo.postmortem} exists: a post-mortem of {pm.run_id} on {pm.date} (use --amend)")
-        rels = [todo.postmortem, todo.lessons] + ([".gitattributes"] if todo.attributes else []) \
-            + ([todo.figure] if todo.figure else [])
-        dirty = _dirty(repo, rels)
-        if dirty:
-            raise KBError(f"{dirty[0]} has uncommitted changes: commit or stash them first")
-        lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, one_line(pm.lesson),
-                        f"postmortems/{pm.filename}", learner)
-        try:
-            old_lessons = lessons_path.read_text(encoding="utf-8") if lessons_path.exists() else ""
-            old_attrs = attrs_path.read_text(encoding="utf-8") if attrs_path.exists() else ""
-        except (OSError, UnicodeDecodeError) as err:
-            raise KBError(f"cannot read {todo.lessons}: {getattr(err, 'strerror', None) or err}") from None
-        writes = {todo.postmortem: rendered.encode("utf-8"),
-                  todo.lessons: with_row(old_lessons, lesson, learner, replace=amend).encode("utf-8")}
-        if todo.figure:
-            writes[todo.figure] = figure
-        if todo.attributes:
-            writes[".gitattributes"] = (old_attrs + ("" if not old_attrs or old_attrs.endswith("\n") else "\n")
-                                        + ATTRIBUTE + "\n").encode("utf-8")
+        _refuse_dirty(repo, todo)
+        writes = _writes(todo, pm, rendered, learner, amend, figure, lessons_path, attrs_path)
         if amend and all(_read(root / rel) == data for rel, data in writes.items()):
             raise KBError(f"{todo.postmortem} is already committed as it is: nothing to amend")
-        journal = Journal(repo)
-        try:
-            journal.begin(writes, todo.message)
-        except OSError as err:
-            journal.end()
-            raise KBError(f"cannot write in {journal.dir.parent}: {err.strerror}") from None
-        try:
-            for rel, data in writes.items():
-                atomic_write(root / rel, data)
-            # A private index (HEAD + these files): the commit holds exactly them, the
-            # user's own index is never touched until the commit is made, and the hooks
-            # see what is committed.
-            private = {"GIT_INDEX_FILE": str(journal.dir / "index")}
-            if repo.head.is_valid():
-                _git(repo, ["read-tree", "HEAD"], private, lock=lock)
-            _git(repo, ["add", "--", *writes], private, lock=lock)
-            _git(repo, ["commit", "-q", "-m", todo.message], private, lock=lock)
-        except BaseException as err:
-            try:
-                journal.recover()
-            except Exception as again:        # say both: the tree may need a hand
-                raise KBError(f"not committed: {_why(err)}; and the rollback failed: {_why(again)} "
-                              f"(the journal is in {journal.dir})") from None
-            if isinstance(err, (KeyboardInterrupt, SystemExit)):
-                raise
-            raise KBError(f"not committed, nothing changed: {_why(err)}") from None
-        sha = repo.head.commit.hexsha
-        try:
-            journal.sync_index()
-        except (OSError, KBError) as err:        # the commit stands; the next run syncs
-            notes.append(f"committed, but the index was not updated ({_why(err)}): the next commit does it")
-        else:
-            journal.end()
+        sha = _write_and_commit(repo, todo, writes, lock, notes)
         if todo.attributes:
             notes.append(f"added `{ATTRIBUTE}` to .gitattributes in this commit (lessons files merge by union)")
     if ignore_drafts(repo):
         notes.append(f"the editor's drafts ({DRAFTS.strip('/')}/) are ignored through .git/info/exclude")
     return Committed(target, lessons_path, sha, todo.message, notes, figure_path)
+
+
+def _refuse_dirty(repo, todo: Plan) -> None:
+    """A file the commit writes that has uncommitted changes is refused, never overwritten."""
+    rels = [todo.postmortem, todo.lessons] + ([".gitattributes"] if todo.attributes else []) \
+        + ([todo.figure] if todo.figure else [])
+    dirty = _dirty(repo, rels)
+    if dirty:
+        raise KBError(f"{dirty[0]} has uncommitted changes: commit or stash them first")
+
+
+def _writes(todo: Plan, pm: PostMortem, rendered: str, learner: str, amend: bool, figure: bytes | None,
+            lessons_path: Path, attrs_path: Path) -> dict[str, bytes]:
+    """Path (relative to the repository) -> the bytes the commit writes there: the post-mortem,
+    the lessons file with its row, the figure, and .gitattributes the first time."""
+    lesson = Lesson(pm.date.isoformat(), pm.pattern or "unknown", pm.run_id, one_line(pm.lesson),
+                    f"postmortems/{pm.filename}", learner)
+    try:
+        old_lessons = lessons_path.read_text(encoding="utf-8") if lessons_path.exists() else ""
+        old_attrs = attrs_path.read_text(encoding="utf-8") if attrs_path.exists() else ""
+    except (OSError, UnicodeDecodeError) as err:
+        raise KBError(f"cannot read {todo.lessons}: {getattr(err, 'strerror', None) or err}") from None
+    writes = {todo.postmortem: rendered.encode("utf-8"),
+              todo.lessons: with_row(old_lessons, lesson, learner, replace=amend).encode("utf-8")}
+    if todo.figure and figure is not None:
+        writes[todo.figure] = figure
+    if todo.attributes:
+        writes[".gitattributes"] = (old_attrs + ("" if not old_attrs or old_attrs.endswith("\n") else "\n")
+                                    + ATTRIBUTE + "\n").encode("utf-8")
+    return writes
+
+
+def _write_and_commit(repo, todo: Plan, writes: dict[str, bytes], lock: int, notes: list[str]) -> str:
+    """The files written and committed under the journal, or every one put back; the commit's
+    sha. The user's index is brought up to date after (else said in `notes`: the next run does it)."""
+    journal = Journal(repo)
+    try:
+        journal.begin(writes, todo.message)
+    except OSError as err:
+        journal.end()
+        raise KBError(f"cannot write in {journal.dir.parent}: {err.strerror}") from None
+    try:
+        for rel, data in writes.items():
+            atomic_write(todo.root / rel, data)
+        # A private index (HEAD + these files): the commit holds exactly them, the
+        # user's own index is never touched until the commit is made, and the hooks
+        # see what is committed.
+        private = {"GIT_INDEX_FILE": str(journal.dir / "index")}
+        if repo.head.is_valid():
+            _git(repo, ["read-tree", "HEAD"], private, lock=lock)
+        _git(repo, ["add", "--", *writes], private, lock=lock)
+        _git(repo, ["commit", "-q", "-m", todo.message], private, lock=lock)
+    except BaseException as err:
+        try:
+            journal.recover()
+        except Exception as again:        # say both: the tree may need a hand
+            raise KBError(f"not committed: {_why(err)}; and the rollback failed: {_why(again)} "
+                          f"(the journal is in {journal.dir})") from None
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise KBError(f"not committed, nothing changed: {_why(err)}") from None
+    sha = repo.head.commit.hexsha
+    try:
+        journal.sync_index()
+    except (OSError, KBError) as err:        # the commit stands; the next run syncs
+        notes.append(f"committed, but the index was not updated ({_why(err)}): the next commit does it")
+    else:
+        journal.end()
+    return sha

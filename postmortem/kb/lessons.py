@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from postmortem.document.model import one_line
-from postmortem.errors import KBError  # noqa: F401 (raised here, caught as kb.lessons.KBError too)
+from postmortem.errors import KBError
 from postmortem.files import NameRefused, check_name
 
 HEADER = ("| date | pattern | run | lesson | post-mortem |\n"

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postmortem.diagnose.signature import Signature, signature
-from postmortem.document.markdown import DocumentError, read
+from postmortem.document.markdown import read
 from postmortem.document.model import PostMortem
+from postmortem.errors import DocumentError
 from postmortem.files import NameRefused, check_name
 from postmortem.numbers import rise
 

@@ -95,7 +95,7 @@ class CommitScreen(Screen):
         return None
 
     def show_plan(self) -> None:
-        from postmortem.kb.lessons import KBError
+        from postmortem.errors import KBError
         from postmortem.kb.commit import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
@@ -146,7 +146,7 @@ class CommitScreen(Screen):
         import git
 
         from postmortem.document.markdown import render
-        from postmortem.kb.lessons import KBError
+        from postmortem.errors import KBError
         from postmortem.kb.commit import commit, run_as_committed
         figure = self._figure()
         learner, run, root = self._learner(), self.pm.run, self._kb()     # the run as this process read it
