@@ -25,7 +25,7 @@ class CannotWrite(UserError, OSError):
     one): one line naming the file; still an OSError for the callers that roll back."""
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or super().__str__()
 
 
 class NameRefused(ValueError):

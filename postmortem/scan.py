@@ -10,6 +10,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Iterable
 
 from postmortem import __version__
 from postmortem.diagnose.analyze import analyze
@@ -136,7 +137,7 @@ def _listed(r) -> dict:
             "stamp": r.stamp}
 
 
-def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[list[dict], dict]:
+def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[list[dict], dict[str, float]]:
     """(one summary a run, newest first; figures of the scan: runs, cached, seconds, workers)."""
     started = time.perf_counter()
     tasks = tasks_of(store)
@@ -145,6 +146,7 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
     todo = [i for i, r in enumerate(rows) if r is None]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if todo:
+        fresh: Iterable[dict]
         if workers == 1:
             fresh = map(summarize, (tasks[i] for i in todo))
         else:
@@ -157,9 +159,11 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
                 _store(tasks[i], keys[i], row)
         if workers > 1:
             pool.shutdown()
-    for row, t in zip(rows, tasks):
+    done = [row for row in rows if row is not None]
+    assert len(done) == len(tasks)          # every run summarized, or found in the cache
+    for row, t in zip(done, tasks):
         row["start"] = t["start"]         # the listing's, fresh: a cached row keeps no stale one
-    done = sorted(rows, key=lambda r: (r["start"] is None, -(r["start"] or 0.0), r["id"]))
+    done = sorted(done, key=lambda r: (r["start"] is None, -(r["start"] or 0.0), r["id"]))
     figures = {"runs": len(tasks), "cached": len(tasks) - len(todo), "analyzed": len(todo),
                "workers": workers if todo else 0, "seconds": round(time.perf_counter() - started, 3)}
     return done, figures

@@ -91,12 +91,12 @@ def cmd_new(args) -> int:
     return 0
 
 
-def incident_near(log, step: int | None, against: list = (), path: str | None = None):
+def incident_near(log, step: int | None, against: list | None = None, path: str | None = None):
     """The incident nearest --step (the largest without one), said on stderr when it is not
     at the step asked (`new` and `replay`); `path`: the run as named in a refusal."""
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import nearest_note, pick_incident
-    incidents = analyze(log, against=against).incidents
+    incidents = analyze(log, against=against or []).incidents
     inc = pick_incident(incidents, step, path or log.source.path)
     note = nearest_note(incidents, step, inc)
     if note:

@@ -126,8 +126,9 @@ def cmd_tui(args) -> int:
     settings = resolve(args.kb, args.learner)       # a bad name or config file: said before the app
     from postmortem.tui.loader import Loader
     columns = {k: v for k, v in read_options(args).items() if k != "format" and v}
+    size = shutil.get_terminal_size()               # as Textual will measure it
     loader = Loader(args.run, args.format, args.against or [], columns=columns,  # reading while Textual loads
-                    terminal=tuple(shutil.get_terminal_size()))    # as Textual will measure it
+                    terminal=(size.columns, size.lines))
     from postmortem.tui.app import run
     # columns again: a store of several runs is read anew once its picker has picked one
     return run(args.run, args.format, args.device, against=args.against or [], loader=loader,

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from postmortem.child import command
 from postmortem.diagnose.panels import BY_ID
 from postmortem.errors import DocumentError
 from postmortem.files import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (column, title, log scale) in the order drawn; a panel with no value in the window is left out
 PANELS = tuple((BY_ID[p].columns[0], BY_ID[p].title, BY_ID[p].figure_log_scale)
@@ -39,7 +43,7 @@ def available() -> bool:
         return False
 
 
-def _window(log, step: int, segment: int | None, replay) -> "object":
+def _window(log, step: int, segment: int | None, replay) -> tuple[pd.DataFrame, int]:
     """The incident's segment, BEFORE logged points before it to AFTER after, widened to
     the replay's first step."""
     frame = log.frame

@@ -320,8 +320,8 @@ class Journal:
                 restore_index[rel] = record["index"][rel]
         # the user's index is only written once the commit is made; an older journal's
         # entries are put back only where they differ
-        now = _index_entries(self.repo, list(restore_index)) if restore_index else {}
-        changed = {rel: meta for rel, meta in restore_index.items() if now.get(rel) != meta}
+        in_index = _index_entries(self.repo, list(restore_index)) if restore_index else {}
+        changed = {rel: meta for rel, meta in restore_index.items() if in_index.get(rel) != meta}
         if changed:
             _set_index(self.repo, changed)
         self.end()
@@ -406,7 +406,7 @@ def ignore_drafts_at(root: Path) -> bool:
         return False
 
 
-def run_as_committed(pm: PostMortem, learner: str, start: Path, run: Path | None) -> str | None:
+def run_as_committed(pm: PostMortem, learner: str, start: Path, run: Path | str | None) -> str | None:
     """The front matter's `run` for the post-mortem's place in the knowledge base (both front
     ends commit it so): relative to that repository when the run is inside it, else absolute
     (document.runpath.stored). `run`: where the run was found; None keeps it as written, and
