@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from postmortem.cli.options import add_json, command, print_json
+from postmortem.errors import KBError
 
 
 def cmd_init(args) -> int:
-    from postmortem.errors import KBError
     from postmortem.kb import settings
     from postmortem.kb.commit import kb_root, open_repo
     wrote = None

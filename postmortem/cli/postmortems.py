@@ -18,7 +18,8 @@ from postmortem.cli.options import (
     print_json,
     read_options,
 )
-from postmortem.errors import DocumentError, IncidentError, KBError
+from postmortem.cli.progress import ArmSteps, phase, say, size_of
+from postmortem.errors import DocumentError, IncidentError, KBError, RunReadError, UserError
 
 NOT_CHECKED = "not checked against the run"     # what a commit told --no-run-check records
 
@@ -53,7 +54,6 @@ def _problem_list(problems) -> list[dict]:
 
 
 def cmd_new(args) -> int:
-    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
@@ -128,7 +128,6 @@ def _figure_to_commit(path: str, pm, log, found) -> bytes | None:
         return None
     from postmortem.document import figure
     from postmortem.document.runpath import read
-    from postmortem.errors import UserError
     try:
         run = log if log is not None else read(found, pm.run_in_store)
         return figure.png(run, pm.spike_step, None, pm.incident)
@@ -344,7 +343,6 @@ def cmd_verify(args) -> int:
 
 def _rerun(path: str, run_id: str | None):
     """The run made with the fix; in a store of several, the one --run-id names."""
-    from postmortem.errors import RunReadError
     from postmortem.run import read_run
     from postmortem.run.store import SeveralRuns
     try:

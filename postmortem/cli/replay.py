@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 
 from postmortem.cli.options import add_format, add_json, add_run_id, command
+from postmortem.cli.progress import ArmSteps, phase, say, size_of
 from postmortem.errors import ReplayError, UserError
 
 
 def cmd_replay(args) -> int:
     """Replay the steps around an incident; a rich progress bar; Ctrl-C cancels cleanly."""
     from postmortem.cli.postmortems import incident_near
-    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     from postmortem.replay.distributed import check_nproc, check_world
     from postmortem.run import read_run
     arms = arms_asked(args.arms)

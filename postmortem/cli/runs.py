@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from postmortem.cli import progress
 from postmortem.cli.options import (
     add_against,
     add_json,
@@ -14,14 +16,15 @@ from postmortem.cli.options import (
     read_options,
     run_command,
 )
+from postmortem.cli.progress import megabytes, phase, size_of
+from postmortem.errors import UsageError
 
 
 def _read(args):
     """The run, read with a spinner on a terminal; a big one (a 1M-step log) said in a pipe too."""
-    from postmortem.cli.progress import BIG_READ, megabytes, phase, size_of
     from postmortem.run import read_run
     size = size_of(args.run)
-    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= BIG_READ, read_bytes=size):
+    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= progress.BIG_READ, read_bytes=size):
         return read_run(args.run, **read_options(args))
 
 
@@ -45,9 +48,6 @@ def cmd_info(args) -> int:
 def writable(out: str, force: bool) -> None:
     """Refuse, before any work, an output that is a folder, that exists (without --force), or
     whose folder does not exist: the table is written only where the user meant."""
-    from pathlib import Path
-
-    from postmortem.errors import UsageError
     path = Path(out)
     if path.is_dir():
         raise UsageError(f"{out}: is a folder; name the file to write")
@@ -70,13 +70,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_analyze(args) -> int:
-    from postmortem.cli.progress import BIG_READ, phase
     from postmortem.cli.thresholds import load_thresholds
     from postmortem.diagnose.analyze import analyze
     thresholds = load_thresholds(args.thresholds, args.set or [])
     log = _read(args)
     with phase(f"walking the checklists over {len(log.frame)} rows, finding the incidents",
-               in_pipe=len(log.frame) * 100 >= BIG_READ):
+               in_pipe=len(log.frame) * 100 >= progress.BIG_READ):
         result = analyze(log, thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -87,8 +86,6 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from pathlib import Path
-
     from postmortem.minigpt.samples import SAMPLES
     if args.action == "list":
         if args.json:
@@ -101,7 +98,6 @@ def cmd_sample(args) -> int:
     names = args.names or list(SAMPLES)
     unknown = [n for n in names if n not in SAMPLES]
     if unknown:
-        from postmortem.errors import UsageError
         raise UsageError(f"{unknown[0]}: no such sample run; known: {', '.join(SAMPLES)}")
     from postmortem.minigpt.samples import make_samples
     made = make_samples(names, Path(args.out), jobs=args.jobs)

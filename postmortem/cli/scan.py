@@ -6,6 +6,7 @@ import sys
 from datetime import datetime, timezone
 
 from postmortem.cli.options import add_json, command, print_json
+from postmortem.errors import UsageError
 
 
 def _when(start) -> str:
@@ -15,7 +16,6 @@ def _when(start) -> str:
 
 
 def cmd_runs(args) -> int:
-    from postmortem.errors import UsageError
     from postmortem.scan import scan
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: needs 1 or more")
