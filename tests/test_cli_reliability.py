@@ -43,12 +43,12 @@ import os, signal, sys
 from pathlib import Path
 from postmortem.document.markdown import read, render
 from postmortem.kb import commit as kbcommit
-real = kbcommit._git
+real = kbcommit.run_git
 def _git(r, args, *a, **kw):
     if args[0] == "commit":                  # the files are written, the journal too: kill -9 now
         os.kill(os.getpid(), signal.SIGKILL)
     return real(r, args, *a, **kw)
-kbcommit._git = _git
+kbcommit.run_git = _git
 pm = read(sys.argv[1])
 kbcommit.commit(pm, render(pm), "ada", Path(sys.argv[2]))
 """
