@@ -25,7 +25,7 @@ class CannotWrite(UserError, OSError):
     one): one line naming the file; still an OSError for the callers that roll back."""
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or super().__str__()
 
 
 class NameRefused(ValueError):
@@ -55,6 +55,13 @@ def safe_name(value: str) -> str:
     digest = hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:8]
     stem = _UNSAFE.sub("-", str(value)).replace("..", "-").strip("-._+=@")[:MAX_NAME - 9]
     return f"{stem}-{digest}" if stem else f"run-{digest}"
+
+
+def cache_home() -> Path:
+    """The user's cache folder of postmortem: $XDG_CACHE_HOME/postmortem, else
+    ~/.cache/postmortem (the scan's summaries under runs/, the dashboard's views under views/)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "postmortem"
 
 
 def atomic_write(path: str | Path, content: str | bytes | Callable[[Path], None]) -> Path:

@@ -10,16 +10,22 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Iterable
 
 from postmortem import __version__
+from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.models import worst
+from postmortem.errors import UserError
+from postmortem.files import atomic_write, cache_home
+from postmortem.run import listing, mlflowserver, read_run
+from postmortem.run.discover import read_candidate, runs_in
 
 CACHE_FORMAT = 1        # bump when a summary's shape or the analysis behind it changes
 
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/postmortem/runs (~/.cache/postmortem/runs)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "postmortem" / "runs"
+    return cache_home() / "runs"
 
 
 def _files_of(cand) -> list[Path]:
@@ -76,7 +82,6 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
     """Atomically: a reader never sees half a file, two scans at once never mix theirs."""
     if key is None:
         return
-    from postmortem.files import atomic_write
     try:
         atomic_write(_slot(task), json.dumps({"key": key, "row": summary}))
     except OSError:
@@ -85,18 +90,13 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
 
 def summarize(task: dict) -> dict:
     """Read and analyze one run (in a worker): what `analyze` found, in one row."""
-    from postmortem.errors import UserError
     started = time.perf_counter()
     row = {k: task[k] or None for k in ("id", "name", "start", "steps", "status")}
     row["id"] = task["id"]
     try:
-        from postmortem.diagnose.analyze import analyze
-        from postmortem.diagnose.models import worst
         if task.get("candidate") is not None:
-            from postmortem.run.discover import read_candidate
             log = read_candidate(task["candidate"], Path(task["path"]))
         else:
-            from postmortem.run import read_run
             log = read_run(task["address"], run=task["id"])
         result = analyze(log)
         incs = result.incidents
@@ -118,12 +118,9 @@ def summarize(task: dict) -> dict:
 
 def tasks_of(store: str) -> list[dict]:
     """One task per run of the store (run/store.py's rule: the runs `--run` picks from)."""
-    from postmortem.run import mlflowserver
     if mlflowserver.is_uri(store):
         return [dict(address=store, path=store, candidate=None, **_listed(r))
                 for r in mlflowserver.server_runs(store)]
-    from postmortem.run import listing
-    from postmortem.run.discover import runs_in
     path = Path(store)
     cands = runs_in(path)
     out = []
@@ -140,7 +137,7 @@ def _listed(r) -> dict:
             "stamp": r.stamp}
 
 
-def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[list[dict], dict]:
+def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[list[dict], dict[str, float]]:
     """(one summary a run, newest first; figures of the scan: runs, cached, seconds, workers)."""
     started = time.perf_counter()
     tasks = tasks_of(store)
@@ -149,6 +146,7 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
     todo = [i for i, r in enumerate(rows) if r is None]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if todo:
+        fresh: Iterable[dict]
         if workers == 1:
             fresh = map(summarize, (tasks[i] for i in todo))
         else:
@@ -161,9 +159,11 @@ def scan(store: str, jobs: int | None = None, use_cache: bool = True) -> tuple[l
                 _store(tasks[i], keys[i], row)
         if workers > 1:
             pool.shutdown()
-    for row, t in zip(rows, tasks):
+    done = [row for row in rows if row is not None]
+    assert len(done) == len(tasks)          # every run summarized, or found in the cache
+    for row, t in zip(done, tasks):
         row["start"] = t["start"]         # the listing's, fresh: a cached row keeps no stale one
-    done = sorted(rows, key=lambda r: (r["start"] is None, -(r["start"] or 0.0), r["id"]))
+    done = sorted(done, key=lambda r: (r["start"] is None, -(r["start"] or 0.0), r["id"]))
     figures = {"runs": len(tasks), "cached": len(tasks) - len(todo), "analyzed": len(todo),
                "workers": workers if todo else 0, "seconds": round(time.perf_counter() - started, 3)}
     return done, figures

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from postmortem.cli.options import add_json, command
+from postmortem.cli.options import add_json, command, print_json
+from postmortem.errors import KBError
 
 
 def cmd_init(args) -> int:
-    from postmortem.errors import KBError
     from postmortem.kb import settings
-    from postmortem.kb.repo import kb_root, open_repo
+    from postmortem.kb.commit import kb_root, open_repo
     wrote = None
     if args.kb is not None:
         folder = Path(args.kb).expanduser()
@@ -33,9 +33,8 @@ def cmd_init(args) -> int:
     if wrote:
         print(f"wrote {wrote}", file=sys.stderr)
     if args.json:
-        import json
-        print(json.dumps({"kb": str(kb_root(now.kb)), "kb_from": now.kb_from, "learner": now.learner,
-                          "learner_from": now.learner_from, "config": str(settings.config_path())}, indent=2))
+        print_json({"kb": str(kb_root(now.kb)), "kb_from": now.kb_from, "learner": now.learner,
+                    "learner_from": now.learner_from, "config": str(settings.config_path())}, allow_nan=True)
         return 0
     print(f"knowledge base: {kb_root(now.kb)}  (from {now.kb_from})")
     print(f"learner: {now.learner or 'nobody yet: postmortem init --learner NAME'}"

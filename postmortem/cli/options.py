@@ -4,6 +4,7 @@ each command explains itself in --help."""
 from __future__ import annotations
 
 import argparse
+import json
 
 FORMATS_HELP = "{formats}"       # filled from the reader registry when help is printed
 
@@ -86,6 +87,13 @@ def add_repo(p: argparse.ArgumentParser) -> None:
 def add_learner(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--learner", metavar="NAME",
                    help=f"{what} (default: POSTMORTEM_LEARNER, else the one `postmortem init` named)")
+
+
+def print_json(data, allow_nan: bool = False) -> None:
+    """The one JSON document a command prints on stdout with --json. A value JSON has no
+    form for is printed as its text; NaN is refused (allow_nan=False) except by the commands
+    that have always printed it as NaN (init, lessons, similar)."""
+    print(json.dumps(data, indent=2, allow_nan=allow_nan, default=str))
 
 
 def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:

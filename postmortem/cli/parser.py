@@ -10,6 +10,7 @@ import sys
 from postmortem import __version__
 from postmortem.cli import init, postmortems, replay, runs, scan
 from postmortem.cli.options import Help, Parser
+from postmortem.errors import UserError
 
 SESSION = """\
 a typical session:
@@ -76,7 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from postmortem.errors import UserError
     try:
         return args.func(args)
     except UserError as err:

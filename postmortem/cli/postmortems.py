@@ -3,7 +3,6 @@ similar, verify."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,9 +15,11 @@ from postmortem.cli.options import (
     add_repo,
     add_run_id,
     command,
+    print_json,
     read_options,
 )
-from postmortem.errors import DocumentError, IncidentError, KBError
+from postmortem.cli.progress import ArmSteps, phase, say, size_of
+from postmortem.errors import DocumentError, IncidentError, KBError, RunReadError, UserError
 
 NOT_CHECKED = "not checked against the run"     # what a commit told --no-run-check records
 
@@ -48,17 +49,11 @@ def _learner_needed(settings) -> str:
     return settings.learner
 
 
-def _json(data) -> None:
-    """The one JSON document a command prints on stdout with --json."""
-    print(json.dumps(data, indent=2, allow_nan=False, default=str))
-
-
 def _problem_list(problems) -> list[dict]:
     return [{"section": p.section, "problem": p.problem} for p in problems]
 
 
 def cmd_new(args) -> int:
-    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     from postmortem.document.draft import draft
     from postmortem.document.markdown import render
     from postmortem.run import read_run
@@ -89,19 +84,19 @@ def cmd_new(args) -> int:
           f"{len(pm.hypotheses)} hypotheses; fill sections 3-7, then `postmortem check {out}`",
           file=sys.stderr)
     if args.json:
-        _json({"wrote": str(out), "run_id": pm.run_id, "run_in_store": pm.run_in_store,
+        print_json({"wrote": str(out), "run_id": pm.run_id, "run_in_store": pm.run_in_store,
                "incident": pm.incident, "step": pm.spike_step,
                "hypotheses": [h.pattern for h in pm.hypotheses],
                "figure": str(out.with_name(pm.figure)) if pm.figure else None})
     return 0
 
 
-def incident_near(log, step: int | None, against: list = (), path: str | None = None):
+def incident_near(log, step: int | None, against: list | None = None, path: str | None = None):
     """The incident nearest --step (the largest without one), said on stderr when it is not
     at the step asked (`new` and `replay`); `path`: the run as named in a refusal."""
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import nearest_note, pick_incident
-    incidents = analyze(log, against=against).incidents
+    incidents = analyze(log, against=against or []).incidents
     inc = pick_incident(incidents, step, path or log.source.path)
     note = nearest_note(incidents, step, inc)
     if note:
@@ -133,7 +128,6 @@ def _figure_to_commit(path: str, pm, log, found) -> bytes | None:
         return None
     from postmortem.document import figure
     from postmortem.document.runpath import read
-    from postmortem.errors import UserError
     try:
         run = log if log is not None else read(found, pm.run_in_store)
         return figure.png(run, pm.spike_step, None, pm.incident)
@@ -182,7 +176,7 @@ def _problems(path: str, given: str | None, unchecked: bool = False):
 def cmd_check(args) -> int:
     _, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     if args.json:
-        _json({"ok": not problems, "problems": _problem_list(problems),
+        print_json({"ok": not problems, "problems": _problem_list(problems),
                "run": str(run) if run is not None else None, "run_in_store": _picked(log)})
     else:
         for p in problems:
@@ -196,7 +190,7 @@ def cmd_check(args) -> int:
 def cmd_commit(args) -> int:
     import git
 
-    from postmortem.kb.repo import commit
+    from postmortem.kb.commit import commit
     settings = _settings(args)
     pm, problems, run, log = _problems(args.file, args.run, args.no_run_check)
     learner = args.learner and settings.learner or pm.learner or _learner_needed(settings)
@@ -204,7 +198,7 @@ def cmd_commit(args) -> int:
     root = _kb_to_write(settings)
     if problems:
         if args.json:
-            _json({"committed": False, "problems": _problem_list(problems)})
+            print_json({"committed": False, "problems": _problem_list(problems)})
         else:
             for p in problems:
                 print(p)
@@ -212,7 +206,7 @@ def cmd_commit(args) -> int:
         return 1
     pm.learner = learner
     from postmortem.document.runpath import locate
-    from postmortem.kb.repo import run_as_committed
+    from postmortem.kb.commit import run_as_committed
     found = run or locate(pm.run, args.file)[0]          # the run the draft names, found once
     pm.run = run_as_committed(pm, learner, root, found)
     if log is not None:                 # the store's id as it was read (none: a run of its own)
@@ -228,7 +222,7 @@ def cmd_commit(args) -> int:
     except git.GitCommandError as err:
         raise KBError(f"{args.file}: git: {(err.stderr or str(err)).strip().splitlines()[-1]}") from None
     if args.json:
-        _json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
+        print_json({"committed": True, "sha": done.sha, "postmortem": str(done.postmortem),
                "lessons": str(done.lessons), "figure": str(done.figure) if done.figure else None,
                "notes": list(done.notes)})
         return 0
@@ -268,8 +262,8 @@ def _refuse_another_learner(path: str, pm, learner: str) -> None:
 
 
 def cmd_lessons(args) -> int:
+    from postmortem.kb.commit import kb_root
     from postmortem.kb.lessons import group_by_pattern, query, read_all
-    from postmortem.kb.repo import kb_root
     _learner(args.learner)
     from postmortem.kb.settings import resolve
     root = kb_root(resolve(args.kb).kb)        # --learner here filters; it names no one
@@ -279,10 +273,10 @@ def cmd_lessons(args) -> int:
     rows = query(read_all(root), asked)
     groups = group_by_pattern(rows)
     if args.json:
-        print(json.dumps({"count": len(rows), "patterns": [
+        print_json({"count": len(rows), "patterns": [
             {"pattern": p, "count": len(g), "lessons": [
                 {**r.to_dict(), "postmortem": f"learners/{r.learner}/{r.link}"} for r in g]}
-            for p, g in groups]}, indent=2))
+            for p, g in groups]}, allow_nan=True)
         return 0
     if not rows:
         print("no lessons" + (" match" if asked.strip() else " yet"))
@@ -294,7 +288,7 @@ def cmd_lessons(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    from postmortem.kb.repo import kb_root
+    from postmortem.kb.commit import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
     root = kb_root(_settings(args).kb)
     target = Path(args.target)
@@ -319,8 +313,8 @@ def cmd_similar(args) -> int:
     # this very incident, already written up, is left out, as the lessons screen leaves it out
     matches = find_similar(root, sig, skip=skip)[:args.top]
     if args.json:
-        print(json.dumps([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
-                           "pattern": m.pm.pattern, "why": m.why} for m in matches], indent=2))
+        print_json([{"score": round(m.score, 3), "postmortem": str(m.path), "run_id": m.pm.run_id,
+                     "pattern": m.pm.pattern, "why": m.why} for m in matches], allow_nan=True)
         return 0
     if not matches:
         print("no past post-mortems under learners/")
@@ -339,7 +333,7 @@ def cmd_verify(args) -> int:
     if not outcomes:
         raise DocumentError(f"{args.file}: the Verification section has nothing to check")
     if args.json:
-        _json({"ok": all(o.ok for o in outcomes), "outcomes": [
+        print_json({"ok": all(o.ok for o in outcomes), "outcomes": [
             {"expectation": o.expectation, "ok": o.ok, "measured": o.measured} for o in outcomes]})
     else:
         for o in outcomes:
@@ -349,7 +343,6 @@ def cmd_verify(args) -> int:
 
 def _rerun(path: str, run_id: str | None):
     """The run made with the fix; in a store of several, the one --run-id names."""
-    from postmortem.errors import RunReadError
     from postmortem.run import read_run
     from postmortem.run.store import SeveralRuns
     try:
@@ -388,6 +381,16 @@ def _add_run_check(p) -> None:
 
 
 def register(sub) -> None:
+    """The commands of this file, in the order `--help` lists them."""
+    register_new(sub)
+    register_check(sub)
+    register_commit(sub)
+    register_lessons(sub)
+    register_similar(sub)
+    register_verify(sub)
+
+
+def register_new(sub) -> None:
     p = command(sub, "new", "write a draft post-mortem of a run's incident",
                 "Write a draft post-mortem (Markdown) of one incident of RUN: the Symptoms are the run's\n"
                 "numbers, the hypotheses ranked by the diagnosis. Fill sections 3-7, then `check` and `commit`.",
@@ -408,6 +411,9 @@ def register(sub) -> None:
     add_against(p)
     add_json(p, "what was written")
     p.set_defaults(func=cmd_new)
+
+
+def register_check(sub) -> None:
     p = command(sub, "check", "lint a post-mortem: complete, true to the run, argued",
                 "Lint a post-mortem: every section filled, the hypotheses argued, and the Symptoms\n"
                 "recomputed from the run its front matter names (`run`) and compared. A run that cannot\n"
@@ -418,6 +424,9 @@ def register(sub) -> None:
     _add_run_check(p)
     add_json(p, '{"ok": ..., "problems": [...]}')
     p.set_defaults(func=cmd_check)
+
+
+def register_commit(sub) -> None:
     p = command(sub, "commit", "check, write learners/<name>/..., append the lesson, git commit",
                 "Check a post-mortem (its numbers against its run, as `check` does), then write it and\n"
                 "its figure to learners/NAME/postmortems/ of the knowledge base, append its lesson to\n"
@@ -435,6 +444,9 @@ def register(sub) -> None:
                    help="make a git repository in the knowledge-base folder if there is none")
     add_json(p, "what was committed (or the problems)")
     p.set_defaults(func=cmd_commit)
+
+
+def register_lessons(sub) -> None:
     p = command(sub, "lessons", "lessons across learners, grouped by pattern",
                 "The lessons of every committed post-mortem, across learners, grouped by pattern;\n"
                 "the options narrow them as the lessons browser's filter does.",
@@ -448,6 +460,9 @@ def register(sub) -> None:
     add_repo(p)
     add_json(p, '{"count": ..., "patterns": [...]}')
     p.set_defaults(func=cmd_lessons)
+
+
+def register_similar(sub) -> None:
     p = command(sub, "similar", "past post-mortems closest to a run or a post-mortem",
                 "The committed post-mortems whose incident looks most like this one (its pattern, dtype,\n"
                 "phase of training, whether the grad norm led, rise and recovery), best first, each\n"
@@ -460,6 +475,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=5, metavar="N", help="how many (default: 5)")
     add_json(p, "the matches, a JSON list")
     p.set_defaults(func=cmd_similar)
+
+
+def register_verify(sub) -> None:
     p = command(sub, "verify", "check the Verification section against a re-run",
                 "Check the expectations of a post-mortem's Verification section (e.g. `max loss in\n"
                 "[4000, 4500] < 3.0`, `step 5000 val_loss <= 2.1`) against a run made with the fix.\n"

@@ -8,6 +8,10 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 BIG_READ = 20 << 20        # bytes: a read this big is announced in a pipe too (a 1M-step log)
 
@@ -104,7 +108,7 @@ class ArmSteps:
         self.terminal = enabled and _terminal()
         self.started = time.monotonic()
         self.arms: dict[str, int] = {}
-        self.bar = None
+        self.bar: Progress | None = None
 
     def __enter__(self) -> "ArmSteps":
         if self.terminal:
@@ -132,7 +136,7 @@ class ArmSteps:
                     say(self.heading)
                 say(f"arm {len(self.arms)}, {arm}: {total} steps")
         if self.bar is not None:
-            self.bar.update(self.arms[arm], completed=done, description=f"{arm:18s} step {step}")
+            self.bar.update(cast("TaskID", self.arms[arm]), completed=done, description=f"{arm:18s} step {step}")
 
     def done(self) -> str:
         return f"{len(self.arms)} arm(s) in {time.monotonic() - self.started:.0f} s"

@@ -5,62 +5,83 @@ from __future__ import annotations
 import sys
 
 from postmortem.cli.options import add_format, add_json, add_run_id, command
+from postmortem.cli.progress import ArmSteps, phase, say, size_of
 from postmortem.errors import ReplayError, UserError
 
 
 def cmd_replay(args) -> int:
     """Replay the steps around an incident; a rich progress bar; Ctrl-C cancels cleanly."""
-    import threading
-
     from postmortem.cli.postmortems import incident_near
-    from postmortem.replay.arms import NAMES as ARMS
-    from postmortem.replay.distributed import check_nproc, check_world, launch
-    from postmortem.replay.engine import Replayer
-    from postmortem.replay.guard import users_code
-    from postmortem.replay.models import Cancelled
+    from postmortem.replay.distributed import check_nproc, check_world
     from postmortem.run import read_run
-    arms = tuple(args.arms.split(",")) if args.arms else ARMS
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
-        raise ReplayError(f"{unknown[0]}: unknown arm; known: {', '.join(ARMS)}")
-    if "faithful" not in arms:
-        arms = ("faithful", *arms)
+    arms = arms_asked(args.arms)
     device = args.device or ("cuda" if _cuda() else "cpu")
     nproc = check_nproc(args.nproc, device) if args.nproc is not None else None
-    from postmortem.cli.progress import ArmSteps, phase, say, size_of
     with phase(f"reading and analyzing {args.run}", in_pipe=False, read_bytes=size_of(args.run)):
         log = read_run(args.run, format=args.format, run=args.run_id)
         inc = incident_near(log, args.step, path=args.run)
     check_world(log.manifest, nproc, args.run)
     picked = log.source.extras.get("store_run")      # a run of a store of several: its id there
     again = f"{args.run} --run {picked}" if picked else args.run
-    cancel = threading.Event()
     # said once the steps run: a replay that cannot start is its one line alone
     with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on {device}, faithful first") as progress:
-        try:
-            if nproc:                      # every rank in a process of its own, under torchrun
-                # each rank reads the run again: a run picked in a store by its own folder
-                result = launch(log.source.path if picked else args.run, inc.step, arms, device, nproc,
-                                args.format, progress, cancel, allow_data_drift=args.allow_data_drift)
-            else:
-                with users_code(args.run):     # its prints to stderr: stdout carries --json
-                    result = Replayer(log, inc, device, progress, cancel,
-                                      allow_data_drift=args.allow_data_drift).replay(arms)
-        except (KeyboardInterrupt, Cancelled):
-            cancel.set()
-            print("postmortem: replay cancelled", file=sys.stderr)
-            return 130
-        except Exception as err:        # the user's own code failed: say where, keep one line
-            if isinstance(err, UserError):
-                raise
-            raise ReplayError(f"{args.run}: the replay failed in the run's code: "
-                              f"{type(err).__name__}: {err}") from None
+        result = replayed(args, log, inc, arms, device, nproc, progress)
+    if result is None:
+        return 130
     say(f"replayed {progress.done()}; nothing written (--json > FILE keeps it); next: "
         f"`postmortem new {again} --step {inc.step} --replay` replays again and drafts the "
         "post-mortem with the evidence")
     if args.json:
         print(result.model_dump_json(indent=2))
         return 0
+    print_replay(result, inc)
+    return 0
+
+
+def arms_asked(asked: str | None) -> tuple[str, ...]:
+    """The arms --arms names (default: all), each known, the faithful one first."""
+    from postmortem.replay.arms import NAMES as ARMS
+    arms = tuple(asked.split(",")) if asked else ARMS
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        raise ReplayError(f"{unknown[0]}: unknown arm; known: {', '.join(ARMS)}")
+    if "faithful" not in arms:
+        arms = ("faithful", *arms)
+    return arms
+
+
+def replayed(args, log, inc, arms: tuple[str, ...], device: str, nproc: int | None, progress):
+    """The replay's result, in this process or under torchrun; None when it was cancelled
+    (said on stderr). The run's own code failing is one line naming it."""
+    import threading
+
+    from postmortem.replay.distributed import launch
+    from postmortem.replay.engine import Replayer
+    from postmortem.replay.guard import users_code
+    from postmortem.replay.models import Cancelled
+    picked = log.source.extras.get("store_run")
+    cancel = threading.Event()
+    try:
+        if nproc:                      # every rank in a process of its own, under torchrun
+            # each rank reads the run again: a run picked in a store by its own folder
+            return launch(log.source.path if picked else args.run, inc.step, arms, device, nproc,
+                          args.format, progress, cancel, allow_data_drift=args.allow_data_drift)
+        with users_code(args.run):     # its prints to stderr: stdout carries --json
+            return Replayer(log, inc, device, progress, cancel,
+                            allow_data_drift=args.allow_data_drift).replay(arms)
+    except (KeyboardInterrupt, Cancelled):
+        cancel.set()
+        print("postmortem: replay cancelled", file=sys.stderr)
+        return None
+    except Exception as err:        # the user's own code failed: say where, keep one line
+        if isinstance(err, UserError):
+            raise
+        raise ReplayError(f"{args.run}: the replay failed in the run's code: "
+                          f"{type(err).__name__}: {err}") from None
+
+
+def print_replay(result, inc) -> None:
+    """The replay as text: faithful or not, each piece of evidence, the causes re-ranked."""
     print(f"{result.run_id}: {inc.kind} at step {inc.step}, replayed from checkpoint {result.checkpoint} "
           f"on {result.device} ({'faithful' if result.faithful else 'NOT faithful'}, "
           f"max diff {result.faithful_max_diff:.3g})")
@@ -69,7 +90,6 @@ def cmd_replay(args) -> int:
                         f"  rules out {', '.join(e.rules_out)}" if e.rules_out else ""])
         print(f"  [{e.panel}] {e.observation}{tail}")
     print("re-ranked: " + ", ".join(f"{h.rank}. {h.pattern} {h.score:.2f}" for h in result.hypotheses[:4]))
-    return 0
 
 
 def _cuda() -> bool:

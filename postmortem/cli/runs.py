@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from pathlib import Path
 
-from postmortem.cli.options import add_against, add_json, add_learner, add_repo, command, read_options, run_command
+from postmortem.cli import progress
+from postmortem.cli.options import (
+    add_against,
+    add_json,
+    add_learner,
+    add_repo,
+    command,
+    print_json,
+    read_options,
+    run_command,
+)
+from postmortem.cli.progress import megabytes, phase, size_of
+from postmortem.errors import UsageError
 
 
 def _read(args):
     """The run, read with a spinner on a terminal; a big one (a 1M-step log) said in a pipe too."""
-    from postmortem.cli.progress import BIG_READ, megabytes, phase, size_of
     from postmortem.run import read_run
     size = size_of(args.run)
-    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= BIG_READ, read_bytes=size):
+    with phase(f"reading {args.run} ({megabytes(size)})", in_pipe=size >= progress.BIG_READ, read_bytes=size):
         return read_run(args.run, **read_options(args))
 
 
@@ -23,16 +34,11 @@ def _others(args) -> list:
     return [read_run(path) for path in args.against or []]
 
 
-def _json(data) -> None:
-    """The one JSON document a command prints on stdout with --json."""
-    print(json.dumps(data, indent=2, allow_nan=False, default=str))
-
-
 def cmd_info(args) -> int:
     from postmortem.run.export import info
     data = info(_read(args))
     if args.json:
-        _json(data)
+        print_json(data)
         return 0
     from postmortem.cli.report import print_info
     print_info(data)
@@ -42,9 +48,6 @@ def cmd_info(args) -> int:
 def writable(out: str, force: bool) -> None:
     """Refuse, before any work, an output that is a folder, that exists (without --force), or
     whose folder does not exist: the table is written only where the user meant."""
-    from pathlib import Path
-
-    from postmortem.errors import UsageError
     path = Path(out)
     if path.is_dir():
         raise UsageError(f"{out}: is a folder; name the file to write")
@@ -62,18 +65,17 @@ def cmd_export(args) -> int:
     out = export(log, args.output)
     print(f"wrote {out} ({len(log.frame)} rows, {len(log.metrics)} metrics)", file=sys.stderr)
     if args.json:
-        _json({"wrote": str(out), "run_id": log.run_id, "rows": len(log.frame), "metrics": list(log.metrics)})
+        print_json({"wrote": str(out), "run_id": log.run_id, "rows": len(log.frame), "metrics": list(log.metrics)})
     return 0
 
 
 def cmd_analyze(args) -> int:
-    from postmortem.cli.progress import BIG_READ, phase
     from postmortem.cli.thresholds import load_thresholds
     from postmortem.diagnose.analyze import analyze
     thresholds = load_thresholds(args.thresholds, args.set or [])
     log = _read(args)
     with phase(f"walking the checklists over {len(log.frame)} rows, finding the incidents",
-               in_pipe=len(log.frame) * 100 >= BIG_READ):
+               in_pipe=len(log.frame) * 100 >= progress.BIG_READ):
         result = analyze(log, thresholds, against=_others(args))
     if args.json:
         print(result.model_dump_json(indent=2))
@@ -84,12 +86,10 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from pathlib import Path
-
     from postmortem.minigpt.samples import SAMPLES
     if args.action == "list":
         if args.json:
-            _json([{"name": name, "run_id": cfg.run_id, "what": what} for name, (cfg, what) in SAMPLES.items()])
+            print_json([{"name": name, "run_id": cfg.run_id, "what": what} for name, (cfg, what) in SAMPLES.items()])
             return 0
         cut = 60 if sys.stdout.isatty() else None      # whole in a pipe
         for name, (cfg, what) in SAMPLES.items():
@@ -98,12 +98,11 @@ def cmd_sample(args) -> int:
     names = args.names or list(SAMPLES)
     unknown = [n for n in names if n not in SAMPLES]
     if unknown:
-        from postmortem.errors import UsageError
         raise UsageError(f"{unknown[0]}: no such sample run; known: {', '.join(SAMPLES)}")
     from postmortem.minigpt.samples import make_samples
     made = make_samples(names, Path(args.out), jobs=args.jobs)
     if args.json:
-        _json({"made": [str(path) for path in made]})
+        print_json({"made": [str(path) for path in made]})
         return 0
     for path in made:
         print(f"made {path}")
@@ -123,8 +122,9 @@ def cmd_tui(args) -> int:
     settings = resolve(args.kb, args.learner)       # a bad name or config file: said before the app
     from postmortem.tui.loader import Loader
     columns = {k: v for k, v in read_options(args).items() if k != "format" and v}
+    size = shutil.get_terminal_size()               # as Textual will measure it
     loader = Loader(args.run, args.format, args.against or [], columns=columns,  # reading while Textual loads
-                    terminal=tuple(shutil.get_terminal_size()))    # as Textual will measure it
+                    terminal=(size.columns, size.lines))
     from postmortem.tui.app import run
     # columns again: a store of several runs is read anew once its picker has picked one
     return run(args.run, args.format, args.device, against=args.against or [], loader=loader,
@@ -132,6 +132,15 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
+    """The commands of this file, in the order `--help` lists them."""
+    register_info(sub)
+    register_export(sub)
+    register_analyze(sub)
+    register_sample(sub)
+    register_tui(sub)
+
+
+def register_info(sub) -> None:
     p = run_command(sub, "info", "what was read: format, files, segments, steps, metrics, warnings",
                     "What was read of RUN: its format, files, segments (restarts), steps, each metric\n"
                     "with its count of values, NaN and Inf, which column is the step and the loss and why,\n"
@@ -141,6 +150,9 @@ def register(sub) -> None:
                      "postmortem info runs/r17 --json | jq '.metrics[].name'"))
     add_json(p, "what was read")
     p.set_defaults(func=cmd_info)
+
+
+def register_export(sub) -> None:
     p = run_command(sub, "export", "write the canonical table of any log",
                     "Write the run as one canonical table (one row a step, one column a metric),\n"
                     "whatever format it was logged in.",
@@ -151,6 +163,9 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="overwrite FILE")
     add_json(p, "what was written")
     p.set_defaults(func=cmd_export)
+
+
+def register_analyze(sub) -> None:
     p = run_command(sub, "analyze", "walk both checklists, find the incidents, rank their causes",
                     "Walk checklist A (did the run start right: init, schedule, warmup, grad norm, ...)\n"
                     "and checklist B (how it trained: restarts, NaN/Inf, spikes, loss scale, divergence),\n"
@@ -167,6 +182,9 @@ def register(sub) -> None:
                         "(a wrong name lists the known ones)")
     add_against(p)
     p.set_defaults(func=cmd_analyze)
+
+
+def register_sample(sub) -> None:
     p = command(sub, "sample", "the mini-GPT sample runs: list them, or make them again",
                 "The sample runs: a tiny GPT trained on CPU with one failure injected each (a junk\n"
                 "batch, fp16 overflow, an LR jump, ...). `make` trains them again from their seeds.",
@@ -179,6 +197,9 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, default=2, metavar="N", help="runs trained at once (default: 2)")
     add_json(p, "the runs listed or made")
     p.set_defaults(func=cmd_sample)
+
+
+def register_tui(sub) -> None:
     p = run_command(sub, "tui", "the dashboard: panels, checklists, replay, editor, lessons",
                     "The dashboard: loss, LR, grad norm and loss-scale panels around the incident, the\n"
                     "checklist walk, the replay (r), the post-mortem editor (e) and the lessons (l).\n"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime, timezone
 
-from postmortem.cli.options import add_json, command
+from postmortem.cli.options import add_json, command, print_json
+from postmortem.errors import UsageError
 
 
 def _when(start) -> str:
@@ -16,7 +16,6 @@ def _when(start) -> str:
 
 
 def cmd_runs(args) -> int:
-    from postmortem.errors import UsageError
     from postmortem.scan import scan
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: needs 1 or more")
@@ -24,9 +23,9 @@ def cmd_runs(args) -> int:
     print(f"{figures['runs']} runs: {figures['analyzed']} analyzed on {figures['workers']} worker(s), "
           f"{figures['cached']} from the cache, in {figures['seconds']:.1f} s", file=sys.stderr)
     if args.json:
-        print(json.dumps({"store": args.store, "runs": [
+        print_json({"store": args.store, "runs": [
             {**{k: v for k, v in r.items() if k != "start"}, "start": _when(r["start"]) if r["start"] else None}
-            for r in rows]}, indent=2, allow_nan=False, default=str))
+            for r in rows]})
         return 0
     width = max([len(r["id"]) for r in rows] + [2])
     print(f"{'ID':<{width}}  {'START':16}  {'STEPS':>7}  {'STATUS':9}  FOUND")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from postmortem.child import command
 from postmortem.diagnose.panels import BY_ID
 from postmortem.errors import DocumentError
 from postmortem.files import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (column, title, log scale) in the order drawn; a panel with no value in the window is left out
 PANELS = tuple((BY_ID[p].columns[0], BY_ID[p].title, BY_ID[p].figure_log_scale)
@@ -39,7 +43,7 @@ def available() -> bool:
         return False
 
 
-def _window(log, step: int, segment: int | None, replay) -> "object":
+def _window(log, step: int, segment: int | None, replay) -> tuple[pd.DataFrame, int]:
     """The incident's segment, BEFORE logged points before it to AFTER after, widened to
     the replay's first step."""
     frame = log.frame
@@ -120,8 +124,9 @@ def draw_picture(pic: Picture):
     """The Figure of a Picture (Agg canvas, no pyplot: nothing global, safe in a thread)."""
     if not available():
         raise FigureUnavailable(NEEDS_EXTRA)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    # matplotlib (an extra) only when a figure is drawn: `analyze` and the dashboard never load it
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
 
     rows = len(pic.panels) + (1 if pic.arms else 0)
     height = 1.9 * rows + 0.6 + (0.4 if pic.arms else 0)

@@ -9,8 +9,9 @@ from pathlib import Path
 from postmortem.diagnose.catalog import PATTERNS
 from postmortem.diagnose.models import Symptoms
 from postmortem.diagnose.panels import BY_ID, PANELS
-from postmortem.document.markdown import NO_TOKENS, _table, front_matter, scanned, sections
+from postmortem.document.markdown import NO_TOKENS, front_matter, scanned, sections, table_rows
 from postmortem.document.model import PLACEHOLDER, SECTIONS, PostMortem, one_line
+from postmortem.document.runpath import run_id_of
 from postmortem.numbers import NO_VALUE, number, same_as_shown
 
 NUMERIC = ("spike_step", "pre_spike_loss_ema50", "peak_loss", "peak_step", "grad_norm_pre_clip", "lr",
@@ -58,17 +59,36 @@ def _close(a, b) -> bool:
 def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = None) -> list[Problem]:
     """Every problem of the document, each with its section; `where`: the document's folder,
     where the figure it shows must be."""
-    problems: list[Problem] = []
-    if pm.figure and where is not None and not (Path(where) / pm.figure).is_file():
-        # a draft moved without its figure: where the figure is wanted, and the two ways out
-        wanted = Path(where).absolute() / pm.figure
-        problems.append(Problem("Figure", f"the document shows {pm.figure}, which is not at {wanted}: move "
-                                          "the figure there, or delete the image line under the title "
-                                          "(commit then draws the figure from the run)"))
+    problems = figure_problems(pm, where)
     _, body, twice = front_matter(text)
-    for key in dict.fromkeys(twice):
-        problems.append(Problem("front matter", f"{key} is given twice (the last would win)"))
+    problems += [Problem("front matter", f"{key} is given twice (the last would win)") for key in dict.fromkeys(twice)]
     secs = sections(body)
+    problems += section_problems(body, secs)
+    problems += unreadable(pm)
+    problems += symptom_problems(secs)
+    if run_log is not None:
+        problems += _against_run(pm, run_log)
+    problems += hypothesis_problems(pm, run_log)
+    problems += evidence_problems(pm)
+    problems += root_cause_problems(pm)
+    problems += written_problems(pm)
+    return said_once(problems)
+
+
+def figure_problems(pm: PostMortem, where: Path | None) -> list[Problem]:
+    """The figure the document shows, missing from its folder."""
+    if not (pm.figure and where is not None and not (Path(where) / pm.figure).is_file()):
+        return []
+    # a draft moved without its figure: where the figure is wanted, and the two ways out
+    wanted = Path(where).absolute() / pm.figure
+    return [Problem("Figure", f"the document shows {pm.figure}, which is not at {wanted}: move "
+                              "the figure there, or delete the image line under the title "
+                              "(commit then draws the figure from the run)")]
+
+
+def section_problems(body: str, secs: dict) -> list[Problem]:
+    """Sections given twice, not of the template, missing, or still holding a placeholder."""
+    problems = []
     written = [s.name for s in scanned(body)]
     for name in dict.fromkeys(written):
         if written.count(name) > 1:
@@ -80,9 +100,13 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             problems.append(Problem(name, "section missing"))
         elif PLACEHOLDER in secs[name].words():
             problems.append(Problem(name, f"still has a {PLACEHOLDER} placeholder"))
-    problems += unreadable(pm)
-    # 1. Symptoms: filled, numbers only, and (with the run) equal to what the run says
-    rows = {r[0]: r[1] for r in _table(secs.get("Symptoms", [])) if len(r) >= 2}
+    return problems
+
+
+def symptom_problems(secs: dict) -> list[Problem]:
+    """1. Symptoms: filled, and numbers only (the run's numbers: _against_run)."""
+    problems = []
+    rows = {r[0]: r[1] for r in table_rows(secs.get("Symptoms")) if len(r) >= 2}
     if all(v in _NOTHING for v in rows.values()):
         problems.append(Problem("Symptoms", "empty"))
     for key in NUMERIC:
@@ -98,9 +122,12 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
             float(rec)
         except ValueError:
             problems.append(Problem("Symptoms", f"recovery_loss is {rec!r}: a number or 'did not recover'"))
-    if run_log is not None:
-        problems += _against_run(pm, run_log)
-    # 2. Hypotheses: ranked, each citing a panel that exists
+    return problems
+
+
+def hypothesis_problems(pm: PostMortem, run_log=None) -> list[Problem]:
+    """2. Hypotheses: ranked, each citing a panel that exists (with the run: that has data)."""
+    problems = []
     if not pm.hypotheses:
         problems.append(Problem("Hypotheses", "no hypothesis"))
     for h in pm.hypotheses:
@@ -109,7 +136,12 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
                                                   f"({', '.join(PANELS)})"))
         elif run_log is not None and not panel_has_data(run_log, h.panel):
             problems.append(Problem("Hypotheses", f"{h.pattern} cites the {h.panel} panel, which has no data in the run"))
-    # 3. Evidence: rows, panels, and the argument
+    return problems
+
+
+def evidence_problems(pm: PostMortem) -> list[Problem]:
+    """3. Evidence: rows, each naming a panel and patterns that exist."""
+    problems = []
     if not pm.evidence:
         problems.append(Problem("Discriminating evidence", "no evidence row"))
     for e in pm.evidence:
@@ -118,25 +150,36 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
         for p in e.favors + e.rules_out:
             if p not in PATTERNS:
                 problems.append(Problem("Discriminating evidence", f"{p!r} is not a pattern id"))
+    return problems
+
+
+def root_cause_problems(pm: PostMortem) -> list[Problem]:
+    """The argument: the root cause's pattern is known, favored by a row and ruled out by none,
+    and every other hypothesis ruled out or dismissed."""
     root = pm.pattern
     if root is None:
-        problems.append(Problem("Lesson", "no pattern (front matter `pattern`)"))
-    elif root not in PATTERNS:
-        problems.append(Problem("Lesson", f"pattern {root!r} is not one of {', '.join(PATTERNS)}"))
-    else:
-        favored = {p for e in pm.evidence for p in e.favors}
-        ruled_out = {p for e in pm.evidence for p in e.rules_out}
-        if pm.evidence and root not in favored:
-            problems.append(Problem("Discriminating evidence", f"no row favors the root cause's pattern {root}"))
-        if root in ruled_out:
-            problems.append(Problem("Discriminating evidence", f"a row rules out the root cause's pattern {root}"))
-        for rank, h in enumerate(pm.hypotheses, 1):
-            if h.pattern == root and h.dismissed:
-                problems.append(Problem("Hypotheses", f"the root cause's pattern {root} is dismissed"))
-            # a dismissal carries its reason in section 2: it is the author's argument
-            elif h.pattern != root and h.pattern not in ruled_out and not h.dismissed:
-                problems.append(Problem("Discriminating evidence", not_ruled_out(rank, h)))
-    # 4-7
+        return [Problem("Lesson", "no pattern (front matter `pattern`)")]
+    if root not in PATTERNS:
+        return [Problem("Lesson", f"pattern {root!r} is not one of {', '.join(PATTERNS)}")]
+    problems = []
+    favored = {p for e in pm.evidence for p in e.favors}
+    ruled_out = {p for e in pm.evidence for p in e.rules_out}
+    if pm.evidence and root not in favored:
+        problems.append(Problem("Discriminating evidence", f"no row favors the root cause's pattern {root}"))
+    if root in ruled_out:
+        problems.append(Problem("Discriminating evidence", f"a row rules out the root cause's pattern {root}"))
+    for rank, h in enumerate(pm.hypotheses, 1):
+        if h.pattern == root and h.dismissed:
+            problems.append(Problem("Hypotheses", f"the root cause's pattern {root} is dismissed"))
+        # a dismissal carries its reason in section 2: it is the author's argument
+        elif h.pattern != root and h.pattern not in ruled_out and not h.dismissed:
+            problems.append(Problem("Discriminating evidence", not_ruled_out(rank, h)))
+    return problems
+
+
+def written_problems(pm: PostMortem) -> list[Problem]:
+    """4-7: the root cause in one sentence, a remediation, a verification, a one-line lesson."""
+    problems = []
     if not pm.root_cause:
         problems.append(Problem("Root cause", "empty"))
     elif _sentences(pm.root_cause) > 1:
@@ -152,10 +195,15 @@ def check_text(text: str, pm: PostMortem, run_log=None, where: Path | None = Non
         problems.append(Problem("Lesson", "more than one line"))
     elif one_line(pm.lesson) != pm.lesson.strip():
         problems.append(Problem("Lesson", "not one line of plain text (a line break or control character)"))
-    # A section still waiting for its author says so once, not twice.
+    return problems
+
+
+def said_once(problems: list[Problem]) -> list[Problem]:
+    """Each problem once; a section still waiting for its author says so once, not twice."""
     waiting = {p.section for p in problems if PLACEHOLDER in p.problem}
     redundant = ("empty", "no hypothesis", "no evidence row")
-    seen, out = set(), []
+    seen: set[str] = set()
+    out: list[Problem] = []
     for p in problems:
         if p.section in waiting and (p.problem in redundant or p.problem.startswith("empty:")):
             continue
@@ -178,8 +226,8 @@ def not_ruled_out(rank: int, h) -> str:
 
 
 def _against_run(pm: PostMortem, run_log) -> list[Problem]:
-    from postmortem.diagnose.analyze import analyze
-    from postmortem.document.runpath import run_id_of
+    # the analysis (pandas, ~0.9 s) only when a run is compared: `check --no-run-check` goes without
+    from postmortem.diagnose.analyze import analyze  # noqa: PLC0415
     if pm.run_id not in (run_id_of(run_log), run_log.run_id):      # the latter: before ids in stores
         return [Problem("Symptoms", f"the document is about run {pm.run_id}, the run given is {run_id_of(run_log)}")]
     result = analyze(run_log)

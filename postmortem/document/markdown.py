@@ -285,7 +285,7 @@ def sections(body: str) -> dict[str, Section]:
 _EMPTY = Section("")
 
 
-def _table(sec: Section | None) -> list[list[str]]:
+def table_rows(sec: Section | None) -> list[list[str]]:
     """The body rows of the section's tables."""
     return [row for _, rows in (sec or _EMPTY).tables for row in rows]
 
@@ -348,19 +348,19 @@ def parse(text: str) -> PostMortem:
     data: dict = {k: front.get(k) for k in (*_FRONT, "run_name", "run_in_store", "signature", "numbers") if front.get(k) is not None}
     data.pop("schema_version", None)
     sym = {}
-    for row in _table(secs.get("Symptoms", [])):
+    for row in table_rows(secs.get("Symptoms")):
         if len(row) >= 2 and row[0] in Symptoms.model_fields:
             sym[row[0]] = _symptom_value(row[0], row[1])
     data["symptoms"] = Symptoms(**sym)
     hyps = []
-    for item in _items(secs.get("Hypotheses", [])):
+    for item in _items(secs.get("Hypotheses")):
         m = _HYP.match(item)
         if m:
             hyps.append(HypothesisEntry(pattern=m["pattern"], panel=m["panel"], observation=m["obs"],
                                         dismissed=m["why"] if m.group(1) else None))
     data["hypotheses"] = hyps
     ev = []
-    for row in _table(secs.get("Discriminating evidence", [])):
+    for row in table_rows(secs.get("Discriminating evidence")):
         if len(row) >= 4 and not row[0].startswith(PLACEHOLDER):
             # dicts, validated with the document in one call (a model a row: 1.6 s in 150k
             # rows); a cell of one pattern, the common case, is not split
@@ -371,12 +371,12 @@ def parse(text: str) -> PostMortem:
     data["evidence"] = ev
     unreadable = {"Discriminating evidence": quoted(secs.get("Discriminating evidence"), len(ev))}
     data["figure"] = figure_of(body)
-    root = _text(secs.get("Root cause", []))
+    root = _text(secs.get("Root cause"))
     data["root_cause"] = "" if _todo(root) else root
-    data["remediation"] = [r for r in _items(secs.get("Remediation", [])) if not _todo(r)]
-    data["verification"], unreadable["Verification"] = Verification.read(_items(secs.get("Verification", [])))
+    data["remediation"] = [r for r in _items(secs.get("Remediation")) if not _todo(r)]
+    data["verification"], unreadable["Verification"] = Verification.read(_items(secs.get("Verification")))
     data["unreadable"] = {k: v for k, v in unreadable.items() if v}
-    lesson = "\n".join(line for line in _text(secs.get("Lesson", [])).split("\n")
+    lesson = "\n".join(line for line in _text(secs.get("Lesson")).split("\n")
                        if not line.startswith("Pattern:")).strip()
     data["lesson"] = "" if _todo(lesson) else lesson
     try:

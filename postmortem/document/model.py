@@ -62,7 +62,9 @@ class Expectation(BaseModel):
 
     @property
     def parts(self) -> dict:
-        return _EXPECT.match(self.text).groupdict()
+        match = _EXPECT.match(self.text)
+        assert match is not None, self.text          # the validator above let only a match in
+        return match.groupdict()
 
 
 class Verification(BaseModel):

@@ -24,7 +24,9 @@ def repository_of(path: str | Path) -> Path | None:
 
 def is_uri(run) -> bool:
     """An MLflow server's address (http://host:port): no file, kept and read as it is."""
-    from postmortem.run.mlflowserver import is_uri
+    # postmortem.run (pandas, ~1.3 s) only when a run is read: kb/ imports this module, and
+    # `init`, `lessons` and the commit's path rules go without it
+    from postmortem.run.mlflowserver import is_uri  # noqa: PLC0415
     return is_uri(str(run))
 
 
@@ -75,7 +77,7 @@ def run_id_of(log) -> str:
     own id, and for a run picked in a store of several (`--run ID`, the TUI's picker) its id
     there too, unless the run's id says it already: two runs of one store (Lightning's
     version_0 and version_1 of one project, two MLflow runs of one name) never share a file."""
-    from postmortem.run.identity import safe_id
+    from postmortem.run.identity import safe_id  # noqa: PLC0415 (postmortem.run: see is_uri)
     own, there = log.run_id, log.source.extras.get("store_run")
     if not there:
         return own
@@ -102,8 +104,8 @@ def read(where: str | Path, run_in_store: str | None, given: bool = False):
     """The RunLog of the document's run at `where`: its run `run_in_store` when it names one.
     `given`: `where` was named on the command line (--run, --baseline); the id is then used only
     if that path holds several runs (the store moved), not for a run's own folder."""
-    from postmortem.run import read_run
-    from postmortem.run.store import NoSuchRun, SeveralRuns
+    from postmortem.run import read_run  # noqa: PLC0415 (see is_uri)
+    from postmortem.run.store import NoSuchRun, SeveralRuns  # noqa: PLC0415
     if run_in_store is None or given:
         try:
             return read_run(where)

@@ -9,6 +9,7 @@ import numpy as np
 
 from postmortem.document.model import PostMortem
 from postmortem.numbers import number
+from postmortem.run.aliases import canonical_name
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -23,7 +24,6 @@ class Outcome:
 def _column(log, metric: str):
     """The metric over the last segment, by step: a logged NaN stays NaN, a step where it was
     not logged is left out (the two read alike in the frame; log.logged_mask tells them apart)."""
-    from postmortem.run.aliases import canonical_name
     name = canonical_name(metric)
     if name not in log.frame:
         return None

@@ -45,15 +45,15 @@ KILLED_AT_GIT_COMMIT = """
 import os, signal, sys
 from pathlib import Path
 from postmortem.document.markdown import read, render
-from postmortem.kb import repo
-real = repo._git
+from postmortem.kb import commit as kbcommit
+real = kbcommit.run_git
 def _git(r, args, *a, **kw):
     if args[0] == "commit":                  # the files are written, the journal too: kill -9 now
         os.kill(os.getpid(), signal.SIGKILL)
     return real(r, args, *a, **kw)
-repo._git = _git
+kbcommit.run_git = _git
 pm = read(sys.argv[1])
-repo.commit(pm, render(pm), "ada", Path(sys.argv[2]))
+kbcommit.commit(pm, render(pm), "ada", Path(sys.argv[2]))
 """
 
 

@@ -11,7 +11,7 @@ from postmortem.diagnose.analyze import analyze
 from postmortem.diagnose.models import Evidence
 from postmortem.document import sections
 from postmortem.document.draft import apply_replay, draft
-from postmortem.document.drafts import DraftStore, discard, draft_path, typed_path
+from postmortem.document.draftstore import DraftStore, discard, draft_path, typed_path
 from postmortem.document.lint import check_text
 from postmortem.document.markdown import parse, read, render
 from postmortem.replay.models import ArmResult, ReplayResult

@@ -14,8 +14,8 @@ from worked_example import as_learners
 
 from postmortem.document.markdown import parse, render
 from postmortem.errors import KBError
+from postmortem.kb.commit import ATTRIBUTE, commit
 from postmortem.kb.lessons import parse_lessons
-from postmortem.kb.repo import ATTRIBUTE, commit
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "learners" / "example" / "postmortems" / "2026-11-22-19-spike-001.md"

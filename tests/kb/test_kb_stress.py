@@ -18,8 +18,9 @@ from test_kb_commit import IDENTITY, assert_clean_kb, document
 from postmortem.document.markdown import parse, render
 from postmortem.errors import KBError
 from postmortem.files import check_name
+from postmortem.kb.commit import commit, open_repo
+from postmortem.kb.journal import Journal
 from postmortem.kb.lessons import parse_lessons
-from postmortem.kb.repo import Journal, commit, open_repo
 
 pytestmark = pytest.mark.slow
 

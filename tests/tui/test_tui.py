@@ -439,7 +439,7 @@ async def test_the_command_palette_knows_the_apps_commands():
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_the_editor_lints_live_and_autosaves_a_draft(tmp_path):
-    from postmortem.document.drafts import draft_path
+    from postmortem.document.draftstore import draft_path
     from postmortem.document.markdown import read
     from postmortem.tui.screens.editor import EditorScreen
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
@@ -481,7 +481,7 @@ async def test_the_first_draft_in_a_repository_is_ignored_by_git(tmp_path):
     """A draft written before any commit must not be swept up by the user's `git add -A`."""
     import git
 
-    from postmortem.document.drafts import draft_path
+    from postmortem.document.draftstore import draft_path
     repo = git.Repo.init(tmp_path)
     app = PostmortemApp(str(ROOT / "sample_runs" / "long-tail-token"), kb_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:

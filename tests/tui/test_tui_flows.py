@@ -9,7 +9,7 @@ import git
 import pytest
 from pilots import opened
 
-from postmortem.document.drafts import draft_path, typed_path
+from postmortem.document.draftstore import draft_path, typed_path
 from postmortem.document.markdown import read
 from postmortem.tui.app import PostmortemApp
 from postmortem.tui.screens.commit import CommitScreen

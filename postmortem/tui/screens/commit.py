@@ -96,7 +96,7 @@ class CommitScreen(Screen):
 
     def show_plan(self) -> None:
         from postmortem.errors import KBError
-        from postmortem.kb.repo import ATTRIBUTE, open_repo, plan
+        from postmortem.kb.commit import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
             refused = self._refusal()
@@ -147,7 +147,7 @@ class CommitScreen(Screen):
 
         from postmortem.document.markdown import render
         from postmortem.errors import KBError
-        from postmortem.kb.repo import commit, run_as_committed
+        from postmortem.kb.commit import commit, run_as_committed
         figure = self._figure()
         learner, run, root = self._learner(), self.pm.run, self._kb()     # the run as this process read it
         out = self.query_one("#commit-plan", Static)
@@ -172,7 +172,7 @@ class CommitScreen(Screen):
             done.notes.append(kept)
         self.on_commit(done)
         if self.draft is not None:
-            from postmortem.document.drafts import discard
+            from postmortem.document.draftstore import discard
             discard(self.draft)     # the committed file holds every word of it now
         shown = f"\n{done.figure}" if done.figure else ""
         out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}{shown}\n{done.lessons}"
@@ -203,7 +203,7 @@ class CommitScreen(Screen):
 
     def action_init(self) -> None:
         from postmortem.errors import UserError
-        from postmortem.kb.repo import open_repo
+        from postmortem.kb.commit import open_repo
         if self.problems or self.committed:
             return
         try:

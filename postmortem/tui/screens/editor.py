@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input, Label, Markdown, OptionList, Static, 
 
 from postmortem.diagnose.catalog import PATTERNS, remedies_for
 from postmortem.document import sections
-from postmortem.document.drafts import DraftStore
+from postmortem.document.draftstore import DraftStore
 from postmortem.document.model import SECTIONS, PostMortem
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
 from postmortem.numbers import number
@@ -273,7 +273,7 @@ class EditorScreen(Screen):
             return
         self.pm = self.collect()
         if self.store.save(self.pm, self.typed_inputs()) and not self.drafts_ignored:
-            from postmortem.kb.repo import ignore_drafts_at
+            from postmortem.kb.commit import ignore_drafts_at
             self.drafts_ignored = False       # once a session: `git add -A` must not take drafts
             ignore_drafts_at(self.root)
 

@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from postmortem.kb.commit import kb_root
 from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
-from postmortem.kb.repo import kb_root
 from postmortem.tui.screens.document import DocumentScreen
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
