@@ -8,7 +8,12 @@ from functools import cached_property
 
 import numpy as np
 
-from postmortem.diagnose import detect
+from postmortem.diagnose.detectors.cascades import scaler_events
+from postmortem.diagnose.detectors.divergence import divergence
+from postmortem.diagnose.detectors.event import overlaps
+from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes
+from postmortem.diagnose.detectors.loss_spikes import loss_spikes
+from postmortem.diagnose.detectors.resumes import resumes
 from postmortem.diagnose.nan import nan_rows, overflow_rows
 from postmortem.diagnose.series import effective_history, interval, segment_rows
 from postmortem.diagnose.thresholds import Thresholds
@@ -117,7 +122,7 @@ class Context:
 
     @cached_property
     def loss_spikes(self):
-        return detect.loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
+        return loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
 
     @cached_property
     def unjudged_rises(self) -> list:
@@ -126,21 +131,21 @@ class Context:
 
     @cached_property
     def grad_spikes(self):
-        return detect.grad_norm_spikes(self.log, self.th, self.history)
+        return grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
     def scaler(self):
         """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
         from postmortem.diagnose.scaler import persistent
-        cascades, probes, drops = detect.scaler_events(self.log, self.th, self.skips)
+        cascades, probes, drops = scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
-            host = next((c for c in cascades if detect.overlaps(c, p, self.th.cascade_gap)), None)
+            host = next((c for c in cascades if overlaps(c, p, self.th.cascade_gap)), None)
             if host is None:
                 cascades.append(p)
                 continue
-            host.notes.update(persistent=p.notes["persistent"], at_start=p.notes["at_start"],
-                              floor=p.notes["to"], persistent_step=p.step)
+            host.notes.persistent, host.notes.at_start = p.notes.persistent, p.notes.at_start
+            host.notes.floor, host.notes.persistent_step = p.notes.scale_to, p.step
             host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
         cascades.sort(key=lambda c: (c.segment, c.step))
         return self._within_collapse(cascades), probes, drops
@@ -150,13 +155,13 @@ class Context:
         overflow going on (counted on it), not incidents of their own."""
         out = []
         for c in cascades:
-            host = next((p for p in out if p.notes.get("persistent") == "below-1" and p.segment == c.segment
+            host = next((p for p in out if p.notes.persistent == "below-1" and p.segment == c.segment
                          and p.step < c.step and self.scale_before(c) < 1.0), None)
             if host is None:
                 out.append(c)
                 continue
-            host.notes["later_cascades"] = host.notes.get("later_cascades", 0) + 1
-            host.notes["skipped"] = (host.notes.get("skipped") or 0) + (c.notes.get("skipped") or 0) or None
+            host.notes.later_cascades += 1
+            host.notes.skipped = (host.notes.skipped or 0) + (c.notes.skipped or 0) or None
         return out
 
     def scale_before(self, c) -> float:
@@ -198,11 +203,11 @@ class Context:
 
     @cached_property
     def divergences(self):
-        return detect.divergence(self.log, self.th)
+        return divergence(self.log, self.th)
 
     @cached_property
     def resumes(self):
-        return detect.resumes(self.log, self.th)
+        return resumes(self.log, self.th)
 
     @cached_property
     def nonfinite(self) -> np.ndarray:

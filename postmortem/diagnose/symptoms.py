@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event
+from postmortem.diagnose.detectors.event import Event
 from postmortem.diagnose.models import Symptoms
 from postmortem.diagnose.series import between, ema
 
@@ -20,9 +20,9 @@ def recovered(ctx: Context, event: Event) -> bool:
 
 def band(ctx: Context, event: Event) -> float:
     """The top of the band the loss is back in: the window's mean + 0.5 std; a spike judged
-    on too few points (notes["sparse"]) is back under the bar it was flagged at
+    on too few points (notes.sparse) is back under the bar it was flagged at
     (`sparse_rise` over the level before it), as a std of a few points means little."""
-    if event.notes.get("sparse"):
+    if event.notes.sparse:
         return event.window_mean + abs(event.window_mean) * ctx.th.sparse_rise
     std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * ctx.th.spike_min_rise
     return event.window_mean + ctx.th.recovery_sigma * std
