@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,4 +157,68 @@ def _spikes(w: _Windows, j: _Judged, sparse: np.ndarray, typical: dict[int, floa
                                   noise=float(w.noise[first]) if np.isfinite(w.noise[first]) else None,
                                   sparse=few, points=int(w.n[first])),
                             severity=float(sev)))
+    return events
+
+
+def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None = None) -> list[Event]:
+    """`loss_spikes` as its checklist says it, one point at a time (slow: what the property
+    test holds the vectorised one to). Each point is judged against the points of the
+    `spike_window` steps before it: fewer than 10 (a snippet), against their median; at
+    least `spike_min_points`, against their mean and std (or the series' noise, if larger)."""
+    unjudged = [] if unjudged is None else unjudged
+    if "loss" not in log.frame:
+        return []
+    events: list[Event] = []
+    for seg, hist in segment_views(log):
+        loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
+        keep = np.isfinite(loss)
+        steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
+        if not own.any():
+            continue
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        noise = step_noise(loss, block(steps, window))
+        flags = []                     # (index, sparse, level judged against, mean, std, scale, z)
+        for i in range(len(loss)):
+            before = loss[:i][steps[:i] >= steps[i] - window]      # the window: [step - window, step)
+            n = len(before)
+            if n == 0:
+                continue
+            mean = float(np.mean(before))
+            std = float(np.std(before, ddof=1)) if n > 1 else 0.0
+            scale = max(std, noise[i]) if math.isfinite(noise[i]) else std
+            with np.errstate(invalid="ignore", divide="ignore"):
+                z = float(np.divide(loss[i] - mean, scale))
+            if n < min(th.spike_min_points, 10):
+                typical = float(np.median(before))
+                if own[i] and loss[i] > typical + abs(typical) * th.sparse_rise:
+                    pasted = len(loss) < 3 * th.spike_min_points and \
+                        loss[i] > typical + abs(typical) * 2 * th.sparse_rise
+                    if pasted or steps[i] - steps[0] > window or n >= th.spike_min_history:
+                        flags.append((i, True, typical, mean, std, scale, z))
+                    else:
+                        unjudged.append((int(steps[i]), n, seg))
+            elif own[i] and n >= th.spike_min_points:
+                far = z >= th.spike_sigma and loss[i] > mean + abs(mean) * th.spike_min_rise
+                big = loss.min() > 0 and z >= th.spike_sigma_big_rise and loss[i] > mean * (1 + th.spike_big_rise)
+                if far or big:
+                    flags.append((i, False, mean, mean, std, scale, z))
+        while flags:
+            # a spike: its first flag and every flag within `merge_gap` steps of the one before
+            first, few, base, mean, std, scale, z = flags[0]
+            last = first
+            while flags and steps[flags[0][0]] - steps[last] <= th.merge_gap:
+                last = flags.pop(0)[0]
+            # its peak: the highest loss until `merge_gap` steps after its last flag
+            span = [k for k in range(first, len(loss)) if steps[k] <= steps[last] + th.merge_gap] or [first]
+            peak = max(span, key=lambda k: (loss[k], -k))
+            if few and base:
+                sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma
+            else:
+                sev = (loss[peak] - mean) / scale if scale > 0 else th.spike_sigma
+            events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]), float(loss[peak]),
+                                float(base), float(std),
+                                Notes(z=z if math.isfinite(z) else None,
+                                      noise=float(noise[first]) if math.isfinite(noise[first]) else None,
+                                      sparse=few, points=int((steps[:first] >= steps[first] - window).sum())),
+                                severity=float(sev)))
     return events
