@@ -11,10 +11,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-
-
+from postmortem.diagnose.detectors.divergence import divergence, divergence_reference
 from postmortem.diagnose.detectors.event import Event
-
+from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes, grad_norm_spikes_reference
 from postmortem.diagnose.detectors.loss_spikes import loss_spikes, loss_spikes_reference
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
@@ -105,3 +104,17 @@ def test_loss_spikes_equal_their_reference(log):
     unjudged_plain: list = []
     assert_same(loss_spikes(log, th, unjudged=unjudged_fast), loss_spikes_reference(log, th, unjudged_plain))
     assert unjudged_fast == unjudged_plain
+
+
+@EXAMPLES
+@given(runs())
+def test_grad_norm_spikes_equal_their_reference(log):
+    th = Thresholds()
+    assert_same(grad_norm_spikes(log, th), grad_norm_spikes_reference(log, th))
+
+
+@EXAMPLES
+@given(runs())
+def test_divergence_equals_its_reference(log):
+    th = Thresholds()
+    assert_same(divergence(log, th), divergence_reference(log, th))

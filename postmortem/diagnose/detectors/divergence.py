@@ -189,3 +189,72 @@ def _event(s: _Smoothed, r: _Rise, seg: int, th: Thresholds) -> Event:
                  float(loss[peak]), float(smooth[start]), end_step=int(steps[-1]),
                  notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[end])),
                  severity=float(r.up / s.noise[end]) if s.noise[end] > 0 else th.spike_sigma)
+
+
+def divergence_reference(log: RunLog, th: Thresholds) -> list[Event]:
+    """`divergence` as its checklist says it, one point at a time (slow: what the property
+    test holds the vectorised one to). The loss, smoothed over `divergence_smooth` steps,
+    rises by `divergence_min_rise` of its level and `divergence_sigma` noises, with most of
+    its steps up, over a window (or from its lowest so far, over at least a window), and
+    still does half a window later."""
+    if "loss" not in log.frame:
+        return []
+    events = []
+    f = log.frame
+    for seg in sorted(set(f.segment.to_numpy().tolist())):
+        rows = f[(f.segment == seg).to_numpy()]
+        loss = rows.loss.to_numpy(dtype=float, na_value=np.nan)
+        steps, loss = rows.step.to_numpy()[np.isfinite(loss)], loss[np.isfinite(loss)]
+        if len(steps) >= th.short_log_points:
+            events += _segment_reference(steps, loss, int(seg), th)
+    return events
+
+
+def _segment_reference(steps: np.ndarray, loss: np.ndarray, seg: int, th: Thresholds) -> list[Event]:
+    """One segment's first confirmed divergence, one point at a time."""
+    gap = spacing(steps)[1]
+    window, smooth_w = divergence_windows(steps, th)
+    n = len(steps)
+    # the mean of the loss over (step - smoothing, step]; its lowest so far
+    smooth = np.array([loss[:i + 1][steps[:i + 1] > steps[i] - smooth_w].mean() for i in range(n)])
+    floor = np.array([smooth[:i + 1].min() for i in range(n)])
+    lowest = [max((j for j in range(i + 1) if smooth[j] <= floor[j]), default=0) for i in range(n)]
+    per = max(1.0, smooth_w / max(gap, 1e-9))
+    noise = _noise(steps, loss, window, gap, th)
+    need = th.divergence_sigma * noise / np.sqrt(per)
+    # how many smoothed steps went up so far, each against half a smoothing span before
+    lag = max(1, int(per // 2))
+    rising = np.array([sum(smooth[j] > smooth[j - lag] for j in range(lag, i + 1)) for i in range(n)])
+
+    def rose(i: int, frm: int, span: float) -> bool:
+        """From index `frm` to `i`: at least `span` steps, mostly up, by both margins."""
+        up = smooth[i] - smooth[frm]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return bool(steps[i] - steps[frm] >= span
+                        and (rising[i] - rising[frm]) / max(i - frm, 1) >= th.divergence_rising_share
+                        and up / np.abs(smooth[frm]) >= th.divergence_min_rise and up >= need[i])
+
+    def window_start(i: int) -> int:
+        return int(np.searchsorted(steps, steps[i] - window, side="left"))
+
+    def holds(i: int) -> bool:
+        return rose(i, window_start(i), window * 0.9) or rose(i, lowest[i], window)
+
+    for i in range(n):
+        later = min(int(np.searchsorted(steps, steps[i] + window // 2, side="left")), n - 1)
+        if not (holds(i) and holds(later)):
+            continue
+        start = window_start(i) if rose(i, window_start(i), window * 0.9) else lowest[i]
+        up = smooth[i] - smooth[start]
+        # where it began: the lowest smoothed loss from a window before its start on
+        start = min(start, max(lowest[i], int(np.searchsorted(steps, steps[start] - window))))
+        start += int(np.argmin(smooth[start:i + 1]))
+        peak = start + int(np.argmax(loss[start:]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rise = up / np.abs(smooth[start])
+        share = (rising[i] - rising[start]) / max(i - start, 1)
+        return [Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]), float(loss[peak]),
+                      float(smooth[start]), end_step=int(steps[-1]),
+                      notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[i])),
+                      severity=float(up / noise[i]) if noise[i] > 0 else th.spike_sigma)]
+    return []

@@ -110,3 +110,51 @@ def _spikes(steps: np.ndarray, gn: np.ndarray, lg: np.ndarray, base: np.ndarray,
                             Notes(ratio=float(gn[peak] / med[0]), sparse=few, points=int(first - lo[first])),
                             severity=float(sev)))
     return events
+
+
+def grad_norm_spikes_reference(log: RunLog, th: Thresholds) -> list[Event]:
+    """`grad_norm_spikes` as its checklist says it, one point at a time (slow: what the
+    property test holds the vectorised one to). On log10 of the positive grad norms: the
+    baseline is the median of the 10 points before; a point `grad_spike_min_ratio` above it
+    is a spike when its residual is `grad_spike_sigma` MADs of the residuals in the
+    `spike_window` steps before it (a handful of them: `sparse_grad_ratio` above)."""
+    if "grad_norm" not in log.frame:
+        return []
+    events: list[Event] = []
+    for seg, hist in segment_views(log):
+        steps, gn, own = _positive(hist, seg)
+        if not own.any():
+            continue
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        lg = np.log10(gn)
+        base = np.array([np.median(lg[max(i - 10, 0):i]) if i else np.nan for i in range(len(lg))])
+        flags = []                          # (index, sparse, spread)
+        for i in range(1, len(lg)):
+            if not own[i] or not lg[i] - base[i] > np.log10(th.grad_spike_min_ratio):
+                continue
+            inside = (steps[:i] >= steps[i] - window)          # the window: [step - window, step)
+            r = (lg[:i] - base[:i])[inside]
+            r = r[np.isfinite(r)]
+            if len(r) < th.spike_min_points:
+                if len(r) >= 2 and lg[i] - base[i] >= np.log10(th.sparse_grad_ratio):
+                    flags.append((i, True, np.nan))
+                continue
+            spread = max(1.4826 * np.median(np.abs(r - np.median(r))), 1e-3)
+            if lg[i] - base[i] > th.grad_spike_sigma * spread:
+                flags.append((i, False, spread))
+        while flags:
+            # a spike: its first flag and every flag within `merge_gap` steps of the one before
+            first, few, spread = flags[0]
+            points = []
+            while flags and (not points or steps[flags[0][0]] - steps[points[-1]] <= th.merge_gap):
+                points.append(flags.pop(0)[0])
+            peak = max(points, key=lambda k: (gn[k], -k))
+            med = 10 ** base[first]
+            sev = (lg[peak] - base[peak]) / np.log10(th.sparse_grad_ratio) if few \
+                else (lg[peak] - base[first]) / (th.grad_spike_sigma * spread)
+            events.append(Event("spike", "grad_norm", int(steps[first]), seg, int(steps[peak]), float(gn[peak]),
+                                float(med), float(spread),
+                                Notes(ratio=float(gn[peak] / med), sparse=few,
+                                      points=int((steps[:first] >= steps[first] - window).sum())),
+                                severity=float(sev * th.spike_sigma)))
+    return events
