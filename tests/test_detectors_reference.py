@@ -11,6 +11,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from postmortem.diagnose.detectors.cascades import scaler_events, scaler_events_reference
 from postmortem.diagnose.detectors.divergence import divergence, divergence_reference
 from postmortem.diagnose.detectors.event import Event
 from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes, grad_norm_spikes_reference
@@ -19,13 +20,13 @@ from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 from postmortem.run.model import Source
 
-EXAMPLES = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
 def segment_series(draw, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """One segment's loss, grad norm and loss scale: random walks with what detectors find
-    injected (spikes, a ramp, NaN and inf, falls of the scale)."""
+    injected (spikes, a ramp, NaN and inf, falls of the scale, skipped steps)."""
     level = draw(st.sampled_from([0.05, 1.0, 3.0, 8.0]))
     noise = draw(st.sampled_from([0.001, 0.01, 0.05, 0.2]))
     offset = draw(st.sampled_from([0.0, 0.0, 0.0, -level * 1.5]))        # now and then a negative loss
@@ -42,11 +43,14 @@ def segment_series(draw, n: int, rng: np.random.Generator) -> dict[str, np.ndarr
     for _ in range(draw(st.integers(0, 6))):                       # falls (halvings) and regrowth
         at = draw(st.integers(0, n - 1))
         scale[at:] *= 2.0 ** draw(st.sampled_from([-1, -1, -2, -4, 1]))
+    skipped = np.full(n, math.nan) if draw(st.booleans()) else np.zeros(n)    # the scaler's own count
+    for _ in range(draw(st.integers(0, 6))):
+        skipped[draw(st.integers(0, n - 1))] = draw(st.integers(1, 3))
     loss += offset
     for column in (loss, gn, scale):
         for _ in range(draw(st.integers(0, 3))):
             column[draw(st.integers(0, n - 1))] = draw(st.sampled_from([math.nan, math.inf]))
-    return {"loss": loss, "grad_norm": gn, "loss_scale": scale}
+    return {"loss": loss, "grad_norm": gn, "loss_scale": scale, "skipped": skipped}
 
 
 @st.composite
@@ -118,3 +122,13 @@ def test_grad_norm_spikes_equal_their_reference(log):
 def test_divergence_equals_its_reference(log):
     th = Thresholds()
     assert_same(divergence(log, th), divergence_reference(log, th))
+
+
+@EXAMPLES
+@given(runs())
+def test_scaler_events_equal_their_reference(log):
+    th = Thresholds()
+    cascades, probes, drops = scaler_events(log, th)
+    plain_cascades, plain_probes, plain_drops = scaler_events_reference(log, th)
+    assert_same(cascades, plain_cascades)
+    assert (probes, drops) == (plain_probes, plain_drops)

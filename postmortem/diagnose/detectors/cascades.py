@@ -191,3 +191,42 @@ def _past_probes(cluster: list[Mark], th: Thresholds) -> tuple[list[Mark], list[
     if len(bursts) > 1 and size(bursts[0]) <= 1 and size([c for b in bursts[1:] for c in b]) >= th.cascade_halvings:
         return [c for b in bursts[1:] for c in b], bursts[0]
     return cluster, []
+
+
+def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
+                            ) -> tuple[list[Event], list[int], list[dict]]:
+    """`scaler_events` one row at a time (slow: what the property test holds the vectorised
+    one to): in each segment, every fall of the logged scale from the row before that has a
+    positive scale, and every row's skipped steps, in step order, taken together while each
+    is within the gap (`cascade_gap`, or 1.5 logging intervals) of the one before. What a
+    cluster is (`_judge`: cascade, probe, drop or the start-up calibration) is one reading
+    of the rules, shared by both."""
+    f = log.frame
+    if skips is None:
+        skips = np.maximum(skip_counts(log), overflow_rows(log))
+    scale = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else np.full(len(f), np.nan)
+    if np.isnan(scale).all() and not skips.any():
+        return [], [], []
+    steps, segments = f.step.to_numpy(), f.segment.to_numpy()
+    cascades: list[Event] = []
+    probes: list[int] = []
+    drops: list[dict] = []
+    for seg in sorted(set(segments.tolist())):
+        rows = [r for r in range(len(f)) if segments[r] == seg]
+        gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(steps[rows]))) if len(rows) > 1 else 0)
+        marks, before = [], None              # (before: the last row with a positive scale)
+        for r in rows:
+            if scale[r] > 0 and np.isfinite(scale[r]):
+                if before is not None and scale[r] < scale[before]:
+                    marks.append(Mark(int(steps[r]), float(np.log2(scale[before] / scale[r])), 0.0, scale[before],
+                                      scale[r], int(steps[before]), bool(steps[r] - steps[before] > gap)))
+                before = r
+        marks += [Mark(int(steps[r]), 0.0, float(skips[r]), np.nan, np.nan, None, False) for r in rows if skips[r] > 0]
+        marks.sort(key=lambda m: m.step)
+        while marks:
+            cluster = [marks.pop(0)]
+            while marks and marks[0].step - cluster[-1].step <= gap:
+                cluster.append(marks.pop(0))
+            cascade, probe, drop = _judge(cluster, seg, gap, f, np.array(rows), int(steps[0]), th)
+            cascades, probes, drops = cascades + cascade, probes + probe, drops + drop
+    return cascades, probes, drops
