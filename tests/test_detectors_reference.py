@@ -74,6 +74,16 @@ def runs(draw) -> RunLog:
     return RunLog(frame, Source("jsonl", "generated"))
 
 
+# the defaults, and settings a user may give with --set (windows, margins, gaps)
+thresholds = st.builds(
+    Thresholds,
+    spike_window=st.sampled_from([100, 100, 30, 400]), spike_min_points=st.sampled_from([10, 10, 3, 20]),
+    spike_min_history=st.sampled_from([3, 1]), merge_gap=st.sampled_from([10, 10, 0, 60]),
+    grad_spike_min_ratio=st.sampled_from([5.0, 2.0]), divergence_window=st.sampled_from([200, 200, 50, 600]),
+    divergence_smooth=st.sampled_from([50, 50, 10]), divergence_min_points=st.sampled_from([20, 8]),
+    cascade_gap=st.sampled_from([10, 10, 3, 40]), cascade_halvings=st.sampled_from([3, 3, 2, 5]))
+
+
 def close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is b
@@ -101,9 +111,8 @@ def assert_same(fast: list[Event], plain: list[Event]) -> None:
 
 
 @EXAMPLES
-@given(runs())
-def test_loss_spikes_equal_their_reference(log):
-    th = Thresholds()
+@given(runs(), thresholds)
+def test_loss_spikes_equal_their_reference(log, th):
     unjudged_fast: list = []
     unjudged_plain: list = []
     assert_same(loss_spikes(log, th, unjudged=unjudged_fast), loss_spikes_reference(log, th, unjudged_plain))
@@ -111,23 +120,20 @@ def test_loss_spikes_equal_their_reference(log):
 
 
 @EXAMPLES
-@given(runs())
-def test_grad_norm_spikes_equal_their_reference(log):
-    th = Thresholds()
+@given(runs(), thresholds)
+def test_grad_norm_spikes_equal_their_reference(log, th):
     assert_same(grad_norm_spikes(log, th), grad_norm_spikes_reference(log, th))
 
 
 @EXAMPLES
-@given(runs())
-def test_divergence_equals_its_reference(log):
-    th = Thresholds()
+@given(runs(), thresholds)
+def test_divergence_equals_its_reference(log, th):
     assert_same(divergence(log, th), divergence_reference(log, th))
 
 
 @EXAMPLES
-@given(runs())
-def test_scaler_events_equal_their_reference(log):
-    th = Thresholds()
+@given(runs(), thresholds)
+def test_scaler_events_equal_their_reference(log, th):
     cascades, probes, drops = scaler_events(log, th)
     plain_cascades, plain_probes, plain_drops = scaler_events_reference(log, th)
     assert_same(cascades, plain_cascades)
