@@ -71,6 +71,6 @@ class Event:
         return max(self.step, self.peak_step if self.end_step is None else self.end_step)
 
 
-def overlaps(a: Event, b: Event, margin: int = 20) -> bool:
+def overlaps(a: Event, b: Event, margin: float = 20) -> bool:
     """Two events of one segment within `margin` steps of each other's span."""
     return a.segment == b.segment and a.step <= b.last + margin and b.step - margin <= a.last

@@ -145,7 +145,7 @@ def grad_norm_spikes_reference(log: RunLog, th: Thresholds) -> list[Event]:
         while flags:
             # a spike: its first flag and every flag within `merge_gap` steps of the one before
             first, few, spread = flags[0]
-            points = []
+            points: list[int] = []
             while flags and (not points or steps[flags[0][0]] - steps[points[-1]] <= th.merge_gap):
                 points.append(flags.pop(0)[0])
             peak = max(points, key=lambda k: (gn[k], -k))
