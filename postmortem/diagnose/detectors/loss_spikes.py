@@ -202,23 +202,32 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                 big = loss.min() > 0 and z >= th.spike_sigma_big_rise and loss[i] > mean * (1 + th.spike_big_rise)
                 if far or big:
                     flags.append((i, False, mean, mean, std, scale, z))
-        while flags:
-            # a spike: its first flag and every flag within `merge_gap` steps of the one before
-            first, few, base, mean, std, scale, z = flags[0]
-            last = first
-            while flags and steps[flags[0][0]] - steps[last] <= th.merge_gap:
-                last = flags.pop(0)[0]
-            # its peak: the highest loss until `merge_gap` steps after its last flag
-            span = [k for k in range(first, len(loss)) if steps[k] <= steps[last] + th.merge_gap] or [first]
-            peak = max(span, key=lambda k: (loss[k], -k))
-            if few and base:
-                sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma
-            else:
-                sev = (loss[peak] - mean) / scale if scale > 0 else th.spike_sigma
-            events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]), float(loss[peak]),
-                                float(base), float(std),
-                                Notes(z=z if math.isfinite(z) else None,
-                                      noise=float(noise[first]) if math.isfinite(noise[first]) else None,
-                                      sparse=few, points=int((steps[:first] >= steps[first] - window).sum())),
-                                severity=float(sev)))
+        events += _reference_spikes(flags, steps, loss, noise, window, seg, th)
+    return events
+
+
+def _reference_spikes(flags: list[tuple[int, bool, float, float, float, float, float]], steps: np.ndarray,
+                      loss: np.ndarray, noise: np.ndarray, window: int, seg: int, th: Thresholds) -> list[Event]:
+    """The reference's flagged points (index, sparse, level, mean, std, scale, z), grouped
+    into spikes, each with its peak and severity."""
+    events = []
+    while flags:
+        # a spike: its first flag and every flag within `merge_gap` steps of the one before
+        first, few, base, mean, std, scale, z = flags[0]
+        last = first
+        while flags and steps[flags[0][0]] - steps[last] <= th.merge_gap:
+            last = flags.pop(0)[0]
+        # its peak: the highest loss until `merge_gap` steps after its last flag
+        span = [k for k in range(first, len(loss)) if steps[k] <= steps[last] + th.merge_gap] or [first]
+        peak = max(span, key=lambda k: (loss[k], -k))
+        if few and base:
+            sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma
+        else:
+            sev = (loss[peak] - mean) / scale if scale > 0 else th.spike_sigma
+        events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]), float(loss[peak]),
+                            float(base), float(std),
+                            Notes(z=z if math.isfinite(z) else None,
+                                  noise=float(noise[first]) if math.isfinite(noise[first]) else None,
+                                  sparse=few, points=int((steps[:first] >= steps[first] - window).sum())),
+                            severity=float(sev)))
     return events
