@@ -10,7 +10,7 @@ from typing import cast
 import numpy as np
 
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event, overlaps
+from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
@@ -68,7 +68,7 @@ def _reach(ctx: Context, host: Event, e: Event) -> float:
     """How far after `host`'s span `e` still belongs to it: `merge_gap`; a NaN after a blow-up
     that never came back, up to the next logged line (its last finite point is where the
     loss left the log's range)."""
-    if e.kind == "nan" and host.notes.get("from_spike") and host.kind == "divergence":
+    if e.kind == "nan" and host.notes.from_spike and host.kind == "divergence":
         return max(ctx.th.merge_gap, ctx.th.near_lines * ctx.every(e.segment))
     return ctx.th.merge_gap
 
@@ -91,7 +91,7 @@ class Merged:
 def _joins(m: Merged, e: Event, first: bool = False) -> None:
     """A NaN, spike or divergence joining an incident: said as its kind and step (a blow-up
     that stayed up is said as the spike it was)."""
-    kind = "spike" if e.notes.get("from_spike") else e.kind
+    kind = "spike" if e.notes.from_spike else e.kind
     m.join(kind, e, f"{kind} at step {e.step}", first)
 
 
@@ -100,7 +100,7 @@ def incident_events(ctx: Context, checks) -> list[Merged]:
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
     lead = _nan_events(ctx) + [_stays_up(ctx, e) for e in ctx.loss_spikes] + ctx.divergences
     # NaN runs inside a spike's span, or spikes inside a NaN run, are one incident.
-    slow = lambda e: e.kind == "divergence" and not e.notes.get("from_spike")  # noqa: E731
+    slow = lambda e: e.kind == "divergence" and not e.notes.from_spike  # noqa: E731
     lead.sort(key=lambda e: (e.segment, not slow(e), e.step, e.kind != "nan"))
     merged: list[Merged] = []
     for e in lead:
@@ -162,11 +162,11 @@ def _stays_up(ctx: Context, ev: Event) -> Event:
         return ev
     after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
     after = after[np.isfinite(after.loss.to_numpy(dtype=float, na_value=np.nan))]
-    if ev.notes.get("sparse") and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
+    if ev.notes.sparse and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
         return ev       # (no point after it, or only past a hole: nothing says it stayed up)
     back = after.step.to_numpy()[(after.loss <= ctx.band(ev)).to_numpy()]
     end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
-    return replace(ev, kind="divergence", notes={**ev.notes, "from_spike": True}, end_step=max(end, ev.peak_step))
+    return replace(ev, kind="divergence", notes=replace(ev.notes, from_spike=True), end_step=max(end, ev.peak_step))
 
 
 def onset(ctx: Context, ev: Event) -> Event:
@@ -177,7 +177,7 @@ def onset(ctx: Context, ev: Event) -> Event:
     reach = ctx.around(ev.segment)
     # a divergence's start is the lowest point of a smoothed loss, known to half its smoothing
     # span: a cause that far after it is where it began
-    late = ev.step + ctx.th.divergence_smooth // 2 if ev.kind == "divergence" and "confirmed_at" in ev.notes \
+    late = ev.step + ctx.th.divergence_smooth // 2 if ev.kind == "divergence" and ev.notes.confirmed_at is not None \
         else ev.step
     starts = []
     c = nearest_cascade(ctx, ev)
@@ -190,7 +190,7 @@ def onset(ctx: Context, ev: Event) -> Event:
             starts.append(jump.step)
     if not starts:
         return ev
-    return replace(ev, step=min(starts), notes={**ev.notes, "detected_at": ev.step})
+    return replace(ev, step=min(starts), notes=replace(ev.notes, detected_at=ev.step))
 
 
 def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence[RunLog] = ()) -> Analysis:

@@ -63,7 +63,7 @@ def _long_tail(ctx, *, ev, f, e) -> None:
         within = f"within {ctx.recovery_reach(ev.segment):g} steps"
         e.add(rec and short, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
               f"{ev.peak_step}, " + (f"back {within}" if rec else f"not back {within}"))
-    elif ev.kind == "divergence" and ev.notes.get("from_spike") and ev.metric == "loss":
+    elif ev.kind == "divergence" and ev.notes.from_spike and ev.metric == "loss":
         # one outsized batch moves the loss for a step or two; a loss that stays up is not it
         e.add(False, "w_recovers", "loss", f"loss {number(ev.window_mean)} -> {number(ev.peak)} at step "
               f"{ev.peak_step} and not back by step {ev.last}: one batch does not keep the loss up")
@@ -73,8 +73,8 @@ def _long_tail(ctx, *, ev, f, e) -> None:
         e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the "
               f"{ctx.th.batch_repeat_window} before it")
     if f.cascade is not None:
-        e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes['from']:g} -> "
-              f"{f.cascade.notes['to']:g} from step {f.cascade.step}, near the spike")
+        e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes.scale_from:g} -> "
+              f"{f.cascade.notes.scale_to:g} from step {f.cascade.step}, near the spike")
     _cross_run(f, e, "w_cross_run", "the same batch, so the data")
 
 
@@ -82,7 +82,7 @@ def cascade_span(c) -> str:
     """Where a cascade was seen: from its first skip or fall to its last, or, where the scale
     fell between two lines more than a step apart, between those lines (when within that
     span is not known)."""
-    after = c.notes.get("after")
+    after = c.notes.after
     if after is not None and after < c.step - 1:
         return f"between the lines at step {after} and step {c.peak_step}"
     return f"from step {c.step} to step {c.peak_step}"
@@ -106,12 +106,12 @@ def _fp16(ctx, *, ev, f, e) -> None:
     if f.cascade is not None:
         from postmortem.diagnose.scaler import persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
         c = f.cascade
-        what = (f"loss scale {c.notes['from']:g} -> {c.notes['to']:g} ({c.notes['halvings']:.0f} halvings"
-                + (f", {c.notes['skipped']:.0f} steps skipped" if c.notes.get("skipped") else "") + ")"
-                if c.notes["from"] == c.notes["from"] and c.notes.get("halvings") else
-                f"{(c.notes.get('skipped') or 0):.0f} overflowing steps skipped")
+        what = (f"loss scale {c.notes.scale_from:g} -> {c.notes.scale_to:g} ({c.notes.halvings:.0f} halvings"
+                + (f", {c.notes.skipped:.0f} steps skipped" if c.notes.skipped else "") + ")"
+                if c.notes.scale_from == c.notes.scale_from and c.notes.halvings else
+                f"{(c.notes.skipped or 0):.0f} overflowing steps skipped")
         e.add(True, "w_cascade", "loss-scale", f"{what} {cascade_span(c)}")
-        if c.notes.get("persistent"):
+        if c.notes.persistent:
             e.add(True, "w_cascade", "loss-scale", persistent_words(c))
     elif ctx.has("loss_scale"):
         probes = [p for p in ctx.probes if abs(p - ev.step) <= ctx.around(ev.segment)]
@@ -178,7 +178,7 @@ def _bad_data(ctx, *, ev, f, e) -> None:
 
 
 def _lr_high(ctx, *, ev, f, e) -> None:
-    if ev.kind == "divergence" and ev.notes.get("from_spike"):
+    if ev.kind == "divergence" and ev.notes.from_spike:
         # a blow-up that stays up says little of its cause by itself: half the weight, and
         # none where no LR is logged (the blow-up itself is no evidence of the LR)
         lr = ctx.has("lr")
@@ -186,8 +186,8 @@ def _lr_high(ctx, *, ev, f, e) -> None:
               f"{ev.peak_step}, not back within {ctx.recovery_reach(ev.segment):g} steps"
               + ("" if lr else ": no LR logged, so nothing says the LR was too high"), half=True)
     elif ev.kind == "divergence":
-        e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.get('rise', 0):.0%} from step "
-              f"{ev.step} to step {ev.notes.get('confirmed_at', ev.peak_step)}")
+        e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.rise or 0:.0%} from step "
+              f"{ev.step} to step {ev.peak_step if ev.notes.confirmed_at is None else ev.notes.confirmed_at}")
     if ev.kind == "divergence" and f.gn_ratio is not None:
         # the grad norm's jump with the loss: the step the LR allows is too large for it
         jump = f.gn_ratio >= ctx.th.long_tail_grad_ratio / 3

@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from postmortem.diagnose import detect
+from postmortem.diagnose.detectors.cascades import scaler_events
+from postmortem.diagnose.detectors.divergence import divergence
+from postmortem.diagnose.detectors.event import Event, overlaps
+from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes
+from postmortem.diagnose.detectors.loss_spikes import loss_spikes
+from postmortem.diagnose.detectors.resumes import resumes
 from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
 from postmortem.diagnose.models import Check
 from postmortem.diagnose.nan import nan_rows, overflow_rows, scaler_idle, skip_counts
@@ -121,7 +126,7 @@ class Context:
         `recovery_points` logging intervals where the log is sparser."""
         return max(float(self.th.recovery_window), self.th.recovery_points * self.every(segment))
 
-    def recovered(self, event: detect.Event) -> bool:
+    def recovered(self, event: Event) -> bool:
         """Back within mean + `recovery_sigma` std of the pre-spike window inside
         `recovery_window` steps of the peak (or `recovery_points` logged points, where the
         log is sparser)."""
@@ -129,19 +134,19 @@ class Context:
         after = between(h, event.peak_step + 1, event.peak_step + self.recovery_reach(event.segment)).loss
         return bool((after <= self.band(event)).any())
 
-    def band(self, event: detect.Event) -> float:
+    def band(self, event: Event) -> float:
         """The top of the band the loss is back in: the window's mean + `recovery_sigma` std;
-        a spike judged on too few points (notes["sparse"]) is back under the bar it was
+        a spike judged on too few points (notes.sparse) is back under the bar it was
         flagged at (`sparse_rise` over the level before it), as a std of a few points means
         little."""
-        if event.notes.get("sparse"):
+        if event.notes.sparse:
             return event.window_mean + abs(event.window_mean) * self.th.sparse_rise
         std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * self.th.spike_min_rise
         return event.window_mean + self.th.recovery_sigma * std
 
     @cached_property
     def loss_spikes(self):
-        return detect.loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
+        return loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
 
     @cached_property
     def unjudged_rises(self) -> list:
@@ -150,20 +155,20 @@ class Context:
 
     @cached_property
     def grad_spikes(self):
-        return detect.grad_norm_spikes(self.log, self.th, self.history)
+        return grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
     def scaler(self):
         """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
-        cascades, probes, drops = detect.scaler_events(self.log, self.th, self.skips)
+        cascades, probes, drops = scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
-            host = next((c for c in cascades if detect.overlaps(c, p, self.th.cascade_gap)), None)
+            host = next((c for c in cascades if overlaps(c, p, self.th.cascade_gap)), None)
             if host is None:
                 cascades.append(p)
                 continue
-            host.notes.update(persistent=p.notes["persistent"], at_start=p.notes["at_start"],
-                              floor=p.notes["to"], persistent_step=p.step)
+            host.notes.persistent, host.notes.at_start = p.notes.persistent, p.notes.at_start
+            host.notes.floor, host.notes.persistent_step = p.notes.scale_to, p.step
             host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
         cascades.sort(key=lambda c: (c.segment, c.step))
         return self._within_collapse(cascades), probes, drops
@@ -171,15 +176,15 @@ class Context:
     def _within_collapse(self, cascades: list) -> list:
         """Cascades while the scale stays below 1 after a persistent overflow are that same
         overflow going on (counted on it), not incidents of their own."""
-        out: list[detect.Event] = []
+        out: list[Event] = []
         for c in cascades:
-            host = next((p for p in out if p.notes.get("persistent") == "below-1" and p.segment == c.segment
+            host = next((p for p in out if p.notes.persistent == "below-1" and p.segment == c.segment
                          and p.step < c.step and self.scale_before(c) < 1.0), None)
             if host is None:
                 out.append(c)
                 continue
-            host.notes["later_cascades"] = host.notes.get("later_cascades", 0) + 1
-            host.notes["skipped"] = (host.notes.get("skipped") or 0) + (c.notes.get("skipped") or 0) or None
+            host.notes.later_cascades += 1
+            host.notes.skipped = (host.notes.skipped or 0) + (c.notes.skipped or 0) or None
         return out
 
     def scale_before(self, c) -> float:
@@ -224,11 +229,11 @@ class Context:
 
     @cached_property
     def divergences(self):
-        return detect.divergence(self.log, self.th)
+        return divergence(self.log, self.th)
 
     @cached_property
     def resumes(self):
-        return detect.resumes(self.log, self.th)
+        return resumes(self.log, self.th)
 
     @cached_property
     def nonfinite(self) -> np.ndarray:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from postmortem.diagnose.catalog import CATALOG
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event, overlaps
+from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.models import Confidence, Hypothesis, Observation
 from postmortem.diagnose.series import between
 from postmortem.diagnose.thresholds import Thresholds
@@ -142,7 +142,7 @@ def nearest_cascade(ctx: Context, ev: Event) -> Event | None:
 
 def ongoing_collapse(ctx: Context, ev: Event) -> Event | None:
     """A persistent overflow (a scale below 1) before the incident that still holds at it."""
-    return next((c for c in ctx.cascades if c.segment == ev.segment and c.notes.get("persistent") == "below-1"
+    return next((c for c in ctx.cascades if c.segment == ev.segment and c.notes.persistent == "below-1"
                  and c.step <= ev.step and ctx.scale_before(ev) < 1.0), None)
 
 
@@ -268,5 +268,5 @@ def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
     top = hyps[0].score
     margin = top - (hyps[1].score if len(hyps) > 1 else 0)
     low = (top < ctx.th.low_confidence_score or margin < ctx.th.low_confidence_margin
-           or scored[0][4] < ctx.th.low_confidence_support or getattr(ev, "notes", {}).get("sparse"))
+           or scored[0][4] < ctx.th.low_confidence_support or ev.notes.sparse)
     return hyps, "low" if low else "high"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from postmortem.diagnose.detect import Event
+from postmortem.diagnose.detectors.event import Event, Notes
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -94,10 +94,10 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
             halvings = float(np.log2(max(sc[:i + 1].max(), 1.0) / low)) if 0 < low < 1 else float(th.cascade_halvings)
             # a point in time: where the scale was first seen below 1 (it stays there)
             out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]),
-                             float(sc.min()), float(sc[i]), notes={
-                                 "from": float(sc[i]), "to": float(sc.min()), "halvings": halvings,
-                                 "skipped": float(sk[i:].sum()) or None, "after": int(st[i - 1]) if i else None,
-                                 "persistent": "below-1", "at_start": i == 0, "sparse": False},
+                             float(sc.min()), float(sc[i]), notes=Notes(
+                                 scale_from=float(sc[i]), scale_to=float(sc.min()), halvings=halvings,
+                                 skipped=float(sk[i:].sum()) or None, after=int(st[i - 1]) if i else None,
+                                 persistent="below-1", at_start=i == 0, sparse=False),
                              severity=float(th.spike_sigma * max(halvings, th.cascade_halvings) / th.cascade_halvings)))
             continue
         # at the floor (the configured min_loss_scale, else Megatron's and DeepSpeed's default
@@ -107,10 +107,10 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
         if int(sk[held].sum()) >= th.cascade_halvings:
             i = int(np.flatnonzero(held)[0])
             out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[np.flatnonzero(held)[-1]]),
-                             float(low), float(sc[i]), notes={
-                                 "from": float(sc.max()), "to": float(low), "halvings": 0.0,
-                                 "skipped": float(sk[held].sum()), "after": None, "persistent": "floor",
-                                 "at_start": False, "sparse": False},
+                             float(low), float(sc[i]), notes=Notes(
+                                 scale_from=float(sc.max()), scale_to=float(low), halvings=0.0,
+                                 skipped=float(sk[held].sum()), after=None, persistent="floor",
+                                 at_start=False, sparse=False),
                              severity=float(th.spike_sigma * sk[held].sum() / th.cascade_halvings)))
     return out
 
@@ -118,13 +118,14 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
 def persistent_words(e: Event) -> str:
     """A persistent overflow in words, with the fix it calls for (not the cascade's)."""
     n = e.notes
-    if n.get("persistent") == "below-1":
-        where = "when the log begins" if n.get("at_start") else f"from step {e.step}"
+    if n.persistent == "below-1":
+        where = "when the log begins" if n.at_start else f"from step {e.step}"
         shown = lambda v: f"{v:g}" if v > 0 else "0.0 as printed"  # noqa: E731
-        more = f", {n['later_cascades']} more cascade(s) while it stays there" if n.get("later_cascades") else ""
-        return (f"loss scale below 1 {where} ({shown(n['from'])}, down to {shown(n['to'])}{more}): persistent overflow, "
+        more = f", {n.later_cascades} more cascade(s) while it stays there" if n.later_cascades else ""
+        return (f"loss scale below 1 {where} ({shown(n.scale_from)}, down to {shown(n.scale_to)}{more}): "
+                "persistent overflow, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
-    return (f"{n['skipped']:.0f} step(s) skipped at the scale's floor ({n['to']:g}) from step {e.step}: "
+    return (f"{n.skipped:.0f} step(s) skipped at the scale's floor ({n.scale_to:g}) from step {e.step}: "
             "persistent overflow, the scale cannot go lower; activations overflow fp16 at any scale: "
             "find the overflowing module, or train in bf16")

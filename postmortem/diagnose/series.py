@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,8 @@ def segment_rows(segments: np.ndarray, segment: int) -> slice | np.ndarray:
     return segments == segment
 
 
-def shifted(steps: np.ndarray, offset: int, side: str = "left", even: int | None = None) -> np.ndarray:
+def shifted(steps: np.ndarray, offset: int, side: Literal["left", "right"] = "left",
+            even: int | None = None) -> np.ndarray:
     """`np.searchsorted(steps, steps + offset, side)`: for each point, the first index at or
     after (`left`) or past (`right`) its step + `offset`. Most logs step evenly; then it is
     arithmetic, several times faster than the search on a million points. `even`: the

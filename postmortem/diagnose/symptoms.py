@@ -7,7 +7,7 @@ from typing import Literal
 import numpy as np
 
 from postmortem.diagnose.context import Context
-from postmortem.diagnose.detect import Event
+from postmortem.diagnose.detectors.event import Event
 from postmortem.diagnose.models import Symptoms
 from postmortem.diagnose.series import between, ema
 

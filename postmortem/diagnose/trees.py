@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from postmortem.diagnose import detect
 from postmortem.diagnose.context import DECAYS, Context
+from postmortem.diagnose.detectors.divergence import divergence_too_short, divergence_windows
 from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import persistent_words
 from postmortem.diagnose.series import interval
@@ -348,7 +348,7 @@ def b_grad_spike(ctx: Context) -> Outcome:
         return "pass", (f"no grad norm {ctx.th.grad_spike_sigma:g} robust std (log scale) and "
                         f"{ctx.th.grad_spike_min_ratio:g}x above its recent median")
     return "fail", f"{len(ev)} grad-norm spike(s): " + ", ".join(
-        f"step {e.step} ({e.notes['ratio']:.0f}x)" for e in ev[:4])
+        f"step {e.step} ({e.notes.ratio:.0f}x)" for e in ev[:4])
 
 
 def b_loss_scale(ctx: Context) -> Outcome:
@@ -361,11 +361,11 @@ def b_loss_scale(ctx: Context) -> Outcome:
     if not ev:
         return "pass", f"no cascade; {routine}; {how}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
-        persistent_words(e) if e.notes.get("persistent") and "persistent_step" not in e.notes else
-        (f"step {e.step} ({e.notes['from']:g} -> {e.notes['to']:g}, {e.notes['halvings']:.0f} halvings"
-         + (f", {e.notes['skipped']:.0f} skipped" if e.notes.get("skipped") else "") + ")"
-         if e.notes["from"] == e.notes["from"] else f"step {e.step} ({e.notes['skipped']:.0f} skipped steps)")
-        + (f"; {persistent_words(e)}" if "persistent_step" in e.notes else "")
+        persistent_words(e) if e.notes.persistent and e.notes.persistent_step is None else
+        (f"step {e.step} ({e.notes.scale_from:g} -> {e.notes.scale_to:g}, {e.notes.halvings:.0f} halvings"
+         + (f", {e.notes.skipped:.0f} skipped" if e.notes.skipped else "") + ")"
+         if e.notes.scale_from == e.notes.scale_from else f"step {e.step} ({e.notes.skipped:.0f} skipped steps)")
+        + (f"; {persistent_words(e)}" if e.notes.persistent_step is not None else "")
         for e in ev[:4]) + f"; {routine}; {how}"
 
 
@@ -384,16 +384,16 @@ def b_divergence(ctx: Context) -> Outcome:
         return skip("no training loss")
     ev = ctx.divergences
     if not ev:
-        short = detect.divergence_too_short(ctx.log, ctx.th)
+        short = divergence_too_short(ctx.log, ctx.th)
         if short:
             return skip(short)
         steps, _ = ctx.finite("loss", 0)
-        window = detect.divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
+        window = divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
         return "pass", (f"no sustained rise of the smoothed loss over {window} steps "
                         f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)")
     e = ev[0]
-    return "fail", (f"smoothed loss rising from step {e.step} (+{e.notes['rise']:.0%} by step "
-                    f"{e.notes['confirmed_at']}, {e.notes['rising_share']:.0%} of its steps up)")
+    return "fail", (f"smoothed loss rising from step {e.step} (+{e.notes.rise:.0%} by step "
+                    f"{e.notes.confirmed_at}, {e.notes.rising_share:.0%} of its steps up)")
 
 
 def _trend(ctx: Context, name: str, start: int) -> float | None:

@@ -1,0 +1,260 @@
+"""Divergence: a sustained rise of the smoothed loss, over a window or slower, from its
+lowest so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from postmortem.diagnose.detectors.event import Event, Notes
+from postmortem.diagnose.detectors.helpers import block, rolling_mean, segment_ids
+from postmortem.diagnose.series import interval, segment_rows, spacing, step_noise, widen
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import RunLog
+
+
+def divergence_too_short(log: RunLog, th: Thresholds) -> str | None:
+    """Why the divergence check cannot judge this log (too few steps or points), or None."""
+    if "loss" not in log.frame:
+        return "no training loss"
+    f = log.frame
+    loss = f.loss.to_numpy(dtype=float, na_value=np.nan)
+    steps = f.step.to_numpy()[np.isfinite(loss)]
+    if len(steps) < th.short_log_points:
+        return f"skipped: {len(steps)} losses logged, needs {th.short_log_points}"
+    return None
+
+
+def divergence_windows(steps: np.ndarray, th: Thresholds, gap: float | None = None) -> tuple[int, int]:
+    """(window, smoothing) in steps: `divergence_window` and `divergence_smooth`, widened so a
+    sparse log has its points in them; a log shorter than the window (60 steps, 12 epochs) is
+    judged on windows of half its length and smoothed over a quarter of that, over the
+    points it has."""
+    window = widen(steps, th.divergence_window, th.divergence_min_points, gap)
+    smooth = widen(steps, th.divergence_smooth, th.divergence_min_points // 4, gap)
+    span = int(steps[-1] - steps[0]) if len(steps) else 0
+    if span < window:
+        window = max(span // 2, 1)
+        every = interval(steps) if len(steps) > 1 else 1.0
+        smooth = max(int(window // 4), int(every))
+    return window, smooth
+
+
+def divergence(log: RunLog, th: Thresholds) -> list[Event]:
+    """A sustained rise of the smoothed loss over `divergence_window` steps: by
+    `divergence_min_rise` of its level and `divergence_sigma` times its own noise, with
+    most of its steps (`divergence_rising_share`, not all) going up."""
+    if "loss" not in log.frame:
+        return []
+    events = []
+    f = log.frame
+    loss_all, steps_all = f.loss.to_numpy(dtype=float, na_value=np.nan), f.step.to_numpy()
+    seg_all = f.segment.to_numpy()
+    for seg in segment_ids(seg_all):
+        rows = segment_rows(seg_all, seg)
+        steps, loss = steps_all[rows], loss_all[rows]
+        finite = np.isfinite(loss)
+        if not finite.all():
+            steps, loss = steps[finite], loss[finite]
+        if len(steps) < th.short_log_points:
+            continue
+        s = _smoothed(steps, loss, th)
+        if s is None:
+            continue
+        rise = _first_confirmed(s, th)
+        if rise is not None:
+            events.append(_event(s, rise, int(seg), th))
+    return events
+
+
+@dataclass(frozen=True)
+class _Smoothed:
+    """A segment's finite losses, smoothed over `smooth_w` steps, with the lowest smoothed
+    loss so far (`floor`), the noise of a point and of the smoothed loss's (`need`:
+    `divergence_sigma` of it), and how many of the smoothed steps went up so far."""
+
+    steps: np.ndarray
+    loss: np.ndarray
+    window: int
+    smooth_w: int
+    smooth: np.ndarray
+    floor: np.ndarray
+    could: np.ndarray | None
+    noise: np.ndarray
+    need: np.ndarray
+    above: np.ndarray
+    rising: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Rise:
+    """The first confirmed rise: the index it is measured from (`start`: a window back, or
+    the lowest smoothed loss so far, `low_at`), its confirmation's index (`end`) and how far
+    the smoothed loss rose (`up`)."""
+
+    start: int
+    low_at: int
+    end: int
+    up: np.floating
+
+
+def _smoothed(steps: np.ndarray, loss: np.ndarray, th: Thresholds) -> _Smoothed | None:
+    """The smoothed loss and what the rules need of it; None where no point can meet them."""
+    even, gap = spacing(steps)
+    window, smooth_w = divergence_windows(steps, th, gap)
+    smooth = rolling_mean(steps, loss, smooth_w, even)
+    # Both rules below need the smoothed loss this far above its lowest so far (a rise
+    # from a window back is never larger): most runs never are, and stop here. The
+    # relative margin first: where it rules every point out, the noise is not needed.
+    floor = np.minimum.accumulate(smooth)
+    with np.errstate(invalid="ignore"):
+        could = smooth - floor >= th.divergence_min_rise * floor if floor[-1] > 0 else None
+    if could is not None and not could.any():
+        return None
+    noise = _noise(steps, loss, window, gap, th)
+    per = np.maximum(1.0, smooth_w / max(gap, 1e-9))
+    noise_s = noise / np.sqrt(per)                 # the noise left in a mean of `per` points
+    need = th.divergence_sigma * noise_s
+    with np.errstate(invalid="ignore"):
+        above = smooth - floor >= need
+    if not (above.any() if could is None else (above & could).any()):
+        return None
+    # smoothed steps that went up so far, each against the smoothed loss half a smoothing
+    # span before it (a rolling mean moves by one point's noise per step: step by step, a
+    # slow rise under per-step noise goes up only a little over half the time)
+    lag = max(1, int(per // 2))
+    rising = np.zeros(len(smooth), dtype=np.int64)
+    if len(smooth) > lag:
+        np.cumsum(smooth[lag:] > smooth[:-lag], out=rising[lag:])
+    return _Smoothed(steps, loss, window, smooth_w, smooth, floor, could, noise, need, above, rising)
+
+
+def _noise(steps: np.ndarray, loss: np.ndarray, window: int, gap: float, th: Thresholds) -> np.ndarray:
+    """The loss's step-to-step noise at each point."""
+    if window >= th.divergence_window:
+        return step_noise(loss, block(steps, window, gap))
+    # a short log: its slope is much of its step-to-step change and that slope changes
+    # (an epoch log falls fast, then slowly): the noise from the second differences,
+    # which a curve's slope does not reach (white noise: their std is sqrt 6 sigma)
+    d2 = np.diff(loss, 2) if len(loss) > 2 else np.diff(loss)
+    return np.full(len(loss), 1.4826 * np.median(np.abs(d2 - np.median(d2))) / np.sqrt(6))
+
+
+def _first_confirmed(s: _Smoothed, th: Thresholds) -> _Rise | None:
+    """The first point where either rule holds and still holds half a window later (or at
+    the log's end): a spike lifts a rolling mean for one smoothing span only."""
+    steps, smooth, rising, window = s.steps, s.smooth, s.rising, s.window
+    # Only points this far above the lowest so far can meet either rule (with a NaN in
+    # the smoothed loss, the lowest is NaN from there on: then every point is judged).
+    i = np.flatnonzero(s.above) if s.floor[-1] == s.floor[-1] else np.arange(len(steps))
+    lo = np.searchsorted(steps, steps[i] - window, side="left")
+    marks = np.flatnonzero(smooth <= s.floor)           # where the smoothed loss is its lowest
+    last = np.searchsorted(marks, i, side="right") - 1    # the last one so far (else row 0)
+    low_at = np.where(last >= 0, marks[np.maximum(last, 0)], 0) if len(marks) else np.zeros_like(i)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        up = smooth[i] - smooth[lo]
+        hit = (steps[i] - steps[lo] >= window * 0.9) \
+            & ((rising[i] - rising[lo]) / np.maximum(i - lo, 1) >= th.divergence_rising_share) \
+            & (up / np.abs(smooth[lo]) >= th.divergence_min_rise) & (up >= s.need[i])
+        # A climb slower than the window: from the lowest smoothed loss so far, at least
+        # a window long, mostly rising, by the same margins.
+        up_low = smooth[i] - smooth[low_at]
+        slow = (steps[i] - steps[low_at] >= window) \
+            & ((rising[i] - rising[low_at]) / np.maximum(i - low_at, 1) >= th.divergence_rising_share) \
+            & (up_low / np.abs(smooth[low_at]) >= th.divergence_min_rise) & (up_low >= s.need[i])
+    cond = np.zeros(len(steps), dtype=bool)
+    cond[i] = hit | slow
+    later = np.minimum(np.searchsorted(steps, steps[i] + window // 2, side="left"), len(steps) - 1)
+    ok = cond[i] & cond[later]
+    if not ok.any():
+        return None
+    k = int(np.argmax(ok))                      # the first point confirmed
+    return _Rise(int(lo[k]) if hit[k] else int(low_at[k]), int(low_at[k]), int(i[k]),
+                 up[k] if hit[k] else up_low[k])
+
+
+def _event(s: _Smoothed, r: _Rise, seg: int, th: Thresholds) -> Event:
+    """The confirmed rise as an event, dated where it began: at the lowest smoothed loss
+    between the window's start and its confirmation (a window back may reach far before it)."""
+    steps, smooth, loss, end = s.steps, s.smooth, s.loss, r.end
+    first = max(r.low_at, int(np.searchsorted(steps, steps[r.start] - s.window)))
+    start = min(r.start, first)
+    start += int(np.argmin(smooth[start:end + 1]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rise = r.up / np.abs(smooth[start])
+    share = (s.rising[end] - s.rising[start]) / max(end - start, 1)
+    peak = start + int(np.argmax(loss[start:]))     # where the highest loss is
+    return Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]),
+                 float(loss[peak]), float(smooth[start]), end_step=int(steps[-1]),
+                 notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[end])),
+                 severity=float(r.up / s.noise[end]) if s.noise[end] > 0 else th.spike_sigma)
+
+
+def divergence_reference(log: RunLog, th: Thresholds) -> list[Event]:
+    """`divergence` as its checklist says it, one point at a time (slow: what the property
+    test holds the vectorised one to). The loss, smoothed over `divergence_smooth` steps,
+    rises by `divergence_min_rise` of its level and `divergence_sigma` noises, with most of
+    its steps up, over a window (or from its lowest so far, over at least a window), and
+    still does half a window later."""
+    if "loss" not in log.frame:
+        return []
+    events = []
+    f = log.frame
+    for seg in sorted(set(f.segment.to_numpy().tolist())):
+        rows = f[(f.segment == seg).to_numpy()]
+        loss = rows.loss.to_numpy(dtype=float, na_value=np.nan)
+        steps, loss = rows.step.to_numpy()[np.isfinite(loss)], loss[np.isfinite(loss)]
+        if len(steps) >= th.short_log_points:
+            events += _segment_reference(steps, loss, int(seg), th)
+    return events
+
+
+def _segment_reference(steps: np.ndarray, loss: np.ndarray, seg: int, th: Thresholds) -> list[Event]:
+    """One segment's first confirmed divergence, one point at a time."""
+    gap = spacing(steps)[1]
+    window, smooth_w = divergence_windows(steps, th)
+    n = len(steps)
+    # the mean of the loss over (step - smoothing, step]; its lowest so far
+    smooth = np.array([loss[:i + 1][steps[:i + 1] > steps[i] - smooth_w].mean() for i in range(n)])
+    floor = np.array([smooth[:i + 1].min() for i in range(n)])
+    lowest = [max((j for j in range(i + 1) if smooth[j] <= floor[j]), default=0) for i in range(n)]
+    per = max(1.0, smooth_w / max(gap, 1e-9))
+    noise = _noise(steps, loss, window, gap, th)
+    need = th.divergence_sigma * noise / np.sqrt(per)
+    # how many smoothed steps went up so far, each against half a smoothing span before
+    lag = max(1, int(per // 2))
+    rising = np.array([sum(smooth[j] > smooth[j - lag] for j in range(lag, i + 1)) for i in range(n)])
+
+    def rose(i: int, frm: int, span: float) -> bool:
+        """From index `frm` to `i`: at least `span` steps, mostly up, by both margins."""
+        up = smooth[i] - smooth[frm]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return bool(steps[i] - steps[frm] >= span
+                        and (rising[i] - rising[frm]) / max(i - frm, 1) >= th.divergence_rising_share
+                        and up / np.abs(smooth[frm]) >= th.divergence_min_rise and up >= need[i])
+
+    def window_start(i: int) -> int:
+        return int(np.searchsorted(steps, steps[i] - window, side="left"))
+
+    def holds(i: int) -> bool:
+        return rose(i, window_start(i), window * 0.9) or rose(i, lowest[i], window)
+
+    for i in range(n):
+        later = min(int(np.searchsorted(steps, steps[i] + window // 2, side="left")), n - 1)
+        if not (holds(i) and holds(later)):
+            continue
+        start = window_start(i) if rose(i, window_start(i), window * 0.9) else lowest[i]
+        up = smooth[i] - smooth[start]
+        # where it began: the lowest smoothed loss from a window before its start on
+        start = min(start, max(lowest[i], int(np.searchsorted(steps, steps[start] - window))))
+        start += int(np.argmin(smooth[start:i + 1]))
+        peak = start + int(np.argmax(loss[start:]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rise = up / np.abs(smooth[start])
+        share = (rising[i] - rising[start]) / max(i - start, 1)
+        return [Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]), float(loss[peak]),
+                      float(smooth[start]), end_step=int(steps[-1]),
+                      notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[i])),
+                      severity=float(up / noise[i]) if noise[i] > 0 else th.spike_sigma)]
+    return []

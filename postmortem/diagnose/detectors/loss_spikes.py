@@ -1,0 +1,233 @@
+"""Loss spikes: a loss that stands out of the level of the window before it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from postmortem.diagnose.detectors.event import Event, Notes
+from postmortem.diagnose.detectors.helpers import (
+    History,
+    block,
+    could_stand_out,
+    group,
+    segment_views,
+    window_median,
+)
+from postmortem.diagnose.series import shifted, spacing, step_noise, widen, window_stats
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import RunLog
+
+Unjudged = list[tuple[int, int, int]]
+
+
+def loss_spikes(log: RunLog, th: Thresholds, histories: History | None = None,
+                unjudged: Unjudged | None = None) -> list[Event]:
+    """A loss that stands out of the level before it (the window's mean) by `spike_sigma`
+    times the larger of the window's std and the series' own step-to-step noise (a single
+    noisy batch is not a spike), and by `spike_min_rise` of the level (a practical margin).
+    A log with too few points for either (a pasted snippet) is judged against the median
+    of the points it has, and its spikes are marked sparse (low confidence). `unjudged` gets
+    (step, points before it, segment) of each rise with too few points before it to judge."""
+    unjudged = [] if unjudged is None else unjudged
+    if "loss" not in log.frame:
+        return []
+    events: list[Event] = []
+    for seg, hist in segment_views(log, histories):
+        w = _windows(hist, seg, th)
+        if w is None:
+            continue
+        sparse, typical = _thin_rises(w, seg, th, unjudged)
+        judged = _judge(w, sparse, th)
+        events += _spikes(w, judged, sparse, typical, seg, th)
+    return events
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """A segment's finite losses (its history before a resume too; `own`: its own rows),
+    each with the window of the `n` points before it, from index `lo`, and its noise."""
+
+    steps: np.ndarray
+    loss: np.ndarray
+    own: np.ndarray
+    window: int
+    lo: np.ndarray
+    n: np.ndarray
+    noise: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The points judged against their window's mean and std (indices `at`), and which of
+    them stand out (`dense`)."""
+
+    at: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    scale: np.ndarray
+    z: np.ndarray
+    dense: np.ndarray
+
+
+def _windows(hist: pd.DataFrame, seg: int, th: Thresholds) -> _Windows | None:
+    """The segment's finite losses and their windows; None where it has none of its own."""
+    loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
+    keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
+    steps, own = hist.step.to_numpy(), hist.segment.to_numpy() == seg
+    if not keep.all():
+        steps, loss, own = steps[keep], loss[keep], own[keep]
+    if not own.any():
+        return None
+    even, gap = spacing(steps)
+    window = widen(steps, th.spike_window, th.spike_min_points, gap)
+    noise = step_noise(loss, block(steps, window, gap))
+    lo = shifted(steps, -window, even=even)
+    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise)
+
+
+def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tuple[np.ndarray, dict[int, float]]:
+    """Pasted snippets and very sparse logs: too few points for a std; judged against the
+    median of the window (of fewer than 10 points) instead. Returns (the indices of the
+    sparse spikes, the window medians); a rise with too little history is put in `unjudged`."""
+    thin = np.flatnonzero((w.n >= 1) & (w.n < min(th.spike_min_points, 10)))
+    typical = window_median(w.loss, w.lo, thin)
+    loss, n = w.loss, w.n
+    # (also the first steps of a log: a short log has nothing else; a long one's window is
+    # only filling up there, and a rise of `sparse_rise` over all before it still stands out)
+    with np.errstate(invalid="ignore"):
+        t = np.array([typical[int(i)] for i in thin])
+        rises = w.own[thin] & (loss[thin] > t + np.abs(t) * th.sparse_rise) if len(thin) else thin > 0
+    # too little history to judge: said so (B2), never taken for calm
+    # a point past a hole has nothing better than the line or two before it; at the
+    # start of a log, fewer than `spike_min_history` is too little; a pasted snippet
+    # has nothing better either, and there only a rise twice `sparse_rise` is told
+    pasted = (len(loss) < 3 * th.spike_min_points) & (loss[thin] > t + np.abs(t) * 2 * th.sparse_rise)
+    enough = pasted | (w.steps[thin] - w.steps[0] > w.window) | (n[thin] >= th.spike_min_history)
+    unjudged.extend((int(w.steps[i]), int(n[i]), seg) for i in thin[rises & ~enough])
+    return thin[rises & enough], typical
+
+
+def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds) -> _Judged:
+    """Only the points that may stand out are judged against their window's mean and std."""
+    loss, n = w.loss, w.n
+    at = could_stand_out(loss, n, w.noise, min(th.spike_sigma, th.spike_sigma_big_rise))
+    if len(sparse):
+        at = np.union1d(at, sparse)
+    mean, std, _ = window_stats(w.steps, loss, w.window, at=at, lo=w.lo)
+    x = loss[at]
+    scale = np.fmax(std, w.noise[at])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (x - mean) / scale
+        full = w.own[at] & (n[at] >= th.spike_min_points)
+        dense = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
+        # or a rise large in itself (a third of the level) a little less far out of the
+        # noise; only for a positive loss, where a relative rise means something
+        if len(loss) and loss.min() > 0:
+            dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
+    return _Judged(at, mean, std, scale, z, dense)
+
+
+def _spikes(w: _Windows, j: _Judged, sparse: np.ndarray, typical: dict[int, float], seg: int,
+            th: Thresholds) -> list[Event]:
+    """The flagged points, grouped (`merge_gap`), as events at their first point."""
+    steps, loss = w.steps, w.loss
+    flagged = np.zeros(len(loss), dtype=bool)
+    flagged[j.at[j.dense]] = flagged[sparse] = True
+    events = []
+    for points in group(steps, flagged, th.merge_gap):
+        first = points[0]
+        k = int(np.searchsorted(j.at, first))      # its place among the judged points
+        # The peak: the highest loss from the first flag until it comes back down.
+        end = np.searchsorted(steps, steps[points[-1]] + th.merge_gap, side="right")
+        span = np.arange(first, max(end, first + 1))
+        peak = span[np.argmax(loss[span])]
+        few = bool(np.isin(first, sparse))
+        base = typical[int(first)] if few else j.mean[k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma if few and base \
+                else (loss[peak] - j.mean[k]) / j.scale[k] if j.scale[k] > 0 else th.spike_sigma
+        events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]),
+                            float(loss[peak]), float(base),
+                            float(j.std[k]) if np.isfinite(j.std[k]) else float("nan"),
+                            Notes(z=float(j.z[k]) if np.isfinite(j.z[k]) else None,
+                                  noise=float(w.noise[first]) if np.isfinite(w.noise[first]) else None,
+                                  sparse=few, points=int(w.n[first])),
+                            severity=float(sev)))
+    return events
+
+
+def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None = None) -> list[Event]:
+    """`loss_spikes` as its checklist says it, one point at a time (slow: what the property
+    test holds the vectorised one to). Each point is judged against the points of the
+    `spike_window` steps before it: fewer than 10 (a snippet), against their median; at
+    least `spike_min_points`, against their mean and std (or the series' noise, if larger)."""
+    unjudged = [] if unjudged is None else unjudged
+    if "loss" not in log.frame:
+        return []
+    events: list[Event] = []
+    for seg, hist in segment_views(log):
+        loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
+        keep = np.isfinite(loss)
+        steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
+        if not own.any():
+            continue
+        window = widen(steps, th.spike_window, th.spike_min_points)
+        noise = step_noise(loss, block(steps, window))
+        flags = []                     # (index, sparse, level judged against, mean, std, scale, z)
+        for i in range(len(loss)):
+            before = loss[:i][steps[:i] >= steps[i] - window]      # the window: [step - window, step)
+            n = len(before)
+            if n == 0:
+                continue
+            mean = float(np.mean(before))
+            std = float(np.std(before, ddof=1)) if n > 1 else 0.0
+            scale = max(std, noise[i]) if math.isfinite(noise[i]) else std
+            with np.errstate(invalid="ignore", divide="ignore"):
+                z = float(np.divide(loss[i] - mean, scale))
+            if n < min(th.spike_min_points, 10):
+                typical = float(np.median(before))
+                if own[i] and loss[i] > typical + abs(typical) * th.sparse_rise:
+                    pasted = len(loss) < 3 * th.spike_min_points and \
+                        loss[i] > typical + abs(typical) * 2 * th.sparse_rise
+                    if pasted or steps[i] - steps[0] > window or n >= th.spike_min_history:
+                        flags.append((i, True, typical, mean, std, scale, z))
+                    else:
+                        unjudged.append((int(steps[i]), n, seg))
+            elif own[i] and n >= th.spike_min_points:
+                far = z >= th.spike_sigma and loss[i] > mean + abs(mean) * th.spike_min_rise
+                big = loss.min() > 0 and z >= th.spike_sigma_big_rise and loss[i] > mean * (1 + th.spike_big_rise)
+                if far or big:
+                    flags.append((i, False, mean, mean, std, scale, z))
+        events += _reference_spikes(flags, steps, loss, noise, window, seg, th)
+    return events
+
+
+def _reference_spikes(flags: list[tuple[int, bool, float, float, float, float, float]], steps: np.ndarray,
+                      loss: np.ndarray, noise: np.ndarray, window: int, seg: int, th: Thresholds) -> list[Event]:
+    """The reference's flagged points (index, sparse, level, mean, std, scale, z), grouped
+    into spikes, each with its peak and severity."""
+    events = []
+    while flags:
+        # a spike: its first flag and every flag within `merge_gap` steps of the one before
+        first, few, base, mean, std, scale, z = flags[0]
+        last = first
+        while flags and steps[flags[0][0]] - steps[last] <= th.merge_gap:
+            last = flags.pop(0)[0]
+        # its peak: the highest loss until `merge_gap` steps after its last flag
+        span = [k for k in range(first, len(loss)) if steps[k] <= steps[last] + th.merge_gap] or [first]
+        peak = max(span, key=lambda k: (loss[k], -k))
+        if few and base:
+            sev = (loss[peak] - base) / (abs(base) * th.sparse_rise) * th.spike_sigma
+        else:
+            sev = (loss[peak] - mean) / scale if scale > 0 else th.spike_sigma
+        events.append(Event("spike", "loss", int(steps[first]), seg, int(steps[peak]), float(loss[peak]),
+                            float(base), float(std),
+                            Notes(z=z if math.isfinite(z) else None,
+                                  noise=float(noise[first]) if math.isfinite(noise[first]) else None,
+                                  sparse=few, points=int((steps[:first] >= steps[first] - window).sum())),
+                            severity=float(sev)))
+    return events
