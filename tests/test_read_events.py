@@ -165,3 +165,56 @@ def test_fairseq_overflow_scales_join_the_logged_loss_scale(tmp_path):
         scales = f.loss_scale.dropna().tolist()
         assert scales == pytest.approx([64, 32, 16, 8, 4, 2, 1, 0.25]), version
         assert f.overflows.sum() == 7 and not f.loss_scale[f.overflows == 1].isna().any(), version
+
+
+# --- a message glued behind a line of a line reader (DeepSpeed, fairseq JSON, HF console, kv-pipe) ---
+# Each progress line from its framework's format string (the catalogue's entry names the source):
+# DeepSpeed v0.14.0 runtime/engine.py _report_progress `log_dist(f"step={step}, skipped=...")`;
+# fairseq v0.10.2 logging/progress_bar.py JsonProgressBar.log `logger.info(json.dumps(stats))`;
+# transformers v4.40 trainer_callback.py ProgressCallback.on_log `training_bar.write(str(logs))`;
+# DeepSpeed-Chat step3 main.py `f'| step: {step} | loss: {loss} | lr: {lr} |'`.
+LINE_READER_LINES = {
+    "deepspeed": lambda s: ("[2023-05-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                            f"step={s}, skipped={int(s >= 40)}, lr=[2.5e-05, 2.5e-05], mom=[(0.9, 0.95)]"),
+    "fairseq": lambda s: ("2021-03-01 10:00:00 | INFO | train_inner | " + json.dumps(
+        {"epoch": 1, "update": s / 1000, "loss": f"{7 - s / 100:.3f}", "lr": "0.0005",
+         "num_updates": str(s)})),
+    "hf-console": lambda s: f"{{'loss': {2 - s / 100:.4f}, 'grad_norm': 1.2, 'learning_rate': 4.9e-05, 'epoch': {s / 100}}}",
+    "kv-pipe": lambda s: f"| step: {s} | loss: {2 - s / 100:.4f} | lr: 0.0001 |",
+}
+# the scalers' own words: DeepSpeed v0.14.0 runtime/fp16/loss_scaler.py (update_scale),
+# fairseq v0.10.2 trainer.py (`NOTE: overflow detected, setting loss scale to: X`),
+# apex 6424da3 amp/handle.py (skip_step)
+GLUED = {"deepspeed": "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+         "fairseq": "NOTE: overflow detected, setting loss scale to: 32768.0",
+         "apex": "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0"}
+
+
+def _hf_frame(s):
+    # tqdm/std.py format_meter, the Trainer's bar (total max_steps) in front of the dict it wrote
+    return f" {s}%|{'█' * (s // 10)}{' ' * (10 - s // 10)}| {s}/100 [00:{s // 10:02d}<00:15,  4.00it/s]"
+
+
+def test_a_message_glued_behind_a_line_readers_line_keeps_the_lines_metrics(tmp_path):
+    import pytest
+    for reader, line in LINE_READER_LINES.items():
+        for name, message in GLUED.items():
+            for prefix in ("", "[rank3]: ", "tqdm", "logger"):
+                if prefix == "tqdm" and reader != "hf-console":
+                    continue
+                lead = {"tqdm": "", "logger": "[2024-01-01 10:00:00,000] [INFO] [loss_scaler.py:183:update_scale] "}
+                lines = [(_hf_frame(s) + "\r" if prefix == "tqdm" else "" if prefix in lead else prefix)
+                         + line(s) + (lead.get(prefix, "") + message if s == 40 else "") for s in range(10, 70, 10)]
+                run = read_run(_write(tmp_path, f"{reader}-{name}.log", lines))
+                f = run.frame.set_index("step")
+                case = (reader, name, prefix)
+                assert run.source.format == reader, case
+                # HF console dicts carry no step: their ordinals, or the bar's counter in front
+                steps = [1, 2, 3, 4, 5, 6] if reader == "hf-console" and prefix != "tqdm" else [10, 20, 30, 40, 50, 60]
+                assert f.index.tolist() == steps, case
+                main = "lr" if reader == "deepspeed" else "loss"
+                assert f[main].notna().all(), case          # the glued line's metrics read
+                assert f.overflows.sum() == 1 and f.loc[steps[3], "overflows"] == 1, case
+                assert f.loc[steps[3], "loss_scale"] == pytest.approx(32768), case
+                words = {"overflow", "skipping", "rank", "scaler", "reducing", "setting"}
+                assert not [c for c in f.columns if c != "overflows" and any(w in c.lower() for w in words)], case

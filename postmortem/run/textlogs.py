@@ -263,6 +263,7 @@ class _Parse:
         self.ds_steps_seen: dict[int, int] = {}
         self.too_big: list[str] = []
         self.bars = _Bars()
+        self.glued: set[int] = set()            # events on the step of a line glued in front
 
     def add(self, step: int, values: dict) -> None:
         if not 0 <= step < 1 << 40:
@@ -280,14 +281,19 @@ class _Parse:
         """Values that belong to the current step (an eval, a reward) without moving it."""
         self.out.add(self.step or 0, values)
 
-    def overflow(self, line: str) -> bool:
-        """An event message: kept as a record of its own (its step placed at the end)."""
-        ev = events.find_event(line)
-        if ev is None:
-            return False
+    def overflow(self, line: str, ev: dict, glued: int | None = None) -> None:
+        """An event message: kept as a record of its own (its step placed at the end).
+        `glued`: the step of the progress line printed in front of it on the same line
+        (written at the same moment): the message's step when its own words give none."""
         value = {k: (events.number(line[ev[k][0]:ev[k][1]]) if ev[k] else math.nan)
                  for k in ("scale", "prev_scale", "rank", "step")}
-        self.bars.event(line, ev["start"])
+        if glued is None:
+            self.bars.event(line, ev["start"])
+        else:
+            self.bars.of_event.append(math.nan)     # the frame in front went with the line's dict
+            if math.isnan(value["step"]):
+                value["step"] = float(glued)
+                self.glued.add(len(self.events))
         record = self.out.count
         self.out.add(0, {})                 # its place in the file; the step comes later
         self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
@@ -295,13 +301,12 @@ class _Parse:
                                         bool(ev["scale"]) and math.isnan(value["scale"])))
         self.around.append([math.nan if self.step is None else float(self.step), math.nan])
         self.waiting.append(len(self.events) - 1)
-        return True
 
     def event_series(self, present: set[str]) -> list[Series]:
         if not self.events:
             return []
         if self.bars.used:
-            self.bars.place(self.events, self.around)
+            self.bars.place(self.events, self.around, self.glued)
         recs = [e.order for e in self.events]
         adjacent = [False] + [b == a + 1 for a, b in zip(recs, recs[1:])]
         kept, others, repeats = events.merge_repeats(self.events, adjacent)
@@ -374,11 +379,14 @@ class _Bars:
                 steps[i] = by_ordinal[s]
         self.by_ordinal, self.used = by_ordinal, True
 
-    def place(self, events: list, around: list[list[float]]) -> None:
+    def place(self, events: list, around: list[list[float]], glued: set[int]) -> None:
         """Messages between dicts: their neighbours' steps become counters; a message glued
-        to a frame is on that frame's step (written at the same moment)."""
+        to a frame is on that frame's step (written at the same moment), one glued behind a
+        dict on that dict's (`glued`: their indexes, on the dict's ordinal so far)."""
         for k, pair in enumerate(around):
             around[k] = [float(self.by_ordinal.get(int(x), x)) if x == x else x for x in pair]
+        for k in glued:
+            events[k].step = float(self.by_ordinal.get(int(events[k].step), events[k].step))
         for e, n in zip(events, self.of_event):
             if n == n and math.isnan(e.step):
                 e.step = n
@@ -573,13 +581,40 @@ def _megatron_args(path: Path, limit: int = 20_000) -> dict[str, str]:
     return args
 
 
+# What a framework prints in front of its message, left at the end of the text before it when
+# the message is glued behind a progress line: DeepSpeed's logger (deepspeed/utils/logging.py
+# "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] "), fairseq's
+# (fairseq_cli/train.py "%(asctime)s | %(levelname)s | %(name)s | "), its v0.6-v0.9 `| WARNING: ` and
+# v0.10+ `NOTE: `, DeepSpeed's `[deepspeed] ` / `[deepscale] `, torchrun's `[rank3]:`.
+_LEAD_IN = re.compile(r"(?:\s*(?:\[\d{4}-\d\d-\d\d [\d:,.]+\]\s*\[[A-Z]+\]\s*\[[\w.]+:\d+:\w+\]"
+                      r"|\d{4}-\d\d-\d\d [\d:,.]+ \| [A-Z]+ \| [\w.]+ \|"
+                      r"|\|\s*WARNING:|NOTE:|\[deep(?:speed|scale)\]|\[rank\d+\]:))+\s*$")
+_LEAD_IN_AT_MOST = 200      # the prefixes are short: the search stays linear in the line
+
+
+def _without_lead_in(head: str) -> str:
+    """The text before a glued message without the message's own prefix (its logger's, its
+    lead-in words), so that the progress line in front reads as printed alone."""
+    tail = head[-_LEAD_IN_AT_MOST:]
+    m = _LEAD_IN.search(tail)
+    return head[:len(head) - len(tail) + m.start()] if m else head
+
+
 def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     parse = PARSERS[dialect]
     p = _Parse(path, source)
     for line in iter_lines(path):
-        if p.overflow(line):
+        ev = events.find_event(line)
+        if ev is None:
+            parse(p, line)
             continue
-        parse(p, line)
+        # a progress line with a message glued behind it: the line's metrics first (read from
+        # the text before the message, never the message's words), then the message on its step
+        read = p.steps_read
+        head = _without_lead_in(line[:ev["start"]])
+        if head.strip():
+            parse(p, head)
+        p.overflow(line, ev, p.step if p.steps_read > read else None)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
