@@ -154,6 +154,7 @@ class Parsed:
     overflow: dict | None = None
     progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
     code: bool = False                     # a line of source code: no metric, no counter
+    twice: tuple[str, ...] = ()            # names printed twice in the line (the later suffixed)
 
     @property
     def step_kind(self) -> str | None:
@@ -513,3 +514,25 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
         const = to_const(value) if not any(c.isdigit() for c in value) else None
         column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
         out.values.append(Value(column, s, e, const, name_start))
+    _apart(out)
+
+
+def _apart(out: Parsed) -> None:
+    """A name printed twice in one line (`loss1: 2.1 | loss1: 3.4`, two heads' losses under one
+    label) is two columns: the later one is `loss1_2` (as the tables read a repeated header),
+    and the line says so (`twice`: the reader warns), never one value silently lost."""
+    seen = {v.column for v in out.values}
+    if len(seen) == len(out.values):
+        return
+    count: dict[str, int] = {}
+    twice = []
+    for k, v in enumerate(out.values):
+        n = count[v.column] = count.get(v.column, 0) + 1
+        if n > 1:
+            column = f"{v.column}_{n}"
+            while column in seen:
+                column += "_"
+            seen.add(column)
+            twice.append(v.column)
+            out.values[k] = dataclasses.replace(v, column=column)
+    out.twice = tuple(dict.fromkeys(twice))

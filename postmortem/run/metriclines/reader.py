@@ -209,8 +209,21 @@ def series(lines: Lines, source: Source) -> list[Series]:
         result.append(Series(name, at_rows, at_steps, values))
     if preamble:
         source.extras["preamble"] = preamble
+    _say_twice(lines, source)
     result = events.join_scale(result, _overflow_series(lines, source, {canonical_name(s.name) for s in result}))
     return result
+
+
+def _say_twice(lines: Lines, source: Source) -> None:
+    """A name printed twice in one line: both kept (`pairs._apart`), and said."""
+    twice: dict[str, int] = {}
+    for g, p in zip(lines.groups, lines.pos):
+        kept = int(lines.keep[p].sum())
+        for name in g.parsed.twice if kept else ():
+            twice[name] = twice.get(name, 0) + kept
+    for name, n in twice.items():
+        source.warn(f"{name!r} is printed twice in one line ({n} line(s)): both kept, the later "
+                    f"one as {name}_2")
 
 
 def _preamble(lines: Lines, name: str, at: np.ndarray) -> bool:
