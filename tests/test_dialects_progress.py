@@ -347,9 +347,6 @@ def test_loguru_default_format_with_the_utc_offset_of_master(tmp_path):
     assert next(x for x in data["metrics"] if x["name"] == "loss")["max"] == 2.49
 
 
-@pytest.mark.xfail(strict=True, reason="fairseq v0.9's json bar printed `print(json.dumps(stats))` with no logger "
-                   "tag and every stat a string (`\"num_updates\": \"100\"`): the file goes to the JSON-lines "
-                   "reader, which finds no step column it knows and reads 10 updates as 1 epoch row")
 def test_fairseq_09_bare_json_lines_read_by_update(tmp_path):
     import json
     # fairseq v0.9.0 fairseq/progress_bar.py json_progress_bar.log: stats formatted by format_stat (strings)
@@ -358,3 +355,21 @@ def test_fairseq_09_bare_json_lines_read_by_update(tmp_path):
              for u in range(100, 1100, 100)]
     data = _info(tmp_path, "\n".join(lines) + "\n")
     assert data["steps"] == {"rows": 10, "first": 100, "last": 1000}
+
+
+def test_fairseq_09_bare_json_epoch_with_its_validation_and_summary(tmp_path):
+    import json
+    # fairseq v0.9.0 json_progress_bar: `log` every log_interval (epoch, update, stats), then at the
+    # epoch's end `print(stats, tag='train')` and `print(stats, tag='valid')` (train.py): tagged keys
+    inner = [json.dumps({"epoch": e, "update": round(e - 1 + u / 500, 3), "loss": f"{8 - (e * 500 + u) / 1000:.3f}",
+                         "num_updates": str((e - 1) * 500 + u), "lr": "0.0005", "loss_scale": "64"})
+             for e in (1, 2) for u in range(100, 600, 100)]
+    lines = inner[:5] + [
+        json.dumps({"epoch": 1, "train_loss": "7.1", "train_num_updates": "500"}),
+        json.dumps({"epoch": 1, "valid_loss": "6.9", "valid_ppl": "119.4", "valid_num_updates": "500"})] + inner[5:]
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "fairseq"
+    assert data["steps"] == {"rows": 10, "first": 100, "last": 1000}
+    assert data["read"]["segments"] is None          # the epoch's averages are no relaunch
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["val_loss"]["max"] == 6.9 and m["loss"]["max"] == 7.4

@@ -113,7 +113,8 @@ def classify_file(path: Path) -> str | None:
     if text.startswith(b"{"):
         line = _first_line(path, text)
         keys = _json_keys(line)
-        if keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES} or _cut_json_record(path, line):
+        if (keys & {*tables.STEP_NAMES, *tables.EPOCH_NAMES} or _cut_json_record(path, line)) \
+                and not textlogs.is_fairseq_v09_json(line):
             return "jsonl"
     first_line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lower()
     cells = [c.strip().strip('"') for c in first_line.split(",")]

@@ -41,6 +41,7 @@ MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S(?:.*\S)?)\s*$")   # gree
 DS_STEP = progress.dialect("deepspeed.step").pattern
 DS_PPL = progress.dialect("deepspeed.ppl").pattern
 FAIRSEQ_JSON = progress.dialect("fairseq.json").pattern
+FAIRSEQ_V09 = progress.dialect("fairseq.json_v09")
 FAIRSEQ_SIMPLE = progress.dialect("fairseq.simple").pattern
 HF_DICT = progress.dialect("hf-console.logs").pattern
 PIPE_KV = progress.dialect("kv-pipe.step").pattern
@@ -152,7 +153,7 @@ def _hits(groups: list[Group]) -> dict[str, int]:
         for dialect, patterns in SNIFF.items():
             if any(p.search(line) for p in patterns):
                 hits[dialect] += len(g.rows)
-        if FAIRSEQ_JSON.search(line):
+        if FAIRSEQ_JSON.search(line) or FAIRSEQ_V09.search(line):
             hits["fairseq-json"] += len(g.rows)
     return hits
 
@@ -429,12 +430,42 @@ def _fairseq(p: _Parse, line: str) -> None:
                   for k, v in data.items() if k not in drop}
         p.add(int(step), values)
         return
+    if FAIRSEQ_V09.search(line):
+        _fairseq_v09(p, line)
+        return
     m = FAIRSEQ_SIMPLE.search(line)
     if m:
         values = _kv_tokens(m.group(1), KV_EQUALS)
         step = to_number(values.pop("num_updates", None) or "nan")
         if step is not None and step == step:
             p.add(int(step), values)
+
+
+def _fairseq_v09(p: _Parse, line: str) -> None:
+    """fairseq v0.9's bare JSON bar (`print(json.dumps(stats))`, no tag): `log`'s lines carry
+    `num_updates`; `print`'s prefix every key with the tag (`valid_loss`, `valid_num_updates`),
+    `train_` being the epoch's averages (kept aside, as the tagged reader does)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return
+    counter = next((k for k in data if k == "num_updates" or k.endswith("_num_updates")), None)
+    step = to_number(data.get(counter)) if counter else None
+    if step is None or step != step:
+        return
+    tag = counter[:-len("num_updates")]
+    if tag == "train_":
+        p.source.extras.setdefault("epoch_summaries", []).append(data)
+        return
+    values = {(k if not tag or k.startswith("valid") else f"valid_{k}"): v
+              for k, v in data.items() if k not in ("epoch", "update", counter)}
+    p.add(int(step), values)
+
+
+def is_fairseq_v09_json(line: bytes) -> bool:
+    """A first line of fairseq v0.9's bare JSON bar: a text log of its own (its steps are
+    `num_updates`, its keys tagged), not a table of JSON lines."""
+    return bool(FAIRSEQ_V09.search(line.decode("utf-8", "replace")))
 
 
 _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
