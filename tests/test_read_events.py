@@ -25,9 +25,10 @@ def test_a_log_of_messages_alone_is_a_cascade_of_five(tmp_path):
     lines = [PREFIX.format(i=i) + DS.format(a=a, b=b) for i, (a, b) in enumerate(HALVINGS)]
     run = read_run(_write(tmp_path, "ds.log", lines))
     f = run.frame
-    assert f.step.tolist() == [1, 2, 3, 4, 5]
-    assert f.loss_scale.tolist() == [32768, 16384, 8192, 4096, 2048]
-    assert f.overflows.tolist() == [1] * 5 and f.skipped.tolist() == [1] * 5
+    # the first message's attempted scale is kept on the step before it: five halvings, not four
+    assert f.step.tolist() == [0, 1, 2, 3, 4, 5]
+    assert f.loss_scale.tolist() == [65536, 32768, 16384, 8192, 4096, 2048]
+    assert f.overflows.fillna(0).tolist() == [0] + [1] * 5 and f.skipped.fillna(0).tolist() == [0] + [1] * 5
     assert any("no step line" in w for w in run.source.warnings)
 
 
@@ -45,8 +46,8 @@ def test_five_halvings_between_two_progress_lines(tmp_path):
     run = read_run(_write(tmp_path, "mixed.log", lines))
     f = run.frame.set_index("step")
     # the steps just before the line after them, one each
-    assert f.loss_scale.dropna().index.tolist() == [106, 107, 108, 109, 110]
-    assert f.loss_scale.dropna().tolist() == [32768, 16384, 8192, 4096, 2048]
+    assert f.loss_scale.dropna().index.tolist() == [105, 106, 107, 108, 109, 110]
+    assert f.loss_scale.dropna().tolist() == [65536, 32768, 16384, 8192, 4096, 2048]
     assert f.overflows.sum() == 5 and f.loc[110, "loss"] == 2.40
     assert run.source.extras["events_placed"]
 
@@ -96,7 +97,7 @@ def test_deepspeed_line_reader_places_every_message(tmp_path):
     run = read_run(_write(tmp_path, "ds.log", lines))
     f = run.frame.set_index("step")
     assert run.source.format == "deepspeed"
-    assert f.loss_scale.dropna().to_dict() == {18: 32768, 19: 16384, 20: 8192}
+    assert f.loss_scale.dropna().to_dict() == {17: 65536, 18: 32768, 19: 16384, 20: 8192}
 
 
 def test_resume_messages_are_kept(tmp_path):
@@ -211,10 +212,34 @@ def test_a_message_glued_behind_a_line_readers_line_keeps_the_lines_metrics(tmp_
                 assert run.source.format == reader, case
                 # HF console dicts carry no step: their ordinals, or the bar's counter in front
                 steps = [1, 2, 3, 4, 5, 6] if reader == "hf-console" and prefix != "tqdm" else [10, 20, 30, 40, 50, 60]
-                assert f.index.tolist() == steps, case
                 main = "lr" if reader == "deepspeed" else "loss"
-                assert f[main].notna().all(), case          # the glued line's metrics read
+                assert f[main].dropna().index.tolist() == steps, case     # the glued line's metrics read
                 assert f.overflows.sum() == 1 and f.loc[steps[3], "overflows"] == 1, case
                 assert f.loc[steps[3], "loss_scale"] == pytest.approx(32768), case
+                if name != "fairseq":               # the scale before it, printed or halved from
+                    assert f.loss_scale.dropna().to_dict() == {steps[3] - 1: 65536, steps[3]: 32768}, case
                 words = {"overflow", "skipping", "rank", "scaler", "reducing", "setting"}
                 assert not [c for c in f.columns if c != "overflows" and any(w in c.lower() for w in words)], case
+
+
+def test_the_scale_before_the_first_halving_is_kept():
+    """N scaler messages are N halvings: the first one's starting scale (DeepSpeed's `Attempted
+    loss scale: X`; apex amp prints only the halved scale, its scaler halves: scaler.py
+    `self._loss_scale/2.`) is a point on the step before it. The cascade of the issue: 8 apex
+    messages read `256 -> 2, 7 halvings`."""
+    import pathlib
+    import tempfile
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {b}"
+    for prefix in ("", "[rank3]: ", "2020-01-01 10:00:00,000 - INFO - "):
+        for name, message in (("apex", apex), ("deepspeed", DS)):
+            lines = [prefix + f"Epoch: [3]  [ 900/2000]  eta: 0:10:00  lr: 0.000100  loss: 2.4100 (2.4000)  time: 0.5"]
+            lines += [prefix + message.format(a=512 >> k, b=256 >> k) for k in range(8)]
+            lines += [prefix + f"Epoch: [3]  [ 920/2000]  eta: 0:10:00  lr: 0.000100  loss: 9.4100 (2.5000)  time: 0.5"]
+            f = read_run(_write(tmp, f"{name}.log", lines)).frame.set_index("step")
+            scale = f.loss_scale.dropna()
+            assert scale.tolist() == [512, 256, 128, 64, 32, 16, 8, 4, 2], (prefix, name)
+            assert scale.index.tolist() == list(range(6912, 6921)), (prefix, name)   # epoch 3 x 2000 + i
+            assert f.overflows.sum() == 8
+            halvings = np.log2(scale.to_numpy()[:-1] / scale.to_numpy()[1:]).sum()
+            assert halvings == 8

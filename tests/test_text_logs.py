@@ -51,7 +51,9 @@ def test_deepspeed_overflow_cascade(tmp_path):
     assert f.step.tolist() == [9, 10, 20, 30]
     assert f.overflows.fillna(0).tolist() == [1, 1, 0, 1]
     assert f.loss_scale.tolist()[1] == 32768 and f.loss_scale.tolist()[3] == 16384
-    assert math.isnan(f.loss_scale.tolist()[0])                 # hysteresis: the scale is kept
+    # hysteresis keeps the scale; the one before the first halving (its `Attempted loss scale`)
+    # is kept on the step before it
+    assert f.loss_scale.tolist()[0] == 65536
     assert f.skipped.dropna().tolist() == [2, 0, 1] and f.skipped_total.dropna().tolist() == [2, 2, 3]
 
 
@@ -192,8 +194,9 @@ def test_utf16_deepspeed_log_read_by_its_line_reader(tmp_path):
     p = tmp_path / "ds.log"
     p.write_bytes(text.encode("utf-16"))
     log = read_run(p)
-    assert log.source.format == "deepspeed" and log.frame.step.tolist() == [10, 20, 30]
-    assert log.frame.loss_scale.iloc[0] == 32768 and log.frame.lr.tolist() == [9.6e-06] * 3
+    # the attempted scale of the first message on the step before it (9)
+    assert log.source.format == "deepspeed" and log.frame.step.tolist() == [9, 10, 20, 30]
+    assert log.frame.loss_scale.tolist()[:2] == [65536, 32768] and log.frame.lr.dropna().tolist() == [9.6e-06] * 3
     assert any("UTF-16 LE" in w for w in log.source.warnings)
 
 

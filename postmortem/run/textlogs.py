@@ -324,7 +324,8 @@ class _Parse:
         scales = np.array([e.scale for e, _ in good], dtype=np.float64)
         return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
                                 [e.dialect for e, _ in good], self.source, present,
-                                np.array([e.said_nan for e, _ in good], dtype=bool))
+                                np.array([e.said_nan for e, _ in good], dtype=bool),
+                                np.array([e.prev for e, _ in good], dtype=np.float64))
 
 
 # tqdm's frame `{n}/{total} [{elapsed}<{remaining}, {rate}]` (tqdm/std.py format_meter)

@@ -248,7 +248,7 @@ def _stated(lines: Lines, name: str, entry: int) -> bool:
 
 
 def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:
-    orders, steps, scales, kinds, ids, nans = [], [], [], [], [], []
+    orders, steps, scales, kinds, ids, nans, prevs = [], [], [], [], [], [], []
     for g, p in zip(lines.groups, lines.pos):
         if not g.parsed.overflow:
             continue
@@ -258,10 +258,11 @@ def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Se
         steps.append(lines.step[p][k])
         scale, said_nan = events.group_scale(g)
         scales.append(scale[k])
+        prevs.append(events.group_prev(g)[k])
         nans.append(np.full(n, said_nan))
         kinds += [g.parsed.overflow["kind"]] * n
         ids += [g.parsed.overflow["dialect"]] * n
     if not orders or not sum(len(o) for o in orders):
         return []
     return events.series_of(np.concatenate(orders), np.concatenate(steps), np.concatenate(scales),
-                            kinds, ids, source, present, np.concatenate(nans))
+                            kinds, ids, source, present, np.concatenate(nans), np.concatenate(prevs))
