@@ -243,3 +243,59 @@ def test_the_scale_before_the_first_halving_is_kept():
             assert f.overflows.sum() == 8
             halvings = np.log2(scale.to_numpy()[:-1] / scale.to_numpy()[1:]).sum()
             assert halvings == 8
+
+
+def _d2(i, loss):
+    # detectron2 utils/events.py CommonMetricPrinter.write (v0.6): ` {eta}iter: {iter}  {losses}  ...`
+    return (f"[11/26 10:00:00 d2.utils.events]:  eta: 1:00:00  iter: {i}  total_loss: {loss:.3f}  loss_cls: 0.5  "
+            f"loss_box_reg: 0.4  time: 0.5000  data_time: 0.0100  lr: 0.02  max_mem: 3000M")
+
+
+def test_checkpoint_loads_are_kept_as_events(tmp_path):
+    """fvcore's `[Checkpointer] Loading from P ...` and `Loading optimizer from P ...` (detectron2),
+    mmengine's / mmcv's `Load checkpoint from P`, HF Trainer's `Loading model from P.`: events
+    on the step the next progress line names, no segment of their own; detectron2's
+    `Starting training from iteration N` (N >= 1) is the resume, on its own step."""
+    fv = "[11/26 11:00:00 fvcore.common.checkpoint]: "
+    lines = [_d2(i, 2 - i / 1000) for i in range(39919, 40000, 20)]
+    lines += [fv + "[Checkpointer] Loading from output/model_0039999.pth ...",
+              fv + "Loading optimizer from output/model_0039999.pth ...",
+              fv + "Loading scheduler from output/model_0039999.pth ...",
+              "[rank3]: [11/26 11:00:01 d2.engine.train_loop]: Starting training from iteration 40000"]
+    lines += [_d2(i, 1.5 - i / 100000) for i in range(40019, 40100, 20)]
+    run = read_run(_write(tmp_path, "d2.log", lines))
+    assert run.source.extras["resumes"] == [{"step": 40000, "dialect": "detectron2.start_iter"}]
+    got = run.source.extras["checkpoints"]
+    # the optimizer's and the scheduler's lines, one right after the other, are one event (as a
+    # message repeated by every rank is)
+    assert got == [{"step": 40000, "dialect": "detectron2.checkpoint"},
+                   {"step": 40000, "dialect": "detectron2.checkpointable"}]
+    assert len(run.segments()) == 2 and run.frame.loss.notna().sum() == 10
+    # a fresh start prints iteration 0: no resume
+    fresh = [fv + "[Checkpointer] Loading from detectron2://ImageNetPretrained/MSRA/R-50.pkl ...",
+             "[11/26 11:00:01 d2.engine.train_loop]: Starting training from iteration 0"]
+    run = read_run(_write(tmp_path, "fresh.log", fresh + [_d2(i, 2.0) for i in range(19, 100, 20)]))
+    assert "resumes" not in run.source.extras and len(run.segments()) == 1
+    assert run.source.extras["checkpoints"] == [{"step": 19, "dialect": "detectron2.checkpoint"}]
+
+
+def test_mmengine_and_hf_checkpoint_loads_are_events(tmp_path):
+    cases = {
+        # mmengine runner.py Runner.load_checkpoint; its Epoch(train) line (LoggerHook)
+        "mmengine": ("2024/01/01 10:00:00 - mmengine - INFO - Load checkpoint from work_dirs/epoch_3.pth",
+                     lambda i: f"2024/01/01 10:00:00 - mmengine - INFO - Iter(train) [{i}/9000]  lr: 2.0000e-02  "
+                               f"eta: 1:00:00  time: 0.5000  data_time: 0.0100  memory: 3000  loss: {2 - i / 1000:.4f}"),
+        # mmcv v1.x base_runner.py BaseRunner.load_checkpoint
+        "mmcv": ("2022-01-01 10:00:00,000 - mmdet - INFO - load checkpoint from work_dirs/latest.pth",
+                 lambda i: f"2022-01-01 10:00:00,000 - mmdet - INFO - Iter [{i}/9000]\tlr: 2.000e-02, eta: 1:00:00, "
+                           f"time: 0.500, data_time: 0.010, memory: 3000, loss: {2 - i / 1000:.4f}"),
+        # transformers trainer.py _load_from_checkpoint; the console's logged dict behind a tqdm frame
+        "hf": ("[INFO|trainer.py:2107] 2024-01-01 10:00:00,000 >> Loading model from output/checkpoint-500.",
+               lambda i: f"Step {i} | loss: {2 - i / 1000:.4f} | learning_rate: 2e-05"),
+    }
+    for name, (load, progress) in cases.items():
+        lines = [progress(i) for i in (50, 100)] + [load] + [progress(i) for i in (150, 200)]
+        run = read_run(_write(tmp_path, f"{name}.log", lines))
+        dialect = {"hf": "transformers.load"}.get(name, "mmengine.load_checkpoint")
+        assert run.source.extras["checkpoints"] == [{"step": 150, "dialect": dialect}], name
+        assert run.frame.loss.notna().sum() == 4 and len(run.segments()) == 1, name

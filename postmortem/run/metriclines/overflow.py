@@ -365,6 +365,10 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
         source.resumes.extend(int(o) for o in orders[resume])
         source.extras["resumes"] = [{"step": int(s), "dialect": d} for s, d in
                                     zip(steps[resume], ids_a[resume])]
+    loads = kinds_a == "checkpoint"         # weights loaded: an event, no segment of its own
+    if loads.any():
+        source.extras["checkpoints"] = [{"step": int(s), "dialect": d} for s, d in
+                                        zip(steps[loads], ids_a[loads])]
     evals = kinds_a == "eval_boundary"
     if evals.any():
         source.extras["evals"] = [{"step": int(s), "dialect": d} for s, d in zip(steps[evals], ids_a[evals])]
