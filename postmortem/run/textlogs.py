@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run import textfile
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
@@ -27,7 +28,7 @@ from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 
 # A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
 NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
@@ -94,7 +95,7 @@ def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
     if key not in _CACHE:
         data, encoding = textfile.utf8_bytes(path)
         binary: list[int] = []
-        groups, _ = read_groups(data, binary)
+        groups, _ = read_groups(data, binary)   # type: ignore[arg-type]  # bytes or a read-only map
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
         _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0)   # binary bytes pasted in
@@ -138,7 +139,7 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order."""
-    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
+    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)  # type: ignore[call-overload]
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
     return _read_groups(groups, files[0], source, dialect)
@@ -372,8 +373,10 @@ class _Bars:
     def renumber(self, steps) -> None:
         """Rows' ordinals -> the bar's counters, when every train dict had its frame and they
         never go back (else ordinals stay, and the reader says so)."""
-        got = self.of_dict
-        if not got or any(n is None for n in got) or any(b < a for a, b in zip(got, got[1:])):
+        if not self.of_dict or any(n is None for n in self.of_dict):
+            return
+        got = [n for n in self.of_dict if n is not None]
+        if any(b < a for a, b in zip(got, got[1:])):
             return
         by_ordinal = dict(enumerate(got, start=1))
         for i, s in enumerate(steps):
@@ -452,7 +455,7 @@ def _fairseq_v09(p: _Parse, line: str) -> None:
         return
     counter = next((k for k in data if k == "num_updates" or k.endswith("_num_updates")), None)
     step = to_number(data.get(counter)) if counter else None
-    if step is None or step != step:
+    if counter is None or step is None or step != step:
         return
     tag = counter[:-len("num_updates")]
     if tag == "train_":
@@ -567,7 +570,9 @@ def _say_dialects(groups: list[Group], source: Source) -> None:
     by_name: dict[str, set[str]] = {}
     for g in groups:
         d = progress.of_line(clean(g.text)) if g.parsed.values else None
-        for name in g.values if d else ():
+        if d is None:
+            continue
+        for name in g.values:
             by_name.setdefault(canonical_name(name), set()).add(d.id)
     said = source.extras.setdefault("series_dialects", {})
     for name, ids in by_name.items():

@@ -325,7 +325,8 @@ def parse(raw: str) -> Parsed:
         out.epoch_base = 1 if _ONE_BASED.search(text) else 0 if _ZERO_BASED.search(text) else None
     elif not out.counters:
         m = _LOGGER_BAR.search(text)
-        if m and _HEADER_WORD.search(text, max(0, m.start() - 40), m.start()).group(1).lower() not in _EVAL_HEADERS:
+        word = _HEADER_WORD.search(text, max(0, m.start() - 40), m.start()) if m else None   # always matches
+        if m and word and word.group(1).lower() not in _EVAL_HEADERS:
             # MetricLogger.log_every under a header with no epoch (dinov2's `Training  [  40/N]
             # eta:`): its i counts the run's iterations
             out.counters["iteration"] = m.span(1)
@@ -442,7 +443,7 @@ def _prose(text: str, out: Parsed) -> bool:
 
 def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     last_end = -10
-    pending_counter: tuple[int, int] | None = None
+    pending_counter: tuple[str, tuple[int, int]] | None = None
     found: list[tuple[str, int, int, str, int]] = []
     inside = _Taken(taken)
     for m in NUM.finditer(text):
@@ -472,7 +473,8 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
                 and not _PATH.search(name) and _name_like(name)
                 and not _counts_something(text, e)):
             found.append((name, s, e, unit, name_start))
-        last_end = e + (len(_UNIT.match(text, e).group()) if _UNIT.match(text, e) else 0)
+        unit_m = _UNIT.match(text, e)
+        last_end = e + (len(unit_m.group()) if unit_m else 0)
     _name_columns(text, out, found)
 
 

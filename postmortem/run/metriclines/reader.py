@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from postmortem.errors import RunReadError
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Series
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import steps as stepping
 from postmortem.run.metriclines.columns import Group
-from postmortem.run.model import RunReadError, Source
+from postmortem.run.model import Source
 
 _METRIC_WORDS = ("loss", "acc", "norm", "lr", "learning", "ppl", "perplexity", "reward", "mse",
                  "mae", "error", "f1", "bleu", "map", "kl", "entropy", "grad", "top1", "auc")

@@ -68,6 +68,7 @@ def row(text: str, above: Iterable[str]) -> Parsed | None:
     out = Parsed()
     for name, (cell, start) in zip(names, cells):
         m = _CELL_NUMBER.match(cell)
+        assert m is not None                 # every cell is a number (tested above)
         key = "i" if m.group("i") else "v"
         s, e = start + m.start(key), start + m.end(key)
         low = name.lower()
