@@ -373,6 +373,7 @@ def test_fairseq_09_bare_json_epoch_with_its_validation_and_summary(tmp_path):
     assert data["read"]["segments"] is None          # the epoch's averages are no relaunch
     m = {x["name"]: x for x in data["metrics"]}
     assert m["val_loss"]["max"] == 6.9 and m["loss"]["max"] == 7.4
+    assert m["loss"]["dialect"] == ["fairseq.json_v09"]
 
 
 def _ultralytics_console(losses, header, negative_epoch=None, prefix=""):

@@ -299,3 +299,17 @@ def test_mmengine_and_hf_checkpoint_loads_are_events(tmp_path):
         dialect = {"hf": "transformers.load"}.get(name, "mmengine.load_checkpoint")
         assert run.source.extras["checkpoints"] == [{"step": 150, "dialect": dialect}], name
         assert run.frame.loss.notna().sum() == 4 and len(run.segments()) == 1, name
+
+
+def test_the_line_readers_name_the_dialect_of_each_series(tmp_path):
+    # info's metrics[].dialect for the logs the line readers read, as the general reader says it
+    expected = {"deepspeed": {"lr": ["deepspeed.step"], "skipped": ["deepspeed.step"]},
+                "fairseq": {"loss": ["fairseq.json"], "lr": ["fairseq.json"]},
+                "hf-console": {"loss": ["hf-console.logs"], "grad_norm": ["hf-console.logs"]},
+                "kv-pipe": {"loss": ["kv-pipe.step"], "lr": ["kv-pipe.step"]}}
+    for reader, line in LINE_READER_LINES.items():
+        run = read_run(_write(tmp_path, f"{reader}.log", [line(s) for s in range(10, 70, 10)]))
+        said = run.source.extras["series_dialects"]
+        assert run.source.format == reader
+        for name, ids in expected[reader].items():
+            assert said[name] == ids, (reader, name, said)

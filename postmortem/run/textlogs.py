@@ -266,8 +266,9 @@ class _Parse:
         self.too_big: list[str] = []
         self.bars = _Bars()
         self.glued: set[int] = set()            # events on the step of a line glued in front
+        self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
 
-    def add(self, step: int, values: dict) -> None:
+    def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
             # a step no run reaches (20 digits): the line is left out, the rest read
             self.too_big.append(str(step))
@@ -278,10 +279,26 @@ class _Parse:
         self.out.add(step, values)
         self.step = step
         self.steps_read += 1
+        if dialect:
+            self.said.setdefault(dialect, set()).update(values)
 
-    def attach(self, values: dict) -> None:
+    def attach(self, values: dict, dialect: str | None = None) -> None:
         """Values that belong to the current step (an eval, a reward) without moving it."""
         self.out.add(self.step or 0, values)
+        if dialect:
+            self.said.setdefault(dialect, set()).update(values)
+
+    def say_dialects(self) -> None:
+        """Which catalogue entries' lines each column came from (info's metrics[].dialect)."""
+        by_name: dict[str, set[str]] = {}
+        for dialect, names in self.said.items():
+            for name in names:
+                by_name.setdefault(canonical_name(name), set()).add(dialect)
+        if "skipped_total" in by_name:        # DeepSpeed's counter, per interval (`_postprocess`)
+            by_name.setdefault("skipped", set()).update(by_name["skipped_total"])
+        said = self.source.extras.setdefault("series_dialects", {})
+        for name, ids in by_name.items():
+            said[name] = sorted(set(said.get(name, ())) | ids)
 
     def overflow(self, line: str, ev: dict, glued: int | None = None) -> None:
         """An event message: kept as a record of its own (its step placed at the end).
@@ -408,11 +425,11 @@ def _deepspeed(p: _Parse, line: str) -> None:
         values = {f"{prefix}skipped_total": m.group(2)}
         if lrs:
             values[f"{prefix}lr"] = lrs[0]
-        p.add(step, values)
+        p.add(step, values, "deepspeed.step")
         return
     m = DS_PPL.match(line)
     if m:   # the eval before any training step counts as step 0
-        p.attach({"val_ppl": m.group(1)})
+        p.attach({"val_ppl": m.group(1)}, "deepspeed.ppl")
 
 
 def _fairseq(p: _Parse, line: str) -> None:
@@ -432,7 +449,7 @@ def _fairseq(p: _Parse, line: str) -> None:
         drop = {"num_updates", "epoch", "update"}
         values = {(k if kind == "train_inner" else k if k.startswith("valid_") else f"valid_{k}"): v
                   for k, v in data.items() if k not in drop}
-        p.add(int(step), values)
+        p.add(int(step), values, "fairseq.json")
         return
     if FAIRSEQ_V09.search(line):
         _fairseq_v09(p, line)
@@ -442,7 +459,7 @@ def _fairseq(p: _Parse, line: str) -> None:
         values = _kv_tokens(m.group(1), KV_EQUALS)
         step = to_number(values.pop("num_updates", None) or "nan")
         if step is not None and step == step:
-            p.add(int(step), values)
+            p.add(int(step), values, "fairseq.simple")
 
 
 def _fairseq_v09(p: _Parse, line: str) -> None:
@@ -463,7 +480,7 @@ def _fairseq_v09(p: _Parse, line: str) -> None:
         return
     values = {(k if not tag or k.startswith("valid") else f"valid_{k}"): v
               for k, v in data.items() if k not in ("epoch", "update", counter)}
-    p.add(int(step), values)
+    p.add(int(step), values, "fairseq.json_v09")
 
 
 def is_fairseq_v09_json(line: bytes) -> bool:
@@ -489,16 +506,16 @@ def _hf_console(p: _Parse, line: str) -> None:
     # global step at the end, `_Bars`); eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
         p.bars.train_dict(line, m.start())
-        p.add((p.step or 0) + 1, values)
+        p.add((p.step or 0) + 1, values, "hf-console.logs")
     else:
-        p.attach({k: v for k, v in values.items() if k != "epoch"})
+        p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
 
 
 def _kv_pipe(p: _Parse, line: str) -> None:
     m = PIPE_KV.search(line)
     if m:
         values = _pairs(m.group(2))
-        p.add(int(m.group(1)), values)
+        p.add(int(m.group(1)), values, "kv-pipe.step")
         return
     m = REWARD.search(line)
     if m and p.step is not None:
@@ -659,6 +676,7 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
     _say_encoding(path, source)
+    p.say_dialects()
     two_engines = any(k > 1 for k in p.ds_steps_seen.values())
     if two_engines:
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "
