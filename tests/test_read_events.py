@@ -233,9 +233,9 @@ def test_the_scale_before_the_first_halving_is_kept():
     apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {b}"
     for prefix in ("", "[rank3]: ", "2020-01-01 10:00:00,000 - INFO - "):
         for name, message in (("apex", apex), ("deepspeed", DS)):
-            lines = [prefix + f"Epoch: [3]  [ 900/2000]  eta: 0:10:00  lr: 0.000100  loss: 2.4100 (2.4000)  time: 0.5"]
+            lines = [prefix + "Epoch: [3]  [ 900/2000]  eta: 0:10:00  lr: 0.000100  loss: 2.4100 (2.4000)  time: 0.5"]
             lines += [prefix + message.format(a=512 >> k, b=256 >> k) for k in range(8)]
-            lines += [prefix + f"Epoch: [3]  [ 920/2000]  eta: 0:10:00  lr: 0.000100  loss: 9.4100 (2.5000)  time: 0.5"]
+            lines += [prefix + "Epoch: [3]  [ 920/2000]  eta: 0:10:00  lr: 0.000100  loss: 9.4100 (2.5000)  time: 0.5"]
             f = read_run(_write(tmp, f"{name}.log", lines)).frame.set_index("step")
             scale = f.loss_scale.dropna()
             assert scale.tolist() == [512, 256, 128, 64, 32, 16, 8, 4, 2], (prefix, name)

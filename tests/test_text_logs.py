@@ -1,6 +1,5 @@
 """Text-log dialects, each from lines shaped like the real tools print them."""
 
-import math
 
 import numpy as np
 import pytest
