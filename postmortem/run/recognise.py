@@ -102,7 +102,8 @@ def is_jsonl(p: Probe) -> str | None:
     if not p.text.startswith(b"{"):
         return None
     line = _first_line(p.path, p.text)
-    if _json_keys(line) & _KEY_NAMES or _cut_json_record(p.path, line):
+    # fairseq v0.9's bare `json.dumps(stats)` names `epoch` but counts updates: a text dialect
+    if (_json_keys(line) & _KEY_NAMES or _cut_json_record(p.path, line)) and not textlogs.is_fairseq_v09_json(line):
         return "jsonl"
     return None
 

@@ -42,6 +42,7 @@ MEGATRON_ARG = re.compile(r"^\s*([a-z_0-9]+) \.{3,} (\S(?:.*\S)?)\s*$")   # gree
 DS_STEP = progress.dialect("deepspeed.step").pattern
 DS_PPL = progress.dialect("deepspeed.ppl").pattern
 FAIRSEQ_JSON = progress.dialect("fairseq.json").pattern
+FAIRSEQ_V09 = progress.dialect("fairseq.json_v09")
 FAIRSEQ_SIMPLE = progress.dialect("fairseq.simple").pattern
 HF_DICT = progress.dialect("hf-console.logs").pattern
 PIPE_KV = progress.dialect("kv-pipe.step").pattern
@@ -94,7 +95,7 @@ def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
     if key not in _CACHE:
         data, encoding = textfile.utf8_bytes(path)
         binary: list[int] = []
-        groups, _ = read_groups(data, binary)
+        groups, _ = read_groups(data, binary)   # type: ignore[arg-type]  # bytes or a read-only map
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
         _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0)   # binary bytes pasted in
@@ -138,7 +139,7 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order."""
-    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
+    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)  # type: ignore[call-overload]
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
     return _read_groups(groups, files[0], source, dialect)
@@ -153,7 +154,7 @@ def _hits(groups: list[Group]) -> dict[str, int]:
         for dialect, patterns in SNIFF.items():
             if any(p.search(line) for p in patterns):
                 hits[dialect] += len(g.rows)
-        if FAIRSEQ_JSON.search(line):
+        if FAIRSEQ_JSON.search(line) or FAIRSEQ_V09.search(line):
             hits["fairseq-json"] += len(g.rows)
     return hits
 
@@ -264,8 +265,10 @@ class _Parse:
         self.ds_steps_seen: dict[int, int] = {}
         self.too_big: list[str] = []
         self.bars = _Bars()
+        self.glued: set[int] = set()            # events on the step of a line glued in front
+        self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
 
-    def add(self, step: int, values: dict) -> None:
+    def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
             # a step no run reaches (20 digits): the line is left out, the rest read
             self.too_big.append(str(step))
@@ -276,19 +279,40 @@ class _Parse:
         self.out.add(step, values)
         self.step = step
         self.steps_read += 1
+        if dialect:
+            self.said.setdefault(dialect, set()).update(values)
 
-    def attach(self, values: dict) -> None:
+    def attach(self, values: dict, dialect: str | None = None) -> None:
         """Values that belong to the current step (an eval, a reward) without moving it."""
         self.out.add(self.step or 0, values)
+        if dialect:
+            self.said.setdefault(dialect, set()).update(values)
 
-    def overflow(self, line: str) -> bool:
-        """An event message: kept as a record of its own (its step placed at the end)."""
-        ev = events.find_event(line)
-        if ev is None:
-            return False
+    def say_dialects(self) -> None:
+        """Which catalogue entries' lines each column came from (info's metrics[].dialect)."""
+        by_name: dict[str, set[str]] = {}
+        for dialect, names in self.said.items():
+            for name in names:
+                by_name.setdefault(canonical_name(name), set()).add(dialect)
+        if "skipped_total" in by_name:        # DeepSpeed's counter, per interval (`_postprocess`)
+            by_name.setdefault("skipped", set()).update(by_name["skipped_total"])
+        said = self.source.extras.setdefault("series_dialects", {})
+        for name, ids in by_name.items():
+            said[name] = sorted(set(said.get(name, ())) | ids)
+
+    def overflow(self, line: str, ev: dict, glued: int | None = None) -> None:
+        """An event message: kept as a record of its own (its step placed at the end).
+        `glued`: the step of the progress line printed in front of it on the same line
+        (written at the same moment): the message's step when its own words give none."""
         value = {k: (events.number(line[ev[k][0]:ev[k][1]]) if ev[k] else math.nan)
                  for k in ("scale", "prev_scale", "rank", "step")}
-        self.bars.event(line, ev["start"])
+        if glued is None:
+            self.bars.event(line, ev["start"])
+        else:
+            self.bars.of_event.append(math.nan)     # the frame in front went with the line's dict
+            if math.isnan(value["step"]):
+                value["step"] = float(glued)
+                self.glued.add(len(self.events))
         record = self.out.count
         self.out.add(0, {})                 # its place in the file; the step comes later
         self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
@@ -296,13 +320,12 @@ class _Parse:
                                         bool(ev["scale"]) and math.isnan(value["scale"])))
         self.around.append([math.nan if self.step is None else float(self.step), math.nan])
         self.waiting.append(len(self.events) - 1)
-        return True
 
     def event_series(self, present: set[str]) -> list[Series]:
         if not self.events:
             return []
         if self.bars.used:
-            self.bars.place(self.events, self.around)
+            self.bars.place(self.events, self.around, self.glued)
         recs = [e.order for e in self.events]
         adjacent = [False] + [b == a + 1 for a, b in zip(recs, recs[1:])]
         kept, others, repeats = events.merge_repeats(self.events, adjacent)
@@ -319,7 +342,8 @@ class _Parse:
         scales = np.array([e.scale for e, _ in good], dtype=np.float64)
         return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
                                 [e.dialect for e, _ in good], self.source, present,
-                                np.array([e.said_nan for e, _ in good], dtype=bool))
+                                np.array([e.said_nan for e, _ in good], dtype=bool),
+                                np.array([e.prev for e, _ in good], dtype=np.float64))
 
 
 # tqdm's frame `{n}/{total} [{elapsed}<{remaining}, {rate}]` (tqdm/std.py format_meter)
@@ -366,8 +390,10 @@ class _Bars:
     def renumber(self, steps) -> None:
         """Rows' ordinals -> the bar's counters, when every train dict had its frame and they
         never go back (else ordinals stay, and the reader says so)."""
-        got = self.of_dict
-        if not got or any(n is None for n in got) or any(b < a for a, b in zip(got, got[1:])):
+        if not self.of_dict or any(n is None for n in self.of_dict):
+            return
+        got = [n for n in self.of_dict if n is not None]
+        if any(b < a for a, b in zip(got, got[1:])):
             return
         by_ordinal = dict(enumerate(got, start=1))
         for i, s in enumerate(steps):
@@ -375,11 +401,14 @@ class _Bars:
                 steps[i] = by_ordinal[s]
         self.by_ordinal, self.used = by_ordinal, True
 
-    def place(self, events: list, around: list[list[float]]) -> None:
+    def place(self, events: list, around: list[list[float]], glued: set[int]) -> None:
         """Messages between dicts: their neighbours' steps become counters; a message glued
-        to a frame is on that frame's step (written at the same moment)."""
+        to a frame is on that frame's step (written at the same moment), one glued behind a
+        dict on that dict's (`glued`: their indexes, on the dict's ordinal so far)."""
         for k, pair in enumerate(around):
             around[k] = [float(self.by_ordinal.get(int(x), x)) if x == x else x for x in pair]
+        for k in glued:
+            events[k].step = float(self.by_ordinal.get(int(events[k].step), events[k].step))
         for e, n in zip(events, self.of_event):
             if n == n and math.isnan(e.step):
                 e.step = n
@@ -396,11 +425,11 @@ def _deepspeed(p: _Parse, line: str) -> None:
         values = {f"{prefix}skipped_total": m.group(2)}
         if lrs:
             values[f"{prefix}lr"] = lrs[0]
-        p.add(step, values)
+        p.add(step, values, "deepspeed.step")
         return
     m = DS_PPL.match(line)
     if m:   # the eval before any training step counts as step 0
-        p.attach({"val_ppl": m.group(1)})
+        p.attach({"val_ppl": m.group(1)}, "deepspeed.ppl")
 
 
 def _fairseq(p: _Parse, line: str) -> None:
@@ -420,14 +449,44 @@ def _fairseq(p: _Parse, line: str) -> None:
         drop = {"num_updates", "epoch", "update"}
         values = {(k if kind == "train_inner" else k if k.startswith("valid_") else f"valid_{k}"): v
                   for k, v in data.items() if k not in drop}
-        p.add(int(step), values)
+        p.add(int(step), values, "fairseq.json")
+        return
+    if FAIRSEQ_V09.search(line):
+        _fairseq_v09(p, line)
         return
     m = FAIRSEQ_SIMPLE.search(line)
     if m:
         values = _kv_tokens(m.group(1), KV_EQUALS)
         step = to_number(values.pop("num_updates", None) or "nan")
         if step is not None and step == step:
-            p.add(int(step), values)
+            p.add(int(step), values, "fairseq.simple")
+
+
+def _fairseq_v09(p: _Parse, line: str) -> None:
+    """fairseq v0.9's bare JSON bar (`print(json.dumps(stats))`, no tag): `log`'s lines carry
+    `num_updates`; `print`'s prefix every key with the tag (`valid_loss`, `valid_num_updates`),
+    `train_` being the epoch's averages (kept aside, as the tagged reader does)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return
+    counter = next((k for k in data if k == "num_updates" or k.endswith("_num_updates")), None)
+    step = to_number(data.get(counter)) if counter else None
+    if counter is None or step is None or step != step:
+        return
+    tag = counter[:-len("num_updates")]
+    if tag == "train_":
+        p.source.extras.setdefault("epoch_summaries", []).append(data)
+        return
+    values = {(k if not tag or k.startswith("valid") else f"valid_{k}"): v
+              for k, v in data.items() if k not in ("epoch", "update", counter)}
+    p.add(int(step), values, "fairseq.json_v09")
+
+
+def is_fairseq_v09_json(line: bytes) -> bool:
+    """A first line of fairseq v0.9's bare JSON bar: a text log of its own (its steps are
+    `num_updates`, its keys tagged), not a table of JSON lines."""
+    return bool(FAIRSEQ_V09.search(line.decode("utf-8", "replace")))
 
 
 _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
@@ -447,16 +506,16 @@ def _hf_console(p: _Parse, line: str) -> None:
     # global step at the end, `_Bars`); eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
         p.bars.train_dict(line, m.start())
-        p.add((p.step or 0) + 1, values)
+        p.add((p.step or 0) + 1, values, "hf-console.logs")
     else:
-        p.attach({k: v for k, v in values.items() if k != "epoch"})
+        p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
 
 
 def _kv_pipe(p: _Parse, line: str) -> None:
     m = PIPE_KV.search(line)
     if m:
         values = _pairs(m.group(2))
-        p.add(int(m.group(1)), values)
+        p.add(int(m.group(1)), values, "kv-pipe.step")
         return
     m = REWARD.search(line)
     if m and p.step is not None:
@@ -528,7 +587,9 @@ def _say_dialects(groups: list[Group], source: Source) -> None:
     by_name: dict[str, set[str]] = {}
     for g in groups:
         d = progress.of_line(clean(g.text)) if g.parsed.values else None
-        for name in g.values if d else ():
+        if d is None:
+            continue
+        for name in g.values:
             by_name.setdefault(canonical_name(name), set()).add(d.id)
     said = source.extras.setdefault("series_dialects", {})
     for name, ids in by_name.items():
@@ -574,13 +635,40 @@ def _megatron_args(path: Path, limit: int = 20_000) -> dict[str, str]:
     return args
 
 
+# What a framework prints in front of its message, left at the end of the text before it when
+# the message is glued behind a progress line: DeepSpeed's logger (deepspeed/utils/logging.py
+# "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] "), fairseq's
+# (fairseq_cli/train.py "%(asctime)s | %(levelname)s | %(name)s | "), its v0.6-v0.9 `| WARNING: ` and
+# v0.10+ `NOTE: `, DeepSpeed's `[deepspeed] ` / `[deepscale] `, torchrun's `[rank3]:`.
+_LEAD_IN = re.compile(r"(?:\s*(?:\[\d{4}-\d\d-\d\d [\d:,.]+\]\s*\[[A-Z]+\]\s*\[[\w.]+:\d+:\w+\]"
+                      r"|\d{4}-\d\d-\d\d [\d:,.]+ \| [A-Z]+ \| [\w.]+ \|"
+                      r"|\|\s*WARNING:|NOTE:|\[deep(?:speed|scale)\]|\[rank\d+\]:))+\s*$")
+_LEAD_IN_AT_MOST = 200      # the prefixes are short: the search stays linear in the line
+
+
+def _without_lead_in(head: str) -> str:
+    """The text before a glued message without the message's own prefix (its logger's, its
+    lead-in words), so that the progress line in front reads as printed alone."""
+    tail = head[-_LEAD_IN_AT_MOST:]
+    m = _LEAD_IN.search(tail)
+    return head[:len(head) - len(tail) + m.start()] if m else head
+
+
 def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     parse = PARSERS[dialect]
     p = _Parse(path, source)
     for line in iter_lines(path):
-        if p.overflow(line):
+        ev = events.find_event(line)
+        if ev is None:
+            parse(p, line)
             continue
-        parse(p, line)
+        # a progress line with a message glued behind it: the line's metrics first (read from
+        # the text before the message, never the message's words), then the message on its step
+        read = p.steps_read
+        head = _without_lead_in(line[:ev["start"]])
+        if head.strip():
+            parse(p, head)
+        p.overflow(line, ev, p.step if p.steps_read > read else None)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
@@ -588,6 +676,7 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
     _say_encoding(path, source)
+    p.say_dialects()
     two_engines = any(k > 1 for k in p.ds_steps_seen.values())
     if two_engines:
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "

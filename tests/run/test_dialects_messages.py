@@ -105,8 +105,9 @@ def test_message_glued_to_the_end_of_a_progress_frame(tmp_path):
     log = tmp_path / "glued.log"
     log.write_text("\r".join(frames) + "\n")
     run = read_run(log)
-    assert run.frame.loss_scale.tolist() == [32768, 16384, 8192]
-    assert run.frame.step.tolist() == [1, 2, 3]
+    # the attempted scale of the first message is kept on the step before it: 3 halvings, not 2
+    assert run.frame.loss_scale.tolist() == [65536, 32768, 16384, 8192]
+    assert run.frame.step.tolist() == [0, 1, 2, 3]
     assert set(run.metrics) == {"loss_scale", "skipped", "overflows"}
 
 
@@ -262,7 +263,8 @@ def test_fairseq2_overflow_cascade_on_the_steps_it_names(tmp_path):
     run = read_run(log)
     f = run.frame.set_index("step")
     assert f.overflows.dropna().index.tolist() == [121, 122, 123, 124, 125]
-    assert f.loss_scale.dropna().to_dict() == {121: 64, 122: 32, 123: 16, 124: 8, 125: 4, 2130: 8}
+    # `from 128` of the first one kept on the step before it: five halvings, not four
+    assert f.loss_scale.dropna().to_dict() == {120: 128, 121: 64, 122: 32, 123: 16, 124: 8, 125: 4, 2130: 8}
     assert len(run.segments()) == 1 and f.loc[130, "loss"] == 2.6
     # the step its words name (`Resuming from step 100.`), as Megatron's `at iteration N` is
     assert run.source.extras["resumes"] == [{"step": 100, "dialect": "fairseq2.resumed"}]

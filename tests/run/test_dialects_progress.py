@@ -350,9 +350,6 @@ def test_loguru_default_format_with_the_utc_offset_of_master(tmp_path):
     assert next(x for x in data["metrics"] if x["name"] == "loss")["max"] == 2.49
 
 
-@pytest.mark.xfail(strict=True, reason="fairseq v0.9's json bar printed `print(json.dumps(stats))` with no logger "
-                   "tag and every stat a string (`\"num_updates\": \"100\"`): the file goes to the JSON-lines "
-                   "reader, which finds no step column it knows and reads 10 updates as 1 epoch row")
 def test_fairseq_09_bare_json_lines_read_by_update(tmp_path):
     import json
     # fairseq v0.9.0 fairseq/progress_bar.py json_progress_bar.log: stats formatted by format_stat (strings)
@@ -361,3 +358,69 @@ def test_fairseq_09_bare_json_lines_read_by_update(tmp_path):
              for u in range(100, 1100, 100)]
     data = _info(tmp_path, "\n".join(lines) + "\n")
     assert data["steps"] == {"rows": 10, "first": 100, "last": 1000}
+
+
+def test_fairseq_09_bare_json_epoch_with_its_validation_and_summary(tmp_path):
+    import json
+    # fairseq v0.9.0 json_progress_bar: `log` every log_interval (epoch, update, stats), then at the
+    # epoch's end `print(stats, tag='train')` and `print(stats, tag='valid')` (train.py): tagged keys
+    inner = [json.dumps({"epoch": e, "update": round(e - 1 + u / 500, 3), "loss": f"{8 - (e * 500 + u) / 1000:.3f}",
+                         "num_updates": str((e - 1) * 500 + u), "lr": "0.0005", "loss_scale": "64"})
+             for e in (1, 2) for u in range(100, 600, 100)]
+    lines = inner[:5] + [
+        json.dumps({"epoch": 1, "train_loss": "7.1", "train_num_updates": "500"}),
+        json.dumps({"epoch": 1, "valid_loss": "6.9", "valid_ppl": "119.4", "valid_num_updates": "500"})] + inner[5:]
+    data = _info(tmp_path, "\n".join(lines) + "\n")
+    assert data["run"]["format"] == "fairseq"
+    assert data["steps"] == {"rows": 10, "first": 100, "last": 1000}
+    assert data["read"]["segments"] is None          # the epoch's averages are no relaunch
+    m = {x["name"]: x for x in data["metrics"]}
+    assert m["val_loss"]["max"] == 6.9 and m["loss"]["max"] == 7.4
+    assert m["loss"]["dialect"] == ["fairseq.json_v09"]
+
+
+def _ultralytics_console(losses, header, negative_epoch=None, prefix=""):
+    """Ultralytics 8.x BaseTrainer._do_train: per epoch the header (progress_string:
+    `('\\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem', *loss_names, 'Instances',
+    'Size')`), tqdm frames whose description is `('%11s' * 2 + '%11.4g' * (2 + loss_len)) %
+    (f'{epoch + 1}/{self.epochs}', mem, *losses, instances, imgsz)` joined by `\\r`, then the
+    validator's bar (`('%22s' + '%11s' * 6) % ('Class', 'Images', 'Instances', 'Box(P', 'R',
+    'mAP50', 'mAP50-95)')`, as wide as a 3-loss row) and its row (`'%22s' + '%11i' * 2 + '%11.3g' * 4`)."""
+    from postmortem.run.dialects.progress.ultralytics import LOSS_NAMES_BY_COUNT
+    names = LOSS_NAMES_BY_COUNT[losses]
+    out = []
+    for ep in (12, 13, 14):
+        if header:
+            out.append(('\n' + '%11s' * (4 + losses)) % ('Epoch', 'GPU_mem', *names, 'Instances', 'Size'))
+        frames = []
+        for i in range(1, 21):
+            first = (-0.2335 if ep == negative_epoch else 1.2) - i / 1000
+            parts = [first] + [1.5e-05 if k == 1 else 0.9 + k / 10 for k in range(1, losses)]
+            desc = ('%11s' * 2 + '%11.4g' * (2 + losses)) % (f'{ep}/300', '3.1G', *parts, 7, 640)
+            frames.append(prefix + desc + f": {i * 5:3d}%|{'█' * (i // 2):10s}| {i}/20 [00:0{i // 4}<00:05,  5.41it/s]")
+        out.append("\r".join(frames))
+        out.append(('%22s' + '%11s' * 6) % ('Class', 'Images', 'Instances', 'Box(P', 'R', 'mAP50', 'mAP50-95)')
+                   + ": 100%|██████████| 3/3 [00:01<00:00,  2.1it/s]")
+        out.append(('%22s' + '%11i' * 2 + '%11.3g' * 4) % ('all', 128, 929, 0.72, 0.61, 0.66, 0.48))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("losses", [1, 3, 4, 5])
+@pytest.mark.parametrize("header", [True, False])
+def test_ultralytics_console_pasted_from_mid_run_keeps_its_epochs(tmp_path, losses, header):
+    # with no header (a paste from mid-run) the trainer's own names by the count of loss cells;
+    # a negative loss part and an exponent (`%11.4g`) are read; each epoch's batches are steps
+    # of their own ((epoch - 1) x 20 + i), never one merged row per batch counter
+    from postmortem.run.dialects.progress.ultralytics import LOSS_NAMES_BY_COUNT
+    data = _info(tmp_path, _ultralytics_console(losses, header, negative_epoch=13))
+    assert data["run"]["format"] == "ultralytics"
+    assert data["steps"] == {"rows": 60, "first": 221, "last": 280}
+    m = {x["name"]: x for x in data["metrics"]}
+    first = LOSS_NAMES_BY_COUNT[losses][0]
+    assert set(LOSS_NAMES_BY_COUNT[losses]) <= set(m) and "Class" not in m and "mAP50" not in m
+    assert m[first]["min"] == pytest.approx(-0.2535) and m[first]["max"] == pytest.approx(1.199)
+
+
+def test_ultralytics_rows_behind_a_rank_prefix_without_header(tmp_path):
+    data = _info(tmp_path, _ultralytics_console(3, False, prefix="[rank0]: "))
+    assert data["steps"] == {"rows": 60, "first": 221, "last": 280}

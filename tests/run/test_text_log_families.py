@@ -79,7 +79,9 @@ def test_torchtitan_every_rank_once(real_runs):
 def test_deepspeed_overflow_glued_to_tqdm(real_runs):
     log = read_run(real_runs / "issue-gptneo-ft-7-deepspeed-zero3-overflow")
     f = log.frame
-    assert f.step.tolist() == [9, 10, 11, 12, 13] and f.overflows.tolist() == [1] * 5
+    # the first message's attempted scale (2^24) kept on the step before it
+    assert f.step.tolist() == [8, 9, 10, 11, 12, 13] and f.overflows.fillna(0).tolist() == [0] + [1] * 5
+    assert at(log, 8, "loss_scale") == 16777216
     assert at(log, 9, "loss_scale") == 8388608 and at(log, 13, "loss_scale") == 524288
 
 
@@ -93,10 +95,11 @@ def test_apex_overflows_on_the_validation_step(real_runs):
     log = read_run(real_runs / "issue-apex-493-amp-overflow-valjump")
     assert at(log, 8416, "val_loss") == 0.711720 and at(log, 6312, "val_loss") == 0.149928
     # every halving of the cascade is its own step, the steps just before the line after them
+    # and the scale before the first (apex amp prints the halved one: 2 x 256) on the step before
     scale = log.frame.dropna(subset=["loss_scale"])
-    assert scale.step.tolist() == list(range(8409, 8417))
-    assert scale.loss_scale.tolist() == [256.0, 128.0, 64.0, 32.0, 16.0, 8.0, 4.0, 2.0]
-    assert scale.overflows.tolist() == [1] * 8
+    assert scale.step.tolist() == list(range(8408, 8417))
+    assert scale.loss_scale.tolist() == [512.0, 256.0, 128.0, 64.0, 32.0, 16.0, 8.0, 4.0, 2.0]
+    assert scale.overflows.fillna(0).tolist() == [0] + [1] * 8
 
 
 def test_bigdl_loss_is_infinity(real_runs):

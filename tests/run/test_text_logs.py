@@ -1,6 +1,5 @@
 """Text-log dialects, each from lines shaped like the real tools print them."""
 
-import math
 
 import numpy as np
 import pytest
@@ -51,7 +50,9 @@ def test_deepspeed_overflow_cascade(tmp_path):
     assert f.step.tolist() == [9, 10, 20, 30]
     assert f.overflows.fillna(0).tolist() == [1, 1, 0, 1]
     assert f.loss_scale.tolist()[1] == 32768 and f.loss_scale.tolist()[3] == 16384
-    assert math.isnan(f.loss_scale.tolist()[0])                 # hysteresis: the scale is kept
+    # hysteresis keeps the scale; the one before the first halving (its `Attempted loss scale`)
+    # is kept on the step before it
+    assert f.loss_scale.tolist()[0] == 65536
     assert f.skipped.dropna().tolist() == [2, 0, 1] and f.skipped_total.dropna().tolist() == [2, 2, 3]
 
 
@@ -192,8 +193,9 @@ def test_utf16_deepspeed_log_read_by_its_line_reader(tmp_path):
     p = tmp_path / "ds.log"
     p.write_bytes(text.encode("utf-16"))
     log = read_run(p)
-    assert log.source.format == "deepspeed" and log.frame.step.tolist() == [10, 20, 30]
-    assert log.frame.loss_scale.iloc[0] == 32768 and log.frame.lr.tolist() == [9.6e-06] * 3
+    # the attempted scale of the first message on the step before it (9)
+    assert log.source.format == "deepspeed" and log.frame.step.tolist() == [9, 10, 20, 30]
+    assert log.frame.loss_scale.tolist()[:2] == [65536, 32768] and log.frame.lr.dropna().tolist() == [9.6e-06] * 3
     assert any("UTF-16 LE" in w for w in log.source.warnings)
 
 
@@ -206,3 +208,19 @@ def test_utf8_log_with_a_stray_byte_stays_utf8(tmp_path):
     log = read_run(p)
     assert log.frame.loss.tolist()[:5] == [2.9, 2.8, 2.7, 2.6, 2.5]
     assert any("UTF-8 with 1 byte(s)" in w for w in log.source.warnings)
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank3]: ", "2025-02-01 10:00:01.123 | INFO     | __main__:train:42 - ",
+                                    " 40%|████      | 40/100 [00:10<00:15,  4.00it/s]\r"])
+def test_a_name_printed_twice_in_one_line_keeps_both(tmp_path, prefix):
+    # a custom trainer's print with two heads under one label (the loguru prefix is its
+    # LOGURU_FORMAT; the tqdm frame tqdm/std.py format_meter's): the second value is no longer
+    # lost to the first silently, it is loss1_2, and a NaN in it is kept
+    lines = [f"{prefix}step {s} | loss1: {2 - s / 100:.4f} | loss1: {'nan' if s == 40 else f'{5 - s / 100:.4f}'} | lr: 1.0e-04"
+             for s in range(10, 70, 10)]
+    log = read_run(log_file(tmp_path, "train.log", "\n".join(lines) + "\n"))
+    f = log.frame.set_index("step")
+    assert f["loss1"].tolist() == pytest.approx([1.9, 1.8, 1.7, 1.6, 1.5, 1.4])
+    assert f["loss1_2"].dropna().tolist() == pytest.approx([4.9, 4.8, 4.7, 4.5, 4.4])
+    assert log.nan_mask("loss1_2").sum() == 1
+    assert any("'loss1' is printed twice in one line" in w for w in log.source.warnings)

@@ -35,6 +35,9 @@ class Dialect:
     pattern: re.Pattern[str]      # what matches a line it printed (named groups carry the values)
     keywords: tuple[str, ...] = ()   # a cheap test before the pattern: one of them is in the line
     examples: tuple[str, ...] = field(default=())  # lines built from `format`, for the tests
+    # a scaler message that prints only the scale after its change: the one before it is this
+    # times that (apex amp halves: `self._loss_scale/2.`); None: not known, or printed (`prev_scale`)
+    prev_factor: float | None = None
 
     def search(self, line: str) -> re.Match[str] | None:
         if self.keywords and not any(k in line for k in self.keywords):

@@ -163,7 +163,7 @@ def scan(data) -> tuple[np.ndarray, ...]:
     pieces, firsts, shape_ids, runs_before = [], [], [], 0
     parallel = len(bounds) > 2 and _workers() > 1
     with ThreadPoolExecutor(_workers()) if parallel else contextlib.nullcontext() as pool:
-        scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if parallel
+        scanned = (pool.map(lambda b: _scan_piece(data, *b), bounds) if pool is not None
                    else (_scan_piece(data, *b) for b in bounds))
         for (_, piece_end), p in zip(bounds, scanned):   # in text order: the same shape ids
             readprogress.advance(piece_end, n)                # on every read
@@ -540,7 +540,7 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
             group.values[v.column] = np.full(len(rows), v.const)
         else:
             wanted.append((group.values, v.column, (v.start, v.end)))
-    extra = dict(parsed.counters)
+    extra: dict[str, tuple[int, int] | None] = dict(parsed.counters)
     extra["epoch"] = parsed.epoch
     if parsed.batch:
         extra["batch_i"], extra["batch_n"] = parsed.batch

@@ -243,6 +243,15 @@ def group_scale(g) -> tuple[np.ndarray, bool]:
     return np.full(len(g.rows), value), bool(span) and math.isnan(value)
 
 
+def group_prev(g) -> np.ndarray:
+    """The scale before the change each of the group's messages names (NaN: none)."""
+    col = g.counters.get("overflow_prev_scale")
+    if col is not None:
+        return col
+    span = g.parsed.overflow.get("prev_scale")
+    return np.full(len(g.rows), number(g.text[span[0]:span[1]]) if span else math.nan)
+
+
 def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np.ndarray,
                 source) -> None:
     """Give every message line its step in `step` (NaN: a repeat, not counted)."""
@@ -296,17 +305,36 @@ def say(source, kept: list[Event], placed: list[float], others: int, repeats: in
                     f"around them: they share a step (counted in `overflows`, the last scale kept)")
 
 
+def scale_before(order: int, step: int, scale: float, prev: float, dialect: str
+                 ) -> tuple[int, int, float] | None:
+    """The scale before the first change the messages print: DeepSpeed's `Attempted loss scale:
+    X` (X), apex amp's halved scale (x 2, its entry's `prev_factor`). Without it N halvings read
+    as N-1 (`256 -> 2`, where 512 was halved 8 times). It is on the step before the message's
+    (the last step that ran with it; a progress line further back would put the first halving
+    across a hole). None where no message says it."""
+    if not math.isfinite(prev):
+        factor = next((d.prev_factor for d in entries() if d.id == dialect), None)
+        prev = scale * factor if factor and math.isfinite(scale) and scale > 0 else math.nan
+    if not math.isfinite(prev) or prev == scale:
+        return None
+    return (order, step - 1, prev) if step >= 1 else None
+
+
 def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: list[str],
-              ids: list[str], source, present: set[str], nan_said: np.ndarray | None = None) -> list:
+              ids: list[str], source, present: set[str], nan_said: np.ndarray | None = None,
+              prevs: np.ndarray | None = None) -> list:
     """Events on their steps -> `overflows` and `skipped` (skips per step), `loss_scale` (the
-    scale after the last message of each step); resumes are remembered for the segments, eval
-    boundaries in `extras["evals"]`."""
+    scale after the last message of each step, and the one before the first of them: see
+    `scale_before`); resumes are remembered for the segments, eval boundaries in
+    `extras["evals"]`. `prevs`: the scale each message names as the one before (NaN: none)."""
     from postmortem.run.assemble import Series
     kinds_a = np.asarray(kinds, dtype=object)
     nan_said = np.zeros(len(orders), dtype=bool) if nan_said is None else nan_said
+    prevs = np.full(len(orders), np.nan) if prevs is None else prevs
     ids_a = np.asarray(ids, dtype=object)
     srt = np.lexsort((orders, steps))
     orders, steps, scales = orders[srt], steps[srt].astype(np.int64), scales[srt]
+    prevs = prevs[srt]
     kinds_a, ids_a = kinds_a[srt], ids_a[srt]
     out, said = [], {}
     skip = np.isin(kinds_a, SKIPS)
@@ -324,13 +352,23 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
         idx = np.flatnonzero(has)
         u, f, c = np.unique(steps[idx], return_index=True, return_counts=True)
         pick = idx[f + c - 1]
-        out.append(Series("loss_scale", orders[pick], u, scales[pick]))
+        at, on, value = orders[pick], u, scales[pick]
+        first = idx[0]
+        start = None if "loss_scale" in present else scale_before(      # the lines said it
+            int(orders[first]), int(steps[first]), float(scales[first]), float(prevs[first]), ids_a[first])
+        if start is not None:
+            at, on, value = np.insert(at, 0, start[0]), np.insert(on, 0, start[1]), np.insert(value, 0, start[2])
+        out.append(Series("loss_scale", at, on, value))
         said["loss_scale"] = sorted(set(ids_a[idx]))
     resume = kinds_a == "resume"
     if resume.any():
         source.resumes.extend(int(o) for o in orders[resume])
         source.extras["resumes"] = [{"step": int(s), "dialect": d} for s, d in
                                     zip(steps[resume], ids_a[resume])]
+    loads = kinds_a == "checkpoint"         # weights loaded: an event, no segment of its own
+    if loads.any():
+        source.extras["checkpoints"] = [{"step": int(s), "dialect": d} for s, d in
+                                        zip(steps[loads], ids_a[loads])]
     evals = kinds_a == "eval_boundary"
     if evals.any():
         source.extras["evals"] = [{"step": int(s), "dialect": d} for s, d in zip(steps[evals], ids_a[evals])]

@@ -154,6 +154,7 @@ class Parsed:
     overflow: dict | None = None
     progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
     code: bool = False                     # a line of source code: no metric, no counter
+    twice: tuple[str, ...] = ()            # names printed twice in the line (the later suffixed)
 
     @property
     def step_kind(self) -> str | None:
@@ -273,14 +274,41 @@ class _Taken:
 def parse(raw: str) -> Parsed:
     """The metrics, counters, stream and overflow of one raw line."""
     out = Parsed()
-    if is_fence(raw) or len(raw) > LONGEST_LINE:
+    text = _text_of(raw)
+    if text is None:
         return out
-    text = clean(raw)
-    if not text.strip():
-        return out
-    if _LIBRARY_LOG.search(text):
-        return out          # NCCL's own log: host:pid:tid, ranks, channels; never a metric
     ov = find_event(text)
+    if _done_before_counters(text, ov, out):
+        return out
+    taken: list[tuple[int, int]] = []
+    _counters(text, ov, out, taken)
+    _epoch_and_bars(text, out, taken)
+    if ov is not None:
+        out.overflow = ov
+        if text[:ov["start"]].strip():
+            # a message glued behind a progress frame: the frame's metrics are read too (the
+            # words after it are the message's, never metrics); `split_event` parts them
+            _metrics(text[:ov["start"]], out, taken)
+        return out
+    _metrics(text, out, taken)
+    _drop_what_is_no_row(text, out)
+    return out
+
+
+def _text_of(raw: str) -> str | None:
+    """The line cleaned, or None where it can hold nothing: a fence, a line too long to be a
+    logger's, a blank one, NCCL's own log (host:pid:tid, ranks, channels; never a metric)."""
+    if is_fence(raw) or len(raw) > LONGEST_LINE:
+        return None
+    text = clean(raw)
+    if not text.strip() or _LIBRARY_LOG.search(text):
+        return None
+    return text
+
+
+def _done_before_counters(text: str, ov: dict | None, out: Parsed) -> bool:
+    """Lines read whole before any counter: code, a config (one entry a line or a dump of the
+    run's parameters), pycocotools' summary. True where `out` is final."""
     # a framework's own message is never code, whatever its words look like (Paddle's
     # `decrease to: 32768.0*0.5`): the code test sees the line without it
     rest = text if ov is None else text[:ov["start"]] + " " * (ov["end"] - ov["start"]) + text[ov["end"]:]
@@ -288,9 +316,9 @@ def parse(raw: str) -> Parsed:
         # code, or a config printed one entry a line (DeepSpeed's `"loss_scale": 0,`, its
         # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
-        return out
+        return True
     if _config_dump(text):
-        return out          # the run's parameters printed mid-log: config, never a row
+        return True         # the run's parameters printed mid-log: config, never a row
     coco = _COCO.search(text)
     if coco:
         # pycocotools' summary: the headline AP (IoU 0.50:0.95, all areas, 100 detections) is the
@@ -298,8 +326,12 @@ def parse(raw: str) -> Parsed:
         if coco.group(1) == "Precision" and re.search(r"IoU=0\.50:0\.95 \| area=\s*all \| maxDets=\s*100", text):
             out.values.append(Value("val_coco_mAP", coco.start(2), coco.end(2)))
             out.stream = "val"
-        return out
-    taken: list[tuple[int, int]] = []
+        return True
+    return False
+
+
+def _counters(text: str, ov: dict | None, out: Parsed, taken: list[tuple[int, int]]) -> None:
+    """The step counters of each kind (the first match of each, none inside another's span)."""
     for kind, pattern in _COUNTERS:
         if kind in out.counters:
             continue
@@ -309,6 +341,10 @@ def parse(raw: str) -> Parsed:
             if (m.lastindex or 0) >= 2 and m.group(2):
                 out.period = m.span(2)
             taken.append(m.span())
+
+
+def _epoch_and_bars(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
+    """The epoch (with its batch i/N), its first number, a MetricLogger bar's i, a Keras bar."""
     for pattern in _EPOCH_BATCH:
         m = pattern.search(text)
         if m:
@@ -324,7 +360,8 @@ def parse(raw: str) -> Parsed:
         out.epoch_base = 1 if _ONE_BASED.search(text) else 0 if _ZERO_BASED.search(text) else None
     elif not out.counters:
         m = _LOGGER_BAR.search(text)
-        if m and _HEADER_WORD.search(text, max(0, m.start() - 40), m.start()).group(1).lower() not in _EVAL_HEADERS:
+        word = _HEADER_WORD.search(text, max(0, m.start() - 40), m.start()) if m else None   # always matches
+        if m and word and word.group(1).lower() not in _EVAL_HEADERS:
             # MetricLogger.log_every under a header with no epoch (dinov2's `Training  [  40/N]
             # eta:`): its i counts the run's iterations
             out.counters["iteration"] = m.span(1)
@@ -333,14 +370,11 @@ def parse(raw: str) -> Parsed:
     if m:
         out.progress = (m.span(1), m.span(2))
         taken.append(m.span())
-    if ov is not None:
-        out.overflow = ov
-        if text[:ov["start"]].strip():
-            # a message glued behind a progress frame: the frame's metrics are read too (the
-            # words after it are the message's, never metrics); `split_event` parts them
-            _metrics(text[:ov["start"]], out, taken)
-        return out
-    _metrics(text, out, taken)
+
+
+def _drop_what_is_no_row(text: str, out: Parsed) -> None:
+    """Values and counters that are no metric row after all: a section header's numbers, a
+    size at the end of a sentence, a counter in a sentence."""
     if out.values and (out.counters or out.epoch is not None) and _section_header(text, out):
         out.values = []
     if (out.values and not out.counters and out.epoch is None and all(_SIZE.match(v.column) for v in out.values)
@@ -350,7 +384,6 @@ def parse(raw: str) -> Parsed:
         out.values = []
     if not out.values and (out.counters or out.epoch is not None) and _sentence(text):
         out.counters, out.epoch, out.batch, out.period = {}, None, None, None
-    return out
 
 
 def _config_dump(text: str) -> bool:
@@ -441,7 +474,7 @@ def _prose(text: str, out: Parsed) -> bool:
 
 def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     last_end = -10
-    pending_counter: tuple[int, int] | None = None
+    pending_counter: tuple[str, tuple[int, int]] | None = None
     found: list[tuple[str, int, int, str, int]] = []
     inside = _Taken(taken)
     for m in NUM.finditer(text):
@@ -471,7 +504,8 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
                 and not _PATH.search(name) and _name_like(name)
                 and not _counts_something(text, e)):
             found.append((name, s, e, unit, name_start))
-        last_end = e + (len(_UNIT.match(text, e).group()) if _UNIT.match(text, e) else 0)
+        unit_m = _UNIT.match(text, e)
+        last_end = e + (len(unit_m.group()) if unit_m else 0)
     _name_columns(text, out, found)
 
 
@@ -513,3 +547,25 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
         const = to_const(value) if not any(c.isdigit() for c in value) else None
         column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
         out.values.append(Value(column, s, e, const, name_start))
+    _apart(out)
+
+
+def _apart(out: Parsed) -> None:
+    """A name printed twice in one line (`loss1: 2.1 | loss1: 3.4`, two heads' losses under one
+    label) is two columns: the later one is `loss1_2` (as the tables read a repeated header),
+    and the line says so (`twice`: the reader warns), never one value silently lost."""
+    seen = {v.column for v in out.values}
+    if len(seen) == len(out.values):
+        return
+    count: dict[str, int] = {}
+    twice = []
+    for k, v in enumerate(out.values):
+        n = count[v.column] = count.get(v.column, 0) + 1
+        if n > 1:
+            column = f"{v.column}_{n}"
+            while column in seen:
+                column += "_"
+            seen.add(column)
+            twice.append(v.column)
+            out.values[k] = dataclasses.replace(v, column=column)
+    out.twice = tuple(dict.fromkeys(twice))

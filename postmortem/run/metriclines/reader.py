@@ -210,8 +210,21 @@ def series(lines: Lines, source: Source) -> list[Series]:
         result.append(Series(name, at_rows, at_steps, values))
     if preamble:
         source.extras["preamble"] = preamble
+    _say_twice(lines, source)
     result = events.join_scale(result, _overflow_series(lines, source, {canonical_name(s.name) for s in result}))
     return result
+
+
+def _say_twice(lines: Lines, source: Source) -> None:
+    """A name printed twice in one line: both kept (`pairs._apart`), and said."""
+    twice: dict[str, int] = {}
+    for g, p in zip(lines.groups, lines.pos):
+        kept = int(lines.keep[p].sum())
+        for name in g.parsed.twice if kept else ():
+            twice[name] = twice.get(name, 0) + kept
+    for name, n in twice.items():
+        source.warn(f"{name!r} is printed twice in one line ({n} line(s)): both kept, the later "
+                    f"one as {name}_2")
 
 
 def _preamble(lines: Lines, name: str, at: np.ndarray) -> bool:
@@ -236,7 +249,7 @@ def _stated(lines: Lines, name: str, entry: int) -> bool:
 
 
 def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:
-    orders, steps, scales, kinds, ids, nans = [], [], [], [], [], []
+    orders, steps, scales, kinds, ids, nans, prevs = [], [], [], [], [], [], []
     for g, p in zip(lines.groups, lines.pos):
         if not g.parsed.overflow:
             continue
@@ -246,10 +259,11 @@ def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Se
         steps.append(lines.step[p][k])
         scale, said_nan = events.group_scale(g)
         scales.append(scale[k])
+        prevs.append(events.group_prev(g)[k])
         nans.append(np.full(n, said_nan))
         kinds += [g.parsed.overflow["kind"]] * n
         ids += [g.parsed.overflow["dialect"]] * n
     if not orders or not sum(len(o) for o in orders):
         return []
     return events.series_of(np.concatenate(orders), np.concatenate(steps), np.concatenate(scales),
-                            kinds, ids, source, present, np.concatenate(nans))
+                            kinds, ids, source, present, np.concatenate(nans), np.concatenate(prevs))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from postmortem.run.dialects.progress import dialect, ultralytics
 from postmortem.run.metriclines.pairs import Parsed, Value, to_const
 
 _CELLS = re.compile(r"\t|\s{2,}")
@@ -43,18 +44,31 @@ def _header(lines: Iterable[str], width: int) -> list[str] | None:
     return None
 
 
+# torchrun's and accelerate's rank prefixes (`[rank0]:`, `[default0]:`): blanked, so that the
+# positions stay the raw line's
+_RANK = re.compile(r"\s*(?:\[default\d+\]|\[rank\s*\d+\]|\[\d+\])\s*:")
+
+
 def row(text: str, above: Iterable[str]) -> Parsed | None:
     """The row's values named by the header in `above` (the lines before it, nearest first,
     read only for a row of numbers), or None when the line is no such row."""
+    lead = _RANK.match(text)
+    if lead:
+        text = " " * lead.end() + text[lead.end():]
     cells = _cells(text)
     if len(cells) < 2 or not all(_CELL_NUMBER.match(c) for c, _ in cells):
         return None
     names = _header(above, len(cells))
+    if (names is None or names[0].lower() != "epoch") and dialect("ultralytics.epoch").search(text):
+        # an Ultralytics row with no header above (pasted from mid-run), or the validation bar's
+        # (`Class Images Instances Box(P ...`, as wide): the trainer's own header names it
+        names = ultralytics.header_of(len(cells))
     if names is None:
         return None
     out = Parsed()
     for name, (cell, start) in zip(names, cells):
         m = _CELL_NUMBER.match(cell)
+        assert m is not None                 # every cell is a number (tested above)
         key = "i" if m.group("i") else "v"
         s, e = start + m.start(key), start + m.end(key)
         low = name.lower()

@@ -19,6 +19,8 @@ def num(name: str) -> str:
 
 
 def entry(id: str, framework: str, kind: Kind, source: str, format: str, pattern: str,
-          keywords: tuple[str, ...], examples: tuple[str, ...], flags: int = 0) -> Dialect:
+          keywords: tuple[str, ...], examples: tuple[str, ...], flags: int = 0,
+          prev_factor: float | None = None) -> Dialect:
     return Dialect(id=id, framework=framework, kind=kind, source=source, format=format,
-                   pattern=re.compile(pattern, flags), keywords=keywords, examples=examples)
+                   pattern=re.compile(pattern, flags), keywords=keywords, examples=examples,
+                   prev_factor=prev_factor)

@@ -17,7 +17,10 @@ register(
           r"Gradient overflow\.\s+Skipping step, loss scaler (?P<loss_id>\d+) reducing loss scale to "
           + num("scale"),
           ("Gradient overflow",),
-          ("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",)),
+          ("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",),
+          # apex/amp/scaler.py LossScaler.update_scale, before the message: `self._loss_scale/2.`
+          # (max(min_loss_scale, ...) only where a min_loss_scale is set; default None)
+          prev_factor=2.0),
     entry("apex.fp16_utils.overflow", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step)",
           '"Gradient overflow.  Skipping step, reducing " + "loss scale to {}".format('

@@ -29,6 +29,15 @@ register(
 )
 
 register(
+    entry("mmengine.load_checkpoint", "mmengine", "checkpoint",
+          "open-mmlab/mmengine mmengine/runner/runner.py (Runner.load_checkpoint); open-mmlab/mmcv v1.x "
+          "mmcv/runner/base_runner.py (BaseRunner.load_checkpoint)",
+          "self.logger.info(f'Load checkpoint from {filename}')  |  "
+          "self.logger.info('load checkpoint from %s', filename)",
+          r"\b[Ll]oad checkpoint from (?P<path>\S+)",
+          ("oad checkpoint from",),
+          ("Load checkpoint from work_dirs/faster-rcnn/epoch_12.pth",
+           "load checkpoint from work_dirs/latest.pth")),
     entry("mmcv.fp16.overflow", "mmcv", "overflow",
           "open-mmlab/mmcv v1.3.0..v1.7.2 (4c01b02) mmcv/runner/hooks/optimizer.py "
           "(Fp16OptimizerHook.after_train_iter, legacy; GradientCumulativeFp16OptimizerHook)",

@@ -12,6 +12,13 @@ from postmortem.run.dialects.messages._shared import entry
 _HF = "huggingface/transformers v4.x src/transformers/trainer.py (_inner_training_loop)"
 
 register(
+    entry("transformers.load", "HF Trainer", "checkpoint",
+          "huggingface/transformers v4.x src/transformers/trainer.py (_load_from_checkpoint; `).` in "
+          "v4.0-v4.2 _load_from_checkpoint's forerunner in train())",
+          'logger.info(f"Loading model from {resume_from_checkpoint}.")',
+          r"\bLoading model from (?P<path>\S+?)\)? ?\.$",
+          ("Loading model from",),
+          ("Loading model from output/checkpoint-1500.", "Loading model from output/checkpoint-1500).")),
     entry("transformers.resume", "HF Trainer", "resume", _HF,
           'logger.info(f"  Continuing training from global step {self.state.global_step}")',
           r"Continuing training from global step (?P<step>\d+)",

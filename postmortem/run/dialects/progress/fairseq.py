@@ -43,6 +43,22 @@ register(
            "2021-03-01 10:05:00 | INFO | valid | " + json.dumps({"epoch": 1, "valid_loss": "6.9",
                                                                  "valid_ppl": "119.4", "num_updates": "200"})),
           ("train", "valid")),
+    entry("fairseq.json_v09", "fairseq", "progress",
+          "facebookresearch/fairseq v0.9.0 fairseq/progress_bar.py (json_progress_bar.__iter__, .print: "
+          "_format_stats, format_stat); train.py (progress.log(stats, tag='train'), progress.print(stats, "
+          "tag='train' | subset), get_training_stats / get_valid_stats: stats['num_updates'])",
+          "print(json.dumps(stats), flush=True)  # no logger, no tag; every stat a string ('{:g}', "
+          "'{:.3f}'); print() prefixes each key with the tag: 'valid_loss', 'valid_num_updates'",
+          # flat JSON, `epoch` first, then `update` (log) or the tagged keys (print): linear
+          r'^\{"epoch": \d+, (?:"update": [\d.]+, |"(?P<tag>[a-z]\w*?_)(?=\w*": ))[^{}]*\}\s*$',
+          (json.dumps({"epoch": 1, "update": 0.1, "loss": "7.132", "nll_loss": "6.011", "ppl": "64.49",
+                       "wps": "12040", "lr": "0.0005", "gnorm": "1.09", "loss_scale": "64",
+                       "num_updates": "100"}),
+           json.dumps({"epoch": 1, "valid_loss": "6.9", "valid_nll_loss": "5.8", "valid_ppl": "55.71",
+                       "valid_num_updates": "1000", "valid_best_loss": "6.9"}),
+           json.dumps({"epoch": 1, "train_loss": "7.0", "train_nll_loss": "5.9", "train_ppl": "59.71",
+                       "train_num_updates": "1000"})),
+          ('{"epoch": ',)),
     entry("fairseq.simple", "fairseq", "progress",
           _FAIRSEQ + " (SimpleProgressBar.log); v0.10.2 the same; v0.9.0 fairseq/progress_bar.py (prefix '| epoch 001')",
           "'{}:  {:5d} / {:d} {}'.format(self.prefix, self.i + 1, self.size, postfix)  "
