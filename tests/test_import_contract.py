@@ -243,8 +243,7 @@ def import_graph() -> dict[str, set[str]]:
 
 # Today's knots, each hidden by an import inside a function (issue 28: break them by moving code).
 # The coordinator takes the xfail off once the branches that break them are merged.
-TODAY = ("diagnose/models.py -> catalog.py -> symptoms.py -> models.py; replay/loading.py <-> protocol.py; "
-         "integrations/hf.py <-> hf_replay.py; run/metriclines/overflow.py -> pairs.py (-> steps.py) -> overflow.py")
+TODAY = "replay/loading.py <-> protocol.py; integrations/hf.py <-> hf_replay.py"
 
 
 @pytest.mark.xfail(strict=False, reason=f"file-level cycles in the core today: {TODAY}")

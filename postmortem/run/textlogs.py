@@ -139,7 +139,7 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order."""
-    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)  # type: ignore[call-overload]
+    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
     return _read_groups(groups, files[0], source, dialect)
@@ -357,7 +357,7 @@ class _Bars:
     cleared, the dict printed, the bar redrawn): the frame in front of a dict is its step.
     The evaluation bar has another total (`len(eval_dataloader)`) and is not the step."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.last: tuple[int, int] | None = None   # the last frame seen: (n, total)
         self.fresh = False                         # seen since the last train dict
         self.total: int | None = None              # the training bar's total

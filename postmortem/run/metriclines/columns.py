@@ -25,7 +25,8 @@ from postmortem.run.assemble import to_number
 from postmortem.run.dialects import catalogue, progress
 from postmortem.run.metriclines import code, table
 from postmortem.run.metriclines.clean import clean
-from postmortem.run.metriclines.pairs import STEP_KINDS, Parsed, parse, split_event
+from postmortem.run.metriclines.pairs import Parsed, parse, split_event
+from postmortem.run.metriclines.steps import STEP_KINDS
 
 _DIGITS = b"0123456789"
 _CR_TO_LF = bytes.maketrans(b"\r", b"\n")
@@ -170,6 +171,7 @@ def scan(data) -> tuple[np.ndarray, ...]:
             known = np.array([ids.setdefault(v, len(ids)) for v in p.shapes], dtype=np.int64)
             shape_ids.append(known[p.shape])
             firsts.append(p.first + runs_before)
+            assert p.run_s is not None and p.run_e is not None     # emptied only just below
             k = len(p.run_s)
             if joined is not None:
                 joined[0][runs_before:runs_before + k] = p.run_s
@@ -313,10 +315,10 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
             continue
         # a message glued behind a metric frame: the frame's group, then the message's (one
         # line, two entries: its metrics and its event)
-        for piece, parsed in enumerate(split_event(parsed)):
-            parts = _by_name_digits(cutter, rep, text, parsed, rows)
+        for piece, entry in enumerate(split_event(parsed)):
+            parts = _by_name_digits(cutter, rep, text, entry, rows)
             if parts is None:
-                groups.append(_extract(cutter, rep, text, parsed, rows))
+                groups.append(_extract(cutter, rep, text, entry, rows))
                 continue
             for part in parts:          # each with its own first line: its names, its columns
                 prep = data[starts[part[0]]:ends[part[0]]]

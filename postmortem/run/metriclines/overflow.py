@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from postmortem.run.aliases import canonical_name
+from postmortem.run.assemble import Series
 from postmortem.run.dialects import Dialect, catalogue
+from postmortem.run.metriclines.steps import STEP_KINDS, bfill, ffill
 
 EVENT_KINDS = ("overflow", "skipped", "scale", "resume", "checkpoint", "eval_boundary")
 # kinds that are one skipped optimizer step each
@@ -195,8 +198,6 @@ def join_scale(series: list, extra: list) -> list:
     `loss_scale` the progress lines log (fairseq's `loss_scale=` every N updates and its
     `overflow detected, setting loss scale to: X` between them): every printed scale is a
     value; where a line and a message name the same step, the one printed last is kept."""
-    from postmortem.run.aliases import canonical_name
-    from postmortem.run.assemble import Series
     mine = next((s for s in extra if s.name == "loss_scale"), None)
     theirs = next((i for i, s in enumerate(series) if canonical_name(s.name) == "loss_scale"), None)
     if mine is None or theirs is None:
@@ -223,7 +224,6 @@ def own_step(g) -> tuple[np.ndarray, str | None]:
     if span:
         kind = next((k for k, s in g.parsed.counters.items() if s == span), None)
     else:
-        from postmortem.run.metriclines.pairs import STEP_KINDS  # pairs imports this module
         start = g.parsed.overflow["start"]
         kind = next((k for k in STEP_KINDS if k in g.parsed.counters
                      and g.parsed.counters[k][1] <= start), None)
@@ -255,7 +255,6 @@ def group_prev(g) -> np.ndarray:
 def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np.ndarray,
                 source) -> None:
     """Give every message line its step in `step` (NaN: a repeat, not counted)."""
-    from postmortem.run.metriclines.steps import bfill, ffill  # steps imports pairs, pairs this
     base = np.where(counted, step, np.nan)
     last = ffill(base)
     after = bfill(base)
@@ -327,7 +326,6 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
     scale after the last message of each step, and the one before the first of them: see
     `scale_before`); resumes are remembered for the segments, eval boundaries in
     `extras["evals"]`. `prevs`: the scale each message names as the one before (NaN: none)."""
-    from postmortem.run.assemble import Series
     kinds_a = np.asarray(kinds, dtype=object)
     nan_said = np.zeros(len(orders), dtype=bool) if nan_said is None else nan_said
     prevs = np.full(len(orders), np.nan) if prevs is None else prevs

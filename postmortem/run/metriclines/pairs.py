@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
 from postmortem.run.metriclines.overflow import find_event
+from postmortem.run.metriclines.steps import STEP_KINDS
 
 # A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds.
 NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -84,9 +85,9 @@ _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\]
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
 
-# Counters, in the order of preference for the step. A counter ends where no digit follows it,
-# nor a decimal part (`step 30.5` is no step; `after step 30.` ends a sentence: it is).
-STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
+# Counters (their kinds, in the order of preference for the step: steps.STEP_KINDS). A counter
+# ends where no digit follows it, nor a decimal part (`step 30.5` is no step; `after step 30.`
+# ends a sentence: it is).
 _COUNTERS = [
     ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/(\d+))?")),       # OLMo, Composer headers
     # a float `global_step=99.0` too (Lightning loggers print their postfix values as floats)
@@ -406,8 +407,8 @@ def _last_bar(text: str, ov: dict | None) -> re.Match | None:
     """The last tqdm counter before the message: two bars printed on one line (an inner
     rollout bar, then the training bar and what it carries) are at the outer bar's step."""
     last = None
-    for last in _TQDM.finditer(text, 0, len(text) if ov is None else ov["start"]):
-        pass
+    for frame in _TQDM.finditer(text, 0, len(text) if ov is None else ov["start"]):
+        last = frame            # (not a list: a 200 MB line of \r frames holds millions)
     return last
 
 
@@ -522,7 +523,7 @@ def _clean_name(name: str) -> str:
 
 
 def _stream_of(name: str) -> str | None:
-    first = re.split(r"[\s_/.]", name.lower(), 1)[0]
+    first = re.split(r"[\s_/.]", name.lower(), maxsplit=1)[0]
     return _STREAMS.get(first)
 
 
@@ -531,7 +532,7 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
     lower = [n.lower() for n in names]
     has_loss = any("loss" in n for n in lower if _stream_of(n) not in ("val", "test"))
     has_val = any(_stream_of(n) in ("val", "test") for n in lower)
-    for (raw_name, s, e, unit, name_start), name, low in zip(found, names, lower):
+    for (_raw_name, s, e, unit, name_start), name, low in zip(found, names, lower):
         stream = _stream_of(low)
         if low in _STREAMS and not any("loss" in n for n in lower if n != low) and not text[s:e].isdigit():
             name, stream = f"{name} loss", _STREAMS[low]                 # `250 val 3.2`

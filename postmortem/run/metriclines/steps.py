@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from postmortem.run.metriclines.pairs import STEP_KINDS
 from postmortem.run.model import Source
+
+# The counters a line may carry, in the order of preference for its step.
+STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
 
 
 def ffill(values: np.ndarray) -> np.ndarray:
