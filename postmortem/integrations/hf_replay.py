@@ -16,9 +16,11 @@ import torch
 from transformers import Trainer, TrainerState
 
 from postmortem.errors import ReplayError
+from postmortem.integrations.hf_inputs import step_inputs
 from postmortem.integrations.hf_weights import load_weights
-from postmortem.replay import Replayable
-from postmortem.replay.loading import call_user, import_user, load_state
+from postmortem.replay.checkpoints import load_state
+from postmortem.replay.loading import call_user, import_user
+from postmortem.replay.protocol import Replayable
 
 _FREQ: dict[str, dict[int, int] | None] = {}     # token counts of a run's training set, once a process
 _MAX_ROWS_COUNTED = 200_000
@@ -252,7 +254,6 @@ class TrainerReplay(Replayable):
 
 def _step_inputs(batch) -> torch.Tensor:
     """The input_ids of a step's micro-batches end to end, as the callback hashed them."""
-    from postmortem.integrations.hf import step_inputs
     micro = batch if isinstance(batch, (list, tuple)) else [batch]
     return step_inputs([m["input_ids"].detach().reshape(-1).cpu() for m in micro])
 

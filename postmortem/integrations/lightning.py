@@ -31,8 +31,9 @@ import lightning.pytorch as pl
 import torch
 
 from postmortem.errors import ReplayError
+from postmortem.replay.checkpoints import load_state
 from postmortem.replay.loading import call_user, import_user
-from postmortem.replay.protocol import Replayable, _field, load_model
+from postmortem.replay.protocol import Replayable, batch_field, load_model
 from postmortem.run.record import Recorder, batch_hash, this_machine
 
 DTYPE = {"16-mixed": "fp16", "bf16-mixed": "bf16", "32-true": "fp32", "32": "fp32",
@@ -113,7 +114,7 @@ def _hash(batch) -> str | None:
     """The hash of the batch's inputs (batch[0] or batch["input_ids"], as the replay reads
     them); None for a batch of another shape: recording never stops the training."""
     try:
-        return batch_hash(_field(batch, 0, "input_ids"))
+        return batch_hash(batch_field(batch, 0, "input_ids"))
     except (ReplayError, TypeError, ValueError, AttributeError):
         return None
 
@@ -253,7 +254,6 @@ class LightningReplay(Replayable):
         self._stepped: int | None = None
 
     def load(self, path: Path, optimizer: bool = True) -> None:
-        from postmortem.replay.loading import load_state
         state = load_state(path)
         if not isinstance(state, dict) or "state_dict" not in state:
             raise ReplayError(f"{path}: not a Lightning checkpoint (no 'state_dict')")

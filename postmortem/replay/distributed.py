@@ -234,7 +234,7 @@ def _replay(args, rank: int, world: int, out):
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import pick_incident
     from postmortem.replay.engine import Replayer
-    from postmortem.run import read_run
+    from postmortem.run.discover import read_run
     device = args.device
     if device.startswith("cuda"):
         local = int(os.environ.get("LOCAL_RANK", "0"))

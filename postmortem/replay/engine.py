@@ -16,10 +16,11 @@ from postmortem.diagnose.models import Evidence, Hypothesis, Incident, Observati
 from postmortem.errors import ReplayError
 from postmortem.numbers import counts as in_words
 from postmortem.replay import loading, probes
-from postmortem.replay.arms import BY_NAME  # noqa: F401 (ARMS: the engine's arm names)
+from postmortem.replay.arms import BY_NAME
 from postmortem.replay.arms import NAMES as ARMS
+from postmortem.replay.checkpoints import before, checkpoints
 from postmortem.replay.models import ArmResult, Cancelled, ReplayResult
-from postmortem.run import RunLog
+from postmortem.run.model import RunLog
 from postmortem.run.record import batch_hash, this_machine
 
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
@@ -43,13 +44,13 @@ class Replayer:
         self.on_evidence = on_evidence or (lambda e: None)
         self.cancel = cancel or threading.Event()
         self.fn = loading.entry_point(log.manifest, self.run_dir)
-        self.ckpts = loading.checkpoints(log.manifest, self.run_dir)
+        self.ckpts = checkpoints(log.manifest, self.run_dir)
         # A resumed segment starts from the checkpoint it resumed from.
         seg_rows = log.frame[log.frame.segment == incident.segment]
         # Checkpoint N is the state after N steps. A resumed segment starts from the one
         # it resumed from; otherwise the last one before the incident.
         anchor = int(seg_rows.step.iloc[0]) if incident.segment else incident.step - 1
-        self.ckpt = loading.before(self.ckpts, anchor, self.run_dir)
+        self.ckpt = before(self.ckpts, anchor, self.run_dir)
         peak = incident.symptoms.peak_step if incident.kind == "spike" else None
         self.end = max(incident.step, peak or incident.step) + tail
         self.optimizer_as_logged = True      # False once a replay shows the resume dropped it

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from postmortem.child import command
+from postmortem.replay.checkpoints import checkpoints
 from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress, Stopped
 
 
@@ -37,7 +38,6 @@ def what_is_missing(log) -> str | None:
     if world is not None and int(world) > 1:     # the panel replays on one process
         return (f"the run was trained on {int(world)} processes: replay it from the command line with "
                 f"`postmortem replay {run_dir} --nproc {int(world)}`")
-    from postmortem.replay.loading import checkpoints
     folder = run_dir / (manifest.replay.checkpoints or "checkpoints/")
     if not checkpoints(manifest, run_dir):
         return (f"no checkpoint in {folder}: save one every N steps (the state after N steps, "

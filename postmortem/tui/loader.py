@@ -127,7 +127,7 @@ def read_and_analyze(run: str, format: str | None = None, against: list[str] = (
     import time
 
     from postmortem.diagnose.analyze import analyze
-    from postmortem.run import read_run
+    from postmortem.run.discover import read_run
     from postmortem.tui.view import first_view
     started = time.perf_counter()
     log = read_run(run, format=format, **(columns or {}))
