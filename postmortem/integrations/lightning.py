@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import lightning
 import lightning.pytorch as pl
 import torch
 
@@ -143,10 +144,10 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
     checkpoints = os.path.relpath(ckpt.dirpath, run_dir) if ckpt is not None else "checkpoints"
     seed = os.environ.get("PL_GLOBAL_SEED")
     device = trainer.strategy.root_device
-    out = {
+    out: dict[str, Any] = {
         "seed": int(seed) if seed and seed.lstrip("-").isdigit() else None,
         "dtype": DTYPE.get(precision, precision), "vocab_size": _vocab(module, hparams),
-        "versions": {**this_machine(device), "device": device.type, "lightning": pl.__version__},
+        "versions": {**this_machine(device), "device": device.type, "lightning": lightning.__version__},
         "config": {k: v for k, v in config.items() if v is not None},
         "replay": {"entrypoint": "postmortem.integrations.lightning:make_replay",
                    "checkpoints": checkpoints.rstrip("/") + "/", "factory": cb.factory,
@@ -160,7 +161,7 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
 def _plain(d: dict) -> dict:
     """The JSON-able entries of a dict (hyper-parameters may hold modules or paths)."""
     ok = (str, int, float, bool, type(None))
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in d.items():
         if isinstance(v, ok):
             out[str(k)] = v
