@@ -4,7 +4,6 @@ in the order they are drawn."""
 from __future__ import annotations
 
 from rich.markup import escape
-from textual.widgets import TextArea
 
 from postmortem.tui.widgets.metric_panel import MetricPanel
 
@@ -72,6 +71,7 @@ def help_key(widget) -> str | None:
     if isinstance(widget, MetricPanel):
         key = f"chart:{widget.panel}"
         return key if widget.column.replace("_", "-") == widget.panel else "chart:layer"
+    from textual.widgets import TextArea  # ~20 ms of Textual's: not before the first frame
     if isinstance(widget, TextArea) and widget.parent is not None and widget.parent.id == "editor":
         return "section"            # before the ids: the evidence section is not the replay's table
     wid = getattr(widget, "id", None)

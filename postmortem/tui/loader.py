@@ -23,7 +23,6 @@ from typing import IO, TYPE_CHECKING, Callable, Sequence
 
 from postmortem.child import command
 from postmortem.errors import UserError
-from postmortem.tui import viewcache
 
 if TYPE_CHECKING:
     from postmortem.diagnose.models import Analysis
@@ -152,6 +151,7 @@ def read_and_analyze(run: str, format: str | None = None, against: Sequence[str]
 
 
 def main() -> None:
+    from postmortem.tui import viewcache  # the child's own: the app's process never needs it
     run, format, against, columns, terminal = pickle.load(sys.stdin.buffer)   # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles

@@ -21,7 +21,7 @@ from postmortem.tui.session import Session
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
 if TYPE_CHECKING:
-    from postmortem.diagnose.models import Incident
+    from postmortem.diagnose.models import Evidence, Incident
 
 PanelState = Literal["missing", "ready", "running"] | ReplayEnd
 """Where the panel stands: nothing to replay, ready, running, or how the last replay ended."""
@@ -44,7 +44,7 @@ class ReplayScreen(Screen):
         self.process: ReplayProcess | None = None
         self.result: ReplayResult | None = None
         self.state: PanelState = "missing" if self.missing else "ready"
-        self.evidence: list = []        # the Evidence rows as they arrive
+        self.evidence: list[Evidence] = []      # the rows as they arrive
 
     def compose(self) -> ComposeResult:
         inc = self.incident
