@@ -255,8 +255,8 @@ class Replayer:
             r.load(self.ckpts[max(earlier)])
             with self.torch.no_grad():
                 suspect = float(r.per_token_loss(inc.step, r.batch_on_device(inc.step)).float().mean())
-                before = float(r.per_token_loss(inc.step - 1, r.batch_on_device(inc.step - 1)).float().mean())
-            return ArmResult(arm, {inc.step: suspect, inc.step - 1: before},
+                previous = float(r.per_token_loss(inc.step - 1, r.batch_on_device(inc.step - 1)).float().mean())
+            return ArmResult(arm, {inc.step: suspect, inc.step - 1: previous},
                              skipped=None if math.isfinite(suspect) else "non-finite")
         raise ReplayError(f"{arm}: unknown arm; known: {', '.join(ARMS)}")
 
