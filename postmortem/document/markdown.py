@@ -119,6 +119,8 @@ _HYP = re.compile(r"^(~~)?\*\*(?P<pattern>[\w-]+)\*\*(?:~~)?\s+\[(?P<panel>[\w-]
 class _Unique(yaml.SafeLoader):
     """Safe YAML that remembers the keys a mapping holds twice (YAML keeps the last)."""
 
+    duplicates: list[str]
+
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:

@@ -28,6 +28,8 @@ import torch
 from transformers import TrainerCallback
 
 from postmortem import __version__
+from postmortem.integrations import hf_replay
+from postmortem.integrations.hf_inputs import step_inputs
 from postmortem.run.record import Recorder, batch_hash, this_machine
 
 ENTRYPOINT = "postmortem.integrations.hf:make_replay"
@@ -175,11 +177,6 @@ class PostmortemCallback(TrainerCallback):
         return out
 
 
-def step_inputs(ids: list[torch.Tensor]) -> torch.Tensor:
-    """The input_ids of a step's micro-batches, end to end: what its batch hash is of."""
-    return ids[0] if len(ids) == 1 else torch.cat([t.reshape(-1) for t in ids])
-
-
 def min_lr(args, schedule: str) -> float | None:
     kw = args.lr_scheduler_kwargs or {}
     if schedule in ("cosine", "linear", "polynomial"):
@@ -231,8 +228,7 @@ def factory_dir(factory: str) -> str | None:
 
 def make_replay(manifest, run_dir, device=None):
     """The replay's entry point named in manifest.json (see integrations.hf_replay)."""
-    from postmortem.integrations.hf_replay import make_replay as make
-    return make(manifest, run_dir, device)
+    return hf_replay.make_replay(manifest, run_dir, device)
 
 
 __all__ = ["PostmortemCallback", "make_replay"]

@@ -16,9 +16,11 @@ import torch
 from transformers import Trainer, TrainerState
 
 from postmortem.errors import ReplayError
+from postmortem.integrations.hf_inputs import step_inputs
 from postmortem.integrations.hf_weights import load_weights
-from postmortem.replay import Replayable
-from postmortem.replay.loading import call_user, import_user, load_state
+from postmortem.replay.checkpoints import load_state
+from postmortem.replay.loading import call_user, import_user
+from postmortem.replay.protocol import Replayable
 
 _FREQ: dict[str, dict[int, int] | None] = {}     # token counts of a run's training set, once a process
 _MAX_ROWS_COUNTED = 200_000
@@ -101,10 +103,13 @@ class TrainerReplay(Replayable):
         acc = t.accelerator
         scaler = acc.scaler if acc.scaler is not None and acc.scaler.is_enabled() else None
         dtype = ("fp16" if scaler is not None else "bf16" if acc.native_amp and args.bf16 else "fp32")
-        model = t.model
+        model, optimizer = t.model, t.optimizer
+        if model is None or optimizer is None or micro is None:    # prepared above; a sized loader
+            raise ReplayError("the Trainer has no model or optimizer once prepared for training, or a "
+                              "train dataloader of no length: the replay counts the batches of an epoch")
         if run_key not in _FREQ:
             _FREQ[run_key] = _token_counts(t.train_dataset)
-        r = cls(model=model, optimizer=t.optimizer, scheduler=t.lr_scheduler, scaler=scaler, dtype=dtype,
+        r = cls(model=model, optimizer=optimizer, scheduler=t.lr_scheduler, scaler=scaler, dtype=dtype,
                 clip=args.max_grad_norm or None, accumulate=args.gradient_accumulation_steps,
                 batch_at=lambda step: r.batch_of(step), loss=lambda step, batch: r.token_losses(step, batch),
                 token_frequency=_FREQ[run_key], scheduled_lr=_schedule(args, max_steps),
@@ -153,7 +158,7 @@ class TrainerReplay(Replayable):
         if dtype != "fp32":
             raise ReplayError(f"the HF replay switches to fp32 only, not to {dtype}")
         if "_original_forward" in vars(self.model):
-            self.model.forward = self.model._original_forward
+            self.model.forward = vars(self.model)["_original_forward"]
         acc = self.trainer.accelerator
         acc.native_amp, acc.scaler = False, None
         if hasattr(self.optimizer, "scaler"):
@@ -252,7 +257,6 @@ class TrainerReplay(Replayable):
 
 def _step_inputs(batch) -> torch.Tensor:
     """The input_ids of a step's micro-batches end to end, as the callback hashed them."""
-    from postmortem.integrations.hf import step_inputs
     micro = batch if isinstance(batch, (list, tuple)) else [batch]
     return step_inputs([m["input_ids"].detach().reshape(-1).cpu() for m in micro])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from postmortem.errors import ReplayError
-from postmortem.replay.loading import load_state
+from postmortem.replay.checkpoints import load_state
 
 
 def weight_files(path: Path) -> list[Path]:

@@ -27,12 +27,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import lightning
 import lightning.pytorch as pl
 import torch
 
 from postmortem.errors import ReplayError
+from postmortem.replay.checkpoints import load_state
 from postmortem.replay.loading import call_user, import_user
-from postmortem.replay.protocol import Replayable, _field, load_model
+from postmortem.replay.protocol import Replayable, batch_field, load_model
 from postmortem.run.record import Recorder, batch_hash, this_machine
 
 DTYPE = {"16-mixed": "fp16", "bf16-mixed": "bf16", "32-true": "fp32", "32": "fp32",
@@ -113,7 +115,7 @@ def _hash(batch) -> str | None:
     """The hash of the batch's inputs (batch[0] or batch["input_ids"], as the replay reads
     them); None for a batch of another shape: recording never stops the training."""
     try:
-        return batch_hash(_field(batch, 0, "input_ids"))
+        return batch_hash(batch_field(batch, 0, "input_ids"))
     except (ReplayError, TypeError, ValueError, AttributeError):
         return None
 
@@ -142,10 +144,10 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
     checkpoints = os.path.relpath(ckpt.dirpath, run_dir) if ckpt is not None else "checkpoints"
     seed = os.environ.get("PL_GLOBAL_SEED")
     device = trainer.strategy.root_device
-    out = {
+    out: dict[str, Any] = {
         "seed": int(seed) if seed and seed.lstrip("-").isdigit() else None,
         "dtype": DTYPE.get(precision, precision), "vocab_size": _vocab(module, hparams),
-        "versions": {**this_machine(device), "device": device.type, "lightning": pl.__version__},
+        "versions": {**this_machine(device), "device": device.type, "lightning": lightning.__version__},
         "config": {k: v for k, v in config.items() if v is not None},
         "replay": {"entrypoint": "postmortem.integrations.lightning:make_replay",
                    "checkpoints": checkpoints.rstrip("/") + "/", "factory": cb.factory,
@@ -159,7 +161,7 @@ def _manifest(cb: PostmortemCallback, trainer, module, run_dir: Path) -> dict:
 def _plain(d: dict) -> dict:
     """The JSON-able entries of a dict (hyper-parameters may hold modules or paths)."""
     ok = (str, int, float, bool, type(None))
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in d.items():
         if isinstance(v, ok):
             out[str(k)] = v
@@ -253,7 +255,6 @@ class LightningReplay(Replayable):
         self._stepped: int | None = None
 
     def load(self, path: Path, optimizer: bool = True) -> None:
-        from postmortem.replay.loading import load_state
         state = load_state(path)
         if not isinstance(state, dict) or "state_dict" not in state:
             raise ReplayError(f"{path}: not a Lightning checkpoint (no 'state_dict')")

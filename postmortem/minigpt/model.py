@@ -20,13 +20,17 @@ class GPTConfig:
     init_std: float = 0.02          # the bad-init sample multiplies this by 100
 
 
+class ResidualProjection(nn.Linear):
+    """A projection back into the residual stream: GPT-2 draws its initial weights
+    1/sqrt(2 n_layer) smaller (GPT._init)."""
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.n_head = cfg.n_head
         self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
-        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
-        self.proj.residual = True
+        self.proj = ResidualProjection(cfg.n_embd, cfg.n_embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -40,8 +44,7 @@ class MLP(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd)
-        self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
-        self.proj.residual = True
+        self.proj = ResidualProjection(4 * cfg.n_embd, cfg.n_embd)
         # Outlier features: the fp16-overflow sample scales the hidden units up and the
         # output back down. Exact in fp32; past 65504 in fp16, where it becomes inf.
         self.gain = 1.0
@@ -82,7 +85,7 @@ class GPT(nn.Module):
         # GPT-2: N(0, 0.02); residual projections scaled by 1/sqrt(2 n_layer)
         std = self.cfg.init_std
         if isinstance(m, nn.Linear):
-            scale = 1 / math.sqrt(2 * self.cfg.n_layer) if getattr(m, "residual", False) else 1.0
+            scale = 1 / math.sqrt(2 * self.cfg.n_layer) if isinstance(m, ResidualProjection) else 1.0
             nn.init.normal_(m.weight, 0.0, std * scale)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)

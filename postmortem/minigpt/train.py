@@ -11,7 +11,7 @@ import torch
 from postmortem import __version__
 from postmortem.minigpt.config import TrainConfig
 from postmortem.minigpt.data import Data
-from postmortem.minigpt.model import GPT, GPTConfig, NaiveTokenLoss, TokenLoss
+from postmortem.minigpt.model import GPT, MLP, GPTConfig, NaiveTokenLoss, TokenLoss
 from postmortem.run.record import Recorder, batch_hash, this_machine
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -80,8 +80,9 @@ class Trainer:
         caller autocasts: the replay protocol does it the same way)."""
         inj = self.cfg.injection
         overflow = inj.kind == "fp16-overflow" and inj.step <= step < inj.step + inj.length
-        for block in self.model.blocks:
-            block.mlp.gain = inj.factor if overflow else 1.0
+        for mlp in self.model.modules():
+            if isinstance(mlp, MLP):
+                mlp.gain = inj.factor if overflow else 1.0
         logits = self.model(x)
         if inj.kind == "numerics" and step >= inj.step:
             logits = logits * inj.factor      # the temperature bug that feeds log(0)

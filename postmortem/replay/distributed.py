@@ -27,9 +27,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from postmortem.errors import ReplayError, UsageError, UserError
-from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress, Stopped
+from postmortem.replay import loading
+from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Message, Progress, Stopped
 
 
 def check_nproc(text: str, device: str) -> int:
@@ -111,9 +113,10 @@ class _Follow:
     """The messages of one rank's file, read as they are written."""
 
     def __init__(self, path: Path):
-        self.path, self.offset, self.seen = path, 0, []
+        self.path, self.offset = path, 0
+        self.seen: list[Message] = []
 
-    def new(self):
+    def new(self) -> Iterator[Message]:
         if not self.path.exists():
             return
         with open(self.path, "rb") as f:
@@ -170,7 +173,6 @@ def _stop(proc, grace: float = 5.0) -> None:
 def losses_over_ranks(fn, world: int):
     """The run's factory, its Replayable's step loss made the mean over the ranks: the loss
     a DDP run logs, and the same number on every rank, so every rank takes the same turns."""
-    from postmortem.replay import loading
 
     def make_replay(manifest, run_dir=None, device=None):
         import torch
@@ -234,7 +236,7 @@ def _replay(args, rank: int, world: int, out):
     from postmortem.diagnose.analyze import analyze
     from postmortem.document.draft import pick_incident
     from postmortem.replay.engine import Replayer
-    from postmortem.run import read_run
+    from postmortem.run.discover import read_run
     device = args.device
     if device.startswith("cuda"):
         local = int(os.environ.get("LOCAL_RANK", "0"))

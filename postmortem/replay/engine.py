@@ -7,7 +7,7 @@ import copy
 import math
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Self
 
 import numpy as np
 
@@ -18,8 +18,9 @@ from postmortem.numbers import counts as in_words
 from postmortem.replay import loading, probes
 from postmortem.replay.arms import BY_NAME
 from postmortem.replay.arms import NAMES as ARMS
+from postmortem.replay.checkpoints import before, checkpoints
 from postmortem.replay.models import ArmResult, Cancelled, ReplayResult
-from postmortem.run import RunLog
+from postmortem.run.model import RunLog
 from postmortem.run.record import batch_hash, this_machine
 
 Progress = Callable[[str, int, int, int], None]        # arm, step, done, total
@@ -43,13 +44,13 @@ class Replayer:
         self.on_evidence = on_evidence or (lambda e: None)
         self.cancel = cancel or threading.Event()
         self.fn = loading.entry_point(log.manifest, self.run_dir)
-        self.ckpts = loading.checkpoints(log.manifest, self.run_dir)
+        self.ckpts = checkpoints(log.manifest, self.run_dir)
         # A resumed segment starts from the checkpoint it resumed from.
         seg_rows = log.frame[log.frame.segment == incident.segment]
         # Checkpoint N is the state after N steps. A resumed segment starts from the one
         # it resumed from; otherwise the last one before the incident.
         anchor = int(seg_rows.step.iloc[0]) if incident.segment else incident.step - 1
-        self.ckpt = loading.before(self.ckpts, anchor, self.run_dir)
+        self.ckpt = before(self.ckpts, anchor, self.run_dir)
         peak = incident.symptoms.peak_step if incident.kind == "spike" else None
         self.end = max(incident.step, peak or incident.step) + tail
         self.optimizer_as_logged = True      # False once a replay shows the resume dropped it
@@ -89,11 +90,32 @@ class Replayer:
     # -- the whole replay ------------------------------------------------------------
 
     def replay(self, arms: tuple[str, ...] = ARMS) -> ReplayResult:
+        """The faithful arm, its verdict, the probes at the incident step, then each
+        counterfactual arm judged as soon as it has run; the hypotheses re-ranked."""
         inc = self.inc
         evidence = _Streamed(self.on_evidence)
         found: dict = {}
         results: dict[str, ArmResult] = {}
-        snapshot = {}
+        faithful, diff, snapshot = self._replay_faithfully(arms, evidence, results, found)
+        results["faithful"] = faithful
+        is_faithful = self._say_how_faithful(diff, evidence)
+        base = self._baseline()
+        spike = self._peak(faithful.losses)
+        self._probe_incident(snapshot, found)
+        evidence += self._probe_evidence(found)
+        self._run_counterfactuals(arms, results, evidence, base, spike)
+        return ReplayResult(run_id=self.log.run_id, incident_step=inc.step, checkpoint=self.ckpt,
+                            device=str(self.device), faithful_max_diff=diff, faithful=is_faithful, arms=results,
+                            probes=found, evidence=list(evidence), hypotheses=rerank(inc.hypotheses, evidence))
+
+    def _replay_faithfully(self, arms: tuple[str, ...], evidence: _Streamed, results: dict[str, ArmResult],
+                           found: dict) -> tuple[ArmResult, float, dict]:
+        """The faithful arm (after a resume, the fresh optimizer's too when it matches the log
+        better: the resume dropped the moments); the model and optimizer state just before the
+        incident step kept, and the per-token and hash probes taken there. Returns the arm,
+        its max difference from the logged losses, and the state kept."""
+        inc = self.inc
+        snapshot: dict = {}
 
         def keep_state(r, s):
             if s == inc.step:      # the state just before the incident step, for the probes
@@ -118,7 +140,11 @@ class Replayer:
                 evidence.append(Evidence("optimizer-moments", f"the logged losses after the resume at step "
                                          f"{self.ckpt} are those of a fresh optimizer (max difference {diff:.3g}), "
                                          f"not of the checkpoint's moments", favors=["optimizer-reset"]))
-        results["faithful"] = faithful
+        return faithful, diff, snapshot
+
+    def _say_how_faithful(self, diff: float, evidence: _Streamed) -> bool:
+        """Whether the faithful arm is within tolerance of the log (looser where the replay
+        cannot be bit for bit), said as the first loss evidence row."""
         not_exact = self._why_not_bit_for_bit()
         tolerance = 1e-2 if not_exact else 1e-5
         is_faithful = diff <= tolerance
@@ -126,9 +152,12 @@ class Replayer:
                                  f"{self.end}: max |replayed - logged| loss = {diff:.3g}"
                                  + (f" (within {tolerance:g}: {not_exact})" if not_exact else "")
                                  + ("" if is_faithful else ": NOT faithful, counterfactuals are suspect")))
-        base = self._baseline()
-        spike = self._peak(faithful.losses)
-        # probes at the incident step
+        return is_faithful
+
+    def _probe_incident(self, snapshot: dict, found: dict) -> None:
+        """The probes at the incident step, from the state kept just before it: per-layer
+        statistics, and where a non-finite loss or grad norm first appears."""
+        inc = self.inc
         r = self.fresh()
         if "state" in snapshot:
             r.model.load_state_dict(snapshot["state"]["model"])
@@ -141,8 +170,11 @@ class Replayer:
                 r2.model.load_state_dict(snapshot["state"]["model"])
                 r2.optimizer.load_state_dict(snapshot["state"]["optimizer"])
                 found["first_nonfinite"] = probes.first_nonfinite(r2, inc.step)
-        evidence += self._probe_evidence(found)
-        # counterfactual arms, each judged as soon as it has run
+
+    def _run_counterfactuals(self, arms: tuple[str, ...], results: dict[str, ArmResult], evidence: _Streamed,
+                             base: float, spike: float) -> None:
+        """Each counterfactual arm judged as soon as it has run (one already run beside the
+        faithful arm first)."""
         for arm, res in list(results.items()):
             if arm != "faithful":
                 evidence += self._judge(arm, res, base, spike)
@@ -151,9 +183,6 @@ class Replayer:
                 continue
             results[arm] = self._arm(arm)
             evidence += self._judge(arm, results[arm], base, spike)
-        return ReplayResult(run_id=self.log.run_id, incident_step=inc.step, checkpoint=self.ckpt,
-                            device=str(self.device), faithful_max_diff=diff, faithful=is_faithful, arms=results,
-                            probes=found, evidence=list(evidence), hypotheses=rerank(inc.hypotheses, evidence))
 
     def _check_batches(self, r, evidence) -> None:
         """The batches the factory gives must be those the run logged (by hash): a changed
@@ -226,8 +255,8 @@ class Replayer:
             r.load(self.ckpts[max(earlier)])
             with self.torch.no_grad():
                 suspect = float(r.per_token_loss(inc.step, r.batch_on_device(inc.step)).float().mean())
-                neighbour = float(r.per_token_loss(inc.step - 1, r.batch_on_device(inc.step - 1)).float().mean())
-            return ArmResult(arm, {inc.step: suspect, inc.step - 1: neighbour},
+                previous = float(r.per_token_loss(inc.step - 1, r.batch_on_device(inc.step - 1)).float().mean())
+            return ArmResult(arm, {inc.step: suspect, inc.step - 1: previous},
                              skipped=None if math.isfinite(suspect) else "non-finite")
         raise ReplayError(f"{arm}: unknown arm; known: {', '.join(ARMS)}")
 
@@ -330,7 +359,7 @@ class Replayer:
         return out
 
 
-class _Streamed(list):
+class _Streamed(list[Evidence]):
     """A list of evidence rows that hands each row on as it is added."""
 
     def __init__(self, arrived: Arrived):
@@ -341,7 +370,8 @@ class _Streamed(list):
         super().append(row)
         self.arrived(row)
 
-    def __iadd__(self, rows):
+    def __iadd__(self, rows: Iterable[Evidence]) -> Self:  # type: ignore[override,misc]
+        # (list's own `+=` takes any iterable too; only the rows' type is narrower)
         for row in rows:
             self.append(row)
         return self

@@ -63,7 +63,7 @@ def first_nonfinite(replay, step: int, batch=None) -> dict:
             h.remove()
     for name, p in replay.model.named_parameters():
         if not torch.isfinite(p).all():
-            found["after_step"] = {"parameter": name, **_counts(p.detach())}
+            found["after_step"] = {"parameter": name, **(_counts(p.detach()) or {})}   # a float tensor: counted
             break
     return found
 

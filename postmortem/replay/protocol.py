@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from postmortem.errors import ReplayError
+from postmortem.replay.checkpoints import load_state
 
 if TYPE_CHECKING:
     import torch
@@ -73,7 +74,6 @@ class Replayable:
     def load(self, path: Path, optimizer: bool = True) -> None:
         """Load the checkpoint at `path`; `optimizer=False` keeps the fresh optimizer the
         factory built, as a resume that drops the optimizer state does."""
-        from postmortem.replay.loading import load_state
         state = load_state(path)
         if not isinstance(state, Mapping) or "model" not in state:
             raise ReplayError(f"{path}: expected a dict with a 'model' state dict (and optimizer, scheduler, "
@@ -175,14 +175,14 @@ class Replayable:
     def targets_of(self, batch: Batch) -> "torch.Tensor":
         if self.targets is not None:
             return self.targets(batch)
-        return _field(batch, 1, "labels")
+        return batch_field(batch, 1, "labels")
 
     def inputs_of(self, batch: Batch) -> "torch.Tensor":
         if self.inputs is not None:
             return self.inputs(batch)
         if self.accumulate > 1:
             batch = list(batch)[0]
-        return _field(batch, 0, "input_ids")
+        return batch_field(batch, 0, "input_ids")
 
 
 def load_model(model, state: Mapping, path) -> None:
@@ -212,7 +212,9 @@ def _to(batch: Batch, device) -> Batch:
     return batch
 
 
-def _field(batch: Batch, index: int, key: str):
+def batch_field(batch: Batch, index: int, key: str):
+    """The inputs (index 0, key "input_ids") or the targets (1, "labels") of a batch: a
+    mapping by key, a tuple or list by position, a lone tensor as the inputs."""
     if isinstance(batch, Mapping):
         if key not in batch:
             raise ReplayError(f"the batch has no {key!r} (keys: {', '.join(map(str, batch))}); "

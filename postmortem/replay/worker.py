@@ -14,12 +14,19 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Iterator
 
 from postmortem.child import command
-from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Progress, Stopped
+from postmortem.errors import UserError
+from postmortem.replay.checkpoints import checkpoints
+from postmortem.replay.models import MESSAGE, Cancelled, EvidenceArrived, Failed, Finished, Message, Progress, Stopped
+
+if TYPE_CHECKING:          # the app starts a replay without pandas in this module's imports
+    from postmortem.diagnose.models import Incident
+    from postmortem.run.model import RunLog
 
 
-def what_is_missing(log) -> str | None:
+def what_is_missing(log: RunLog) -> str | None:
     """Why this run cannot be replayed, and how to fix it; None when it can. Reads the
     manifest and lists the checkpoint folder only: no torch, no user code imported."""
     hint = ("record the run with postmortem.run.record.Recorder: it writes manifest.json with "
@@ -37,7 +44,6 @@ def what_is_missing(log) -> str | None:
     if world is not None and int(world) > 1:     # the panel replays on one process
         return (f"the run was trained on {int(world)} processes: replay it from the command line with "
                 f"`postmortem replay {run_dir} --nproc {int(world)}`")
-    from postmortem.replay.loading import checkpoints
     folder = run_dir / (manifest.replay.checkpoints or "checkpoints/")
     if not checkpoints(manifest, run_dir):
         return (f"no checkpoint in {folder}: save one every N steps (the state after N steps, "
@@ -46,7 +52,6 @@ def what_is_missing(log) -> str | None:
 
 
 def _child(log, inc, arms: tuple[str, ...], device: str, out, cancel) -> None:
-    from postmortem.errors import UserError
     from postmortem.replay.engine import Replayer
     try:
         if device == "auto":
@@ -92,29 +97,32 @@ class ReplayProcess:
     a hang or a segfault in the run's code cannot take the app down, and torch is never
     imported into the app."""
 
-    log: object            # the RunLog, pickled to the child: it is not read twice
-    incident: object
+    log: RunLog            # pickled to the child: it is not read twice
+    incident: Incident
     arms: tuple[str, ...]
     device: str = "auto"           # cuda when the child's torch sees one
-    messages: list = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
 
-    def start(self) -> "ReplayProcess":
+    def start(self) -> ReplayProcess:
         self.stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(command("postmortem.replay.worker"),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
-        self.queue: queues.Queue = queues.Queue()
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None      # both piped, above
+        self.stdout: IO[bytes] = stdout
+        self.queue: queues.Queue[Message | int] = queues.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         job = pickle.dumps((self.log, self.incident, list(self.arms), self.device))
         try:
-            self.process.stdin.write(job)
-            self.process.stdin.close()
+            stdin.write(job)
+            stdin.close()
         except BrokenPipeError:
             pass                       # it died at once; follow() says how
         return self
 
     def _read(self) -> None:
-        for line in self.process.stdout:
+        for line in self.stdout:
             try:
                 self.queue.put(MESSAGE.validate_json(line))
             except ValueError:          # not one of ours (a stray line): skipped
@@ -122,7 +130,7 @@ class ReplayProcess:
         self.process.wait()
         self.queue.put(self.process.returncode)
 
-    def follow(self):
+    def follow(self) -> Iterator[Message]:
         """The messages (replay/models.py) as they arrive, blocking between them: a worker
         thread's loop. Ends after the last; a Failed when the process ended without saying
         why (killed, a segfault in an extension)."""

@@ -6,14 +6,22 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from textual.app import App
 from textual.binding import Binding
 
 from postmortem.tui import focus
 from postmortem.tui.dialogs import HelpScreen
+from postmortem.tui.help import describe
+from postmortem.tui.loader import Loader
 from postmortem.tui.screens.dashboard import DashboardScreen
+from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
 from postmortem.tui.session import Session
+
+if TYPE_CHECKING:
+    from postmortem.kb.settings import Settings
+    from postmortem.run.store import StoredRun
 
 
 class PostmortemApp(App):
@@ -37,14 +45,19 @@ class PostmortemApp(App):
     ]
 
     def __init__(self, run: str | None = None, format: str | None = None, kb_root: Path | None = None,
-                 device: str = "auto", against: list[str] = (), loader=None, columns: dict | None = None,
-                 session: Session | None = None, picking: list | None = None):
+                 device: str = "auto", against: Sequence[str] = (), loader: Loader | None = None,
+                 columns: dict[str, str] | None = None, session: Session | None = None,
+                 picking: list[StoredRun] | None = None):
         super().__init__()
         self.picking = picking                 # a store's runs: the picker first (screens/picker.py)
-        self.session = session or Session(run, format, list(against), dict(columns or {}), device,
-                                          Path(kb_root) if kb_root else Path.cwd())
-        if session is not None and kb_root is not None:
+        if session is None:
+            if run is None:
+                raise TypeError("PostmortemApp needs a run to read or a session")
+            session = Session(run, format, list(against), dict(columns or {}), device,
+                              Path(kb_root) if kb_root else Path.cwd())
+        elif kb_root is not None:
             session.kb_root = Path(kb_root)
+        self.session = session
         self.loader = loader                   # a tui.loader.Loader already reading the run, or None
         self.dashboard: DashboardScreen | None = None
 
@@ -52,17 +65,15 @@ class PostmortemApp(App):
         session = self.session
         self.sub_title = session.run_path
         if self.picking:
-            from postmortem.tui.screens.picker import PickerScreen
             self.push_screen(PickerScreen(session.run_path, self.picking), self.picked)
             return
         if session.view is None and self.loader is None:
-            from postmortem.tui.loader import Loader
             self.loader = Loader(session.run_path, session.format, session.against, session.columns,
                                  terminal=(self.size.width, self.size.height))
         self.dashboard = self.DASHBOARD(session, self.loader)
         # pushed once Textual's start is over: a screen pushed inside it (a batch of updates)
         # is laid out and drawn, that frame thrown away, and all of it done again after
-        self.call_later(self.show_dashboard)
+        self.call_later(self.show_dashboard, self.dashboard)
 
     def picked(self, run_id: str | None) -> None:
         """The run picked in a store opens as `--run ID` opens it; none picked, the app ends."""
@@ -74,8 +85,8 @@ class PostmortemApp(App):
         self.on_mount()
         self.sub_title = f"{self.session.run_path} --run {run_id}"
 
-    async def show_dashboard(self) -> None:
-        await self.push_screen(self.dashboard)
+    async def show_dashboard(self, dashboard: DashboardScreen) -> None:
+        await self.push_screen(dashboard)
         if not gc.isenabled():                  # paused by `postmortem tui` for the start
             self.call_after_refresh(self.resume_collector)
 
@@ -104,7 +115,6 @@ class PostmortemApp(App):
         focus.mark(event.widget, False)
 
     def action_help(self, key: str = "f1") -> None:
-        from postmortem.tui.help import describe
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(describe(self.screen, self.focused)))
@@ -133,8 +143,8 @@ class PostmortemApp(App):
             yield from screen.system_commands()
 
 
-def run(path: str, format: str | None = None, device: str = "auto", against: list[str] = (),
-        loader=None, columns: dict | None = None, settings=None) -> int:
+def run(path: str, format: str | None = None, device: str = "auto", against: Sequence[str] = (),
+        loader: Loader | None = None, columns: dict[str, str] | None = None, settings: Settings | None = None) -> int:
     """Run the app; a run that cannot be read is its one line on stderr and exit code 2, said
     before the app takes the terminal when the loader process says so first (it nearly
     always does: reading is what fails)."""
@@ -148,9 +158,8 @@ def run(path: str, format: str | None = None, device: str = "auto", against: lis
     if said:
         sys.stderr.write("\r\x1b[K")          # the line erased: an error is then its one line
     picking = None
-    if why is not None:
+    if loader is not None and why is not None:
         loader.close()
-        from postmortem.tui.screens.picker import runs_to_pick
         picking = runs_to_pick(path, format, why)          # a store of several runs: pick one
         if picking is None:
             print(f"postmortem: error: {why}", file=sys.stderr)

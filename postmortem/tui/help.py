@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from postmortem.tui.widgets.metric_panel import MetricPanel
+
 CHART_KEYS = ("left/right move the cursor (shift: 10 steps), z zooms to the incident and back, [ and ] draw "
               "another segment of a resumed run (the status line says which is drawn), tab: next panel.")
 
@@ -66,11 +68,10 @@ PANELS = {
 
 def help_key(widget) -> str | None:
     """The PANELS key of a widget, or None for one F1 has nothing to say about."""
-    from postmortem.tui.widgets.metric_panel import MetricPanel
     if isinstance(widget, MetricPanel):
         key = f"chart:{widget.panel}"
         return key if widget.column.replace("_", "-") == widget.panel else "chart:layer"
-    from textual.widgets import TextArea
+    from textual.widgets import TextArea  # ~20 ms of Textual's: not before the first frame
     if isinstance(widget, TextArea) and widget.parent is not None and widget.parent.id == "editor":
         return "section"            # before the ids: the evidence section is not the replay's table
     wid = getattr(widget, "id", None)

@@ -19,23 +19,33 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from typing import IO, TYPE_CHECKING, Callable, Sequence
 
 from postmortem.child import command
+from postmortem.errors import UserError
+
+if TYPE_CHECKING:
+    from postmortem.diagnose.models import Analysis
+    from postmortem.run.model import RunLog
+    from postmortem.tui.view import FirstView
 
 
 class Loader:
     """`terminal`: (columns, rows) the app opens in; the first view then comes with each
     panel's plot drawn for it (tui.view.with_drawings), so the app paints before numpy."""
 
-    def __init__(self, run: str, format: str | None = None, against: list[str] = (),
-                 columns: dict | None = None, terminal: tuple[int, int] | None = None):
+    def __init__(self, run: str, format: str | None = None, against: Sequence[str] = (),
+                 columns: dict[str, str] | None = None, terminal: tuple[int, int] | None = None):
         self._stderr = tempfile.TemporaryFile()      # a file, not a pipe: it never blocks the child
         self.proc = subprocess.Popen(command("postmortem.tui.loader"),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None      # both piped, above
+        self.stdout: IO[bytes] = stdout
         self._pending: list[tuple] = []              # messages read ahead (problem, ready)
         try:
-            self.proc.stdin.write(pickle.dumps((run, format, list(against), columns or {}, terminal)))
-            self.proc.stdin.close()
+            stdin.write(pickle.dumps((run, format, list(against), columns or {}, terminal)))
+            stdin.close()
         except BrokenPipeError:       # it did not start: first() says why, from its stderr
             pass
 
@@ -46,7 +56,7 @@ class Loader:
         called once when the word takes over half a second (a long run being read)."""
         import select
         try:
-            if slow is not None and not select.select([self.proc.stdout], [], [], 0.5)[0]:
+            if slow is not None and not select.select([self.stdout], [], [], 0.5)[0]:
                 slow()
         except (ValueError, OSError):             # closed: _receive says why
             pass
@@ -61,7 +71,7 @@ class Loader:
         import select
         while not self._pending:
             try:
-                if not select.select([self.proc.stdout], [], [], 0)[0]:
+                if not select.select([self.stdout], [], [], 0)[0]:
                     return False
             except (ValueError, OSError):             # closed
                 return False
@@ -100,9 +110,9 @@ class Loader:
 
     def _receive(self) -> tuple:
         try:
-            return pickle.load(self.proc.stdout)
+            return pickle.load(self.stdout)
         except (EOFError, pickle.UnpicklingError, ValueError):     # ValueError: closed meanwhile
-            if self.proc.stdout.closed:
+            if self.stdout.closed:
                 return ("error", "the loader process was stopped")
             self.proc.wait()
             self._stderr.seek(0)
@@ -115,19 +125,20 @@ class Loader:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        self.proc.stdout.close()
+        self.stdout.close()
         self._stderr.close()
 
 
-def read_and_analyze(run: str, format: str | None = None, against: list[str] = (),
-                     columns: dict | None = None, on_read=None):
+def read_and_analyze(run: str, format: str | None = None, against: Sequence[str] = (),
+                     columns: dict[str, str] | None = None,
+                     on_read: Callable[[], None] | None = None) -> tuple[RunLog, Analysis, FirstView]:
     """(RunLog, Analysis, FirstView) of `run`: what the child does, and what a test that hands
     the app a read run (tui.session.Session.read) does in its own process. `on_read()` is
     called once the runs are read, before the analysis."""
     import time
 
     from postmortem.diagnose.analyze import analyze
-    from postmortem.run import read_run
+    from postmortem.run.discover import read_run
     from postmortem.tui.view import first_view
     started = time.perf_counter()
     log = read_run(run, format=format, **(columns or {}))
@@ -140,7 +151,7 @@ def read_and_analyze(run: str, format: str | None = None, against: list[str] = (
 
 
 def main() -> None:
-    from postmortem.tui import viewcache
+    from postmortem.tui import viewcache  # the child's own: the app's process never needs it
     run, format, against, columns, terminal = pickle.load(sys.stdin.buffer)   # columns: --loss, --step
     out = sys.stdout.buffer
     sys.stdout = sys.stderr               # a stray print must not break the pickles
@@ -149,7 +160,6 @@ def main() -> None:
         _send(out, ("view", drawn(kept, terminal)))
         _yield_cpu()                      # behind the app's first frame
     _import_the_core()
-    from postmortem.errors import UserError
     try:
         log, result, view = read_and_analyze(run, format, against, columns,
                                              on_read=lambda: _send(out, ("read",)))
@@ -179,7 +189,7 @@ def _import_the_core() -> None:
         gc.enable()
 
 
-def drawn(view, terminal: tuple[int, int] | None):
+def drawn(view: FirstView, terminal: tuple[int, int] | None) -> FirstView:
     """The view with its panels drawn for the app's terminal (none known: as it is)."""
     if terminal is None:
         return view
@@ -200,7 +210,7 @@ def _send(out, message: tuple) -> None:
     out.flush()
 
 
-def same(a, b) -> bool:
+def same(a: FirstView, b: FirstView) -> bool:
     """Whether two first views paint the same dashboard (read_s aside: a timing; the
     drawings are made from the rest)."""
     import dataclasses

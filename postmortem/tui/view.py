@@ -7,8 +7,14 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Sequence
 
 from postmortem.diagnose.panels import CHARTS
+from postmortem.tui.widgets.plotdata import Ghost, drawing, points, spacing
+
+if TYPE_CHECKING:          # the app paints from a FirstView before pandas and pydantic
+    from postmortem.diagnose.models import Analysis, Hypothesis
+    from postmortem.run.model import RunLog
 
 # dashboard panel -> the canonical column it draws, and whether on a log scale
 PANELS = tuple((chart.id, chart.columns[0], chart.log_scale) for chart in CHARTS)
@@ -56,7 +62,7 @@ class FirstView:
     segment: int                  # the panels draw the run up to this segment's end
     panels: list[tuple[str, str, array, array, bool]]    # panel, column, steps, values, log
     layers: list[tuple[str, array, array]]                # per-layer grad norms
-    ghost: tuple[str, array, array] | None                # another run's loss, in gray
+    ghost: Ghost | None                                   # another run's loss, in gray
     incidents: list[IncidentRow]
     checks: list[CheckRow]
     read_s: float = 0.0           # the file read's seconds, for benchmarks/bench_tui.py
@@ -67,7 +73,8 @@ class FirstView:
     drawings: dict = field(default_factory=dict)
 
 
-def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8) -> FirstView:
+def first_view(log: RunLog, result: Analysis, others: Sequence[RunLog] = (), read_s: float = 0.0,
+               max_layers: int = 8) -> FirstView:
     """The panels of the largest incident's segment (a NaN, else the spike that rose the most);
     the first `max_layers` per-layer grad norms (a terminal shows a few)."""
     from postmortem.diagnose.models import worst
@@ -94,13 +101,13 @@ def first_view(log, result, others=(), read_s: float = 0.0, max_layers: int = 8)
                      segments=[(s["segment"], s["first_step"], s["last_step"]) for s in log.segments()])
 
 
-def cause(h) -> Cause:
+def cause(h: Hypothesis) -> Cause:
     """A diagnose.models.Hypothesis as plain rows."""
     return Cause(h.pattern, h.score, [(o.panel, o.observation) for o in h.supported_by],
                  [(o.panel, o.observation) for o in h.contradicted_by], h.discriminate)
 
 
-def segment_history(log, segment: int):
+def segment_history(log: RunLog, segment: int):
     """The run as the model lived it up to the end of `segment`: after a resume the rewound
     steps of the earlier segment are left out."""
     from postmortem.diagnose.series import effective_history
@@ -125,7 +132,7 @@ def plain(steps, values) -> tuple[array, array]:
             array("d", np.ascontiguousarray(values, dtype=np.float64).tobytes()))
 
 
-def ghost(other) -> tuple | None:
+def ghost(other: RunLog) -> Ghost | None:
     """(run id, steps, loss) of another run as the model lived it to its end, if it logs loss."""
     frame = segment_history(other, int(other.frame.segment.max())) if len(other.frame) else other.frame
     if "loss" not in frame:
@@ -135,7 +142,7 @@ def ghost(other) -> tuple | None:
 
 # -- the first frame's plots, made where numpy is already paid for ----------------------------
 
-def shown_panels(view: FirstView, rows: int) -> list[tuple[str, str, array, array, bool, tuple | None]]:
+def shown_panels(view: FirstView, rows: int) -> list[tuple[str, str, array, array, bool, Ghost | None]]:
     """(panel, column, steps, values, log scale, ghost) of each panel the dashboard shows in
     a terminal of `rows`: the run's panels, then as many per-layer grad norms as have room."""
     panels = [(panel, column, steps, values, log_scale, view.ghost if panel == "loss" else None)
@@ -174,7 +181,6 @@ def first_cursor(view: FirstView) -> int | None:
 def with_drawings(view: FirstView, columns: int, rows: int) -> FirstView:
     """`view` with each panel's first plot made for a terminal of `columns` x `rows`: the
     largest incident marked, the cursor where the dashboard opens it, not zoomed."""
-    from postmortem.tui.widgets.plotdata import drawing, points, spacing
     shown = shown_panels(view, rows)
     width = panel_width(columns, rows, len(shown))
     marks = (view.incidents[view.largest].step,) if view.incidents else ()

@@ -151,7 +151,7 @@ def test_accumulation_and_bf16_replay_bit_for_bit(tmp_path):
     import torch
 
     from postmortem.integrations.lightning import make_replay
-    from postmortem.replay.loading import checkpoints
+    from postmortem.replay.checkpoints import checkpoints
     m = manifest(run)
     assert m.dtype == "bf16" and m.config.accumulate_grad_batches == 3
     logged = {r["step"]: r for r in rows(run)}
@@ -298,7 +298,7 @@ def test_the_callback_refuses_a_factory_that_is_not_module_colon_function():
 
 def test_a_second_save_of_a_step_is_that_step_and_the_later_one_wins(tmp_path):
     """ModelCheckpoint names a second save of a step (a resumed run's) epoch=4-step=250-v1.ckpt."""
-    from postmortem.replay.loading import checkpoints
+    from postmortem.replay.checkpoints import checkpoints
     folder = tmp_path / "checkpoints"
     folder.mkdir()
     for name in ("epoch=3-step=200.ckpt", "epoch=4-step=250.ckpt", "epoch=4-step=250-v1.ckpt", "last.ckpt"):
@@ -325,7 +325,7 @@ def test_an_epoch_scheduler_steps_at_the_epochs_end_in_the_replay(tmp_path, monk
     import lightning.pytorch as pl
 
     from postmortem.integrations.lightning import PostmortemCallback, make_replay
-    from postmortem.replay.loading import checkpoints
+    from postmortem.replay.checkpoints import checkpoints
     (tmp_path / "epoch_lit.py").write_text(
         f"import sys\nsys.path.insert(0, {str(EXAMPLE.parent)!r})\nimport torch\nimport train\n\n"
         "class EpochLR(train.LitGPT):\n"

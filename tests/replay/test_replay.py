@@ -14,7 +14,8 @@ from conftest import recorded_here
 
 from postmortem.diagnose.analyze import analyze
 from postmortem.errors import ReplayError
-from postmortem.replay.engine import Cancelled, Replayer
+from postmortem.replay.engine import Replayer
+from postmortem.replay.models import Cancelled
 from postmortem.run import read_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,14 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
+from postmortem.document.draftstore import discard
+from postmortem.document.markdown import render
 from postmortem.document.model import SECTIONS, PostMortem
+from postmortem.errors import KBError, UserError
+from postmortem.kb import settings
+from postmortem.kb.commit import ATTRIBUTE, Committed, open_repo, plan, run_as_committed
+from postmortem.kb.commit import commit as commit_to_kb
+from postmortem.kb.settings import is_own_checkout
 
 WHO = "who is writing? type your name: the post-mortem goes to learners/<name>/ (kept for next time)"
 
@@ -30,7 +37,7 @@ class CommitScreen(Screen):
         super().__init__()
         self.pm, self.problems, self.root, self.draft = pm, problems, root, draft
         self.on_commit = on_commit or (lambda done: None)
-        self.committed = None
+        self.committed: Committed | None = None
         self.no_repository = False         # f3 (git init here) is offered only then
 
     def check_action(self, action: str, parameters) -> bool | None:
@@ -86,7 +93,6 @@ class CommitScreen(Screen):
         return bool(session is not None and session.kb_named and Path(session.kb_root) == self._kb())
 
     def _refusal(self) -> str | None:
-        from postmortem.kb.settings import is_own_checkout
         if not self._learner():
             return WHO
         if is_own_checkout(self._kb()) and not self._named():
@@ -95,8 +101,6 @@ class CommitScreen(Screen):
         return None
 
     def show_plan(self) -> None:
-        from postmortem.errors import KBError
-        from postmortem.kb.commit import ATTRIBUTE, open_repo, plan
         out = self.query_one("#commit-plan", Static)
         try:
             refused = self._refusal()
@@ -145,20 +149,18 @@ class CommitScreen(Screen):
     def commit(self) -> None:
         import git
 
-        from postmortem.document.markdown import render
-        from postmortem.errors import KBError
-        from postmortem.kb.commit import commit, run_as_committed
         figure = self._figure()
         learner, run, root = self._learner(), self.pm.run, self._kb()     # the run as this process read it
         out = self.query_one("#commit-plan", Static)
-        if self._refusal():
-            out.update(f"[red]not committed: {escape(self._refusal())}[/red]")
+        refused = self._refusal()
+        if refused:
+            out.update(f"[red]not committed: {escape(refused)}[/red]")
             return
         pm = self.pm.model_copy(update={
             "learner": learner, "figure": self.pm.figure_filename if figure else None,
             "run": run_as_committed(self.pm, learner, root, Path(run) if run and Path(run).exists() else None)})
         try:
-            done = commit(pm, render(pm), pm.learner, root, figure=figure)
+            done = commit_to_kb(pm, render(pm), pm.learner, root, figure=figure)
         except KBError as err:
             out.update(f"[red]not committed: {escape(str(err))}[/red]")
             return
@@ -172,7 +174,6 @@ class CommitScreen(Screen):
             done.notes.append(kept)
         self.on_commit(done)
         if self.draft is not None:
-            from postmortem.document.draftstore import discard
             discard(self.draft)     # the committed file holds every word of it now
         shown = f"\n{done.figure}" if done.figure else ""
         out.update(escape(f"committed {done.sha[:10]}: {done.message}\n\n{done.postmortem}{shown}\n{done.lessons}"
@@ -184,8 +185,6 @@ class CommitScreen(Screen):
     def _remember(self, root: Path, learner: str) -> str | None:
         """The first time the knowledge base or the learner is asked for, the answer is kept in
         the config file (kb.settings), and the session goes on with it."""
-        from postmortem.errors import UserError
-        from postmortem.kb import settings
         try:
             now = settings.resolve()
             kb = root if not now.chosen else None
@@ -202,8 +201,6 @@ class CommitScreen(Screen):
         return f"kept {kept} in {path} for next time (postmortem init changes them)"
 
     def action_init(self) -> None:
-        from postmortem.errors import UserError
-        from postmortem.kb.commit import open_repo
         if self.problems or self.committed:
             return
         try:

@@ -131,7 +131,8 @@ class DashboardScreen(Screen):
                 yield checks
                 # the highlighted row whole, wrapped (the first frame already holds it)
                 rows = incident_rows(view) if view is not None else []
-                yield Static(escape(incident_detail(rows[view.largest])) if rows else "", id="row-detail")
+                yield Static(escape(incident_detail(rows[view.largest])) if view is not None and rows else "",
+                             id="row-detail")
         yield Static(status, id="status")
         yield Footer(compact=True)
 
@@ -252,9 +253,11 @@ class DashboardScreen(Screen):
         """The panels draw the run as the model lived it up to the end of `segment`: after a
         resume the rewound steps of the earlier segment are left out, so an incident in a
         segment that was later rolled back is drawn with its own history."""
-        log = self.session.log
+        log, view = self.session.log, self.view
+        if log is None or view is None:      # asked for only once the run is handed over
+            return
         self.segment = segment
-        history = segment_history(log, segment) if self.view.resumed else log.frame
+        history = segment_history(log, segment) if view.resumed else log.frame
         spans = []
         for panel in self.query(MetricPanel):
             panel.set_data(*series(log, history, panel.column))
@@ -300,7 +303,7 @@ class DashboardScreen(Screen):
                 table.point_at(self.session.current)
         self.show_causes(self.session.current)
         if self.cursor is None:           # on the incident (drawn with it), else the last step
-            self.cursor = inc.step if inc is not None else first_cursor(self.view)
+            self.cursor = inc.step if inc is not None else first_cursor(self.view) if self.view is not None else None
         for panel in self.query(MetricPanel):
             panel.marks = [inc.step] if inc else []
             panel.window = self._window() if self.zoomed else None
@@ -329,6 +332,8 @@ class DashboardScreen(Screen):
     def status_text(self, panels) -> str:
         """The incident marked, the cursor and each panel's value there."""
         view = self.view
+        if view is None:                 # nothing painted yet
+            return "reading..."
         values = "  ".join(f"{p.column}={_at(p.value_at(self.cursor), self.cursor)}" for p in panels
                            if self.cursor is not None)
         at = f"  cursor {self.cursor}  {values}" if self.cursor is not None else ""
@@ -345,10 +350,11 @@ class DashboardScreen(Screen):
 
     def segment_text(self) -> str:
         """Which segment of a resumed or appended run the panels draw, and the keys to the others."""
-        ids = [s for s, _, _ in self.view.segments]
+        segments = self.view.segments if self.view is not None else []
+        ids = [s for s, _, _ in segments]
         if self.segment not in ids:
             return f"segment {self.segment}"
-        first, last = self.span or self.view.segments[ids.index(self.segment)][1:]
+        first, last = self.span or segments[ids.index(self.segment)][1:]
         return f"drawn: segment {ids.index(self.segment) + 1}/{len(ids)}, steps {first}-{last} ([ ] others)"
 
     # -- actions ----------------------------------------------------------------------------
@@ -390,7 +396,8 @@ class DashboardScreen(Screen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         table = event.data_table
-        if table.has_focus or (table.id == "incidents" and not isinstance(self.focused, FittedTable)):
+        if isinstance(table, FittedTable) and (
+                table.has_focus or (table.id == "incidents" and not isinstance(self.focused, FittedTable))):
             self.show_row(table)
         if table.id == "incidents":
             self.show_causes(event.cursor_row)
@@ -427,9 +434,9 @@ class DashboardScreen(Screen):
         else:
             node, mark, detail = row
             text = f"{node} {mark}: {detail}"
-        detail = self.query_one("#row-detail", Static)
-        if str(detail.content) != escape(text):       # the same text: no relayout, no repaint
-            detail.update(escape(text))
+        shown = self.query_one("#row-detail", Static)
+        if str(shown.content) != escape(text):       # the same text: no relayout, no repaint
+            shown.update(escape(text))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "incidents":
@@ -459,7 +466,7 @@ class DashboardScreen(Screen):
         if not self.when_read(self.action_edit):
             return
         session = self.session
-        if session.incident is None:
+        if session.log is None or session.analysis is None or session.incident is None:
             self.notify("no incident to write about", severity="warning")
             return
         from postmortem.document.draft import draft

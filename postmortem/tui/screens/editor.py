@@ -18,16 +18,23 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, Markdown, OptionList, Static, TextArea
 
 from postmortem.diagnose.catalog import PATTERNS, remedies_for
 from postmortem.document import sections
 from postmortem.document.draftstore import DraftStore
+from postmortem.document.lint import Problem, check_text
+from postmortem.document.markdown import parse, render
 from postmortem.document.model import SECTIONS, PostMortem
 from postmortem.document.sections import AREAS, GUIDE, SECTION_OF, SHORT
+from postmortem.errors import DocumentError
+from postmortem.kb.commit import Committed, ignore_drafts_at
 from postmortem.numbers import number
 from postmortem.tui import focus
 from postmortem.tui.dialogs import ConfirmScreen
+from postmortem.tui.screens.commit import CommitScreen
+from postmortem.tui.screens.replay import ReplayScreen
 from postmortem.tui.session import Session
 from postmortem.tui.widgets.hypotheses import HypothesesTable
 from postmortem.tui.widgets.line_area import LineArea
@@ -60,10 +67,10 @@ class EditorScreen(Screen):
         self.fresh = pm              # the document as drafted from the run, for a start over
         self.store = DraftStore(session.drafts_root, pm)     # with the knowledge base, from any folder
         self.drafts_ignored = False
-        self._timer = None           # the debounce of the save and the lint
+        self._timer: Timer | None = None     # the debounce of the save and the lint
         self.path = self.store.path
-        self.problems: list = []
-        self.committed = None
+        self.problems: list[Problem] = []
+        self.committed: Committed | None = None
         restored, self.typed = self.store.restore()
         self.restored = restored is not None
         self.pm = restored or pm
@@ -248,8 +255,7 @@ class EditorScreen(Screen):
         the drawing); the document shows it from then on. Without matplotlib the document goes
         without, said once."""
         from postmortem.document import figure
-        from postmortem.errors import DocumentError
-        if self.run_log is None:
+        if self.run_log is None or self.pm.spike_step is None:
             return
         path = self.path.with_suffix(".png")
         try:
@@ -273,13 +279,10 @@ class EditorScreen(Screen):
             return
         self.pm = self.collect()
         if self.store.save(self.pm, self.typed_inputs()) and not self.drafts_ignored:
-            from postmortem.kb.commit import ignore_drafts_at
             self.drafts_ignored = False       # once a session: `git add -A` must not take drafts
             ignore_drafts_at(self.root)
 
     def relint(self) -> None:
-        from postmortem.document.lint import check_text
-        from postmortem.document.markdown import parse, render
         pm = self.collect()
         text = render(pm)
         # the lines that could not be read, numbered as the author sees them here
@@ -343,7 +346,6 @@ class EditorScreen(Screen):
         self.draw_figure()               # again, with the replay's arms over the loss
 
     def action_replay(self) -> None:
-        from postmortem.tui.screens.replay import ReplayScreen
         inc = self.session.incident_at(self.pm.spike_step)
         if inc is None or self.run_log is None:
             self.notify("no incident of this run to replay", severity="warning")
@@ -383,7 +385,6 @@ class EditorScreen(Screen):
             Path(f.name).unlink(missing_ok=True)
 
     def action_commit(self) -> None:
-        from postmortem.tui.screens.commit import CommitScreen
         self.action_save()
         self.relint()
 

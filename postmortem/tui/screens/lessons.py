@@ -13,8 +13,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from postmortem.diagnose.signature import of_incident
+from postmortem.document.runpath import run_id_of
 from postmortem.kb.commit import kb_root
 from postmortem.kb.lessons import Lesson, group_by_pattern, query, read_all
+from postmortem.kb.similar import find_similar, this_incident
 from postmortem.tui.screens.document import DocumentScreen
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
@@ -76,9 +79,6 @@ class LessonsScreen(Screen):
     def find_similar(self) -> None:
         """Every past post-mortem scored against this incident (documents only, but many:
         off the UI thread)."""
-        from postmortem.diagnose.signature import of_incident
-        from postmortem.document.runpath import run_id_of
-        from postmortem.kb.similar import find_similar, this_incident
         mine = of_incident(self.incident, self.run_log.manifest)
         # this very incident, already written up, is left out (by its post-mortem's run id)
         found = find_similar(self.root, mine, skip=this_incident(run_id_of(self.run_log), self.incident.step))
@@ -98,8 +98,9 @@ class LessonsScreen(Screen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The whole lesson of the highlighted row, which its column may cut."""
-        row = event.data_table.row_text(event.cursor_row)
-        if event.data_table.id == "lessons" and row:
+        table = event.data_table
+        row = table.row_text(event.cursor_row) if isinstance(table, FittedTable) else None
+        if table.id == "lessons" and row:
             self.query_one("#status", Static).update(escape(f"{self.counted} | {row[1]} ({row[2]}, {row[4]})"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

@@ -5,19 +5,24 @@ enter opens the one highlighted on the dashboard, as `--run ID` would."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from postmortem.errors import UserError
 
-def runs_to_pick(path: str, format: str | None, why: str) -> list | None:
+if TYPE_CHECKING:
+    from postmortem.run.store import StoredRun
+
+
+def runs_to_pick(path: str, format: str | None, why: str) -> list[StoredRun] | None:
     """The runs of `path` when reading it failed because it holds several (run/store.py's
     listing, newest first); None when it failed for any other reason."""
     if "--run ID" not in why:
         return None
-    from postmortem.errors import UserError
     from postmortem.run import mlflowserver
     from postmortem.run.store import newest_first
     try:
@@ -44,12 +49,12 @@ class PickerScreen(Screen):
         Binding("escape", "leave", "Quit", id="picker.leave", tooltip="Leave without opening a run"),
     ]
 
-    def __init__(self, store: str, runs: list):
+    def __init__(self, store: str, runs: list[StoredRun]):
         super().__init__()
         self.store, self.runs = store, runs
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         table.border_title = f"{self.store}: {len(self.runs)} runs (enter opens one)"
         yield table
         yield Static(f"the same from the shell: postmortem tui {self.store} --run ID", id="hint")

@@ -3,6 +3,8 @@ evidence arrive (a thread worker follows the child and posts messages), cancel w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
@@ -12,11 +14,17 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, SelectionList, Static
 
 from postmortem.replay.arms import ARMS, NAMES
-from postmortem.replay.models import EvidenceArrived, Failed, Finished, Progress, ReplayResult, Stopped
+from postmortem.replay.models import EvidenceArrived, Failed, Finished, Progress, ReplayResult
 from postmortem.replay.worker import ReplayProcess, what_is_missing
-from postmortem.tui import messages
+from postmortem.tui.messages import ReplayEnd, ReplayEvidence, ReplayFinished, ReplayProgress
 from postmortem.tui.session import Session
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
+
+if TYPE_CHECKING:
+    from postmortem.diagnose.models import Evidence, Incident
+
+PanelState = Literal["missing", "ready", "running"] | ReplayEnd
+"""Where the panel stands: nothing to replay, ready, running, or how the last replay ended."""
 
 
 class ReplayScreen(Screen):
@@ -26,15 +34,17 @@ class ReplayScreen(Screen):
         Binding("r", "start", "Run replay", id="replay.run", tooltip="Replay the checked arms"),
     ]
 
-    def __init__(self, session: Session, incident):
+    def __init__(self, session: Session, incident: Incident):
         super().__init__()
+        if session.log is None:
+            raise ValueError("the replay panel opens once the run is handed over")
         self.session, self.incident = session, incident
         self.runlog, self.device = session.log, session.device
         self.missing = what_is_missing(self.runlog)
         self.process: ReplayProcess | None = None
         self.result: ReplayResult | None = None
-        self.state = "missing" if self.missing else "ready"   # ready, running, done, cancelled, failed
-        self.evidence: list = []        # the Evidence rows as they arrive
+        self.state: PanelState = "missing" if self.missing else "ready"
+        self.evidence: list[Evidence] = []      # the rows as they arrive
 
     def compose(self) -> ComposeResult:
         inc = self.incident
@@ -100,25 +110,22 @@ class ReplayScreen(Screen):
     @work(thread=True, exclusive=True, group="replay")
     def follow(self, process: ReplayProcess) -> None:
         """The child's messages as they come, posted to the screen (no polling)."""
-        for message in process.follow():
-            if isinstance(message, Progress):
-                self.post_message(messages.ReplayProgress(message.arm, message.step, message.done, message.total))
-            elif isinstance(message, EvidenceArrived):
-                self.post_message(messages.EvidenceArrived(message.evidence))
-            elif isinstance(message, Finished):
-                self.post_message(messages.ReplayFinished("done", result=message.result))
-            elif isinstance(message, Failed):
-                self.post_message(messages.ReplayFinished("failed", message=message.message))
-            elif isinstance(message, Stopped):
-                self.post_message(messages.ReplayFinished("cancelled"))
+        for said in process.follow():
+            if isinstance(said, Progress):
+                self.post_message(ReplayProgress(said))
+            elif isinstance(said, EvidenceArrived):
+                self.post_message(ReplayEvidence(said))
+            else:
+                self.post_message(ReplayFinished(said))
 
-    def on_replay_progress(self, message: messages.ReplayProgress) -> None:
+    def on_replay_progress(self, message: ReplayProgress) -> None:
         if self.state != "running":
             return
-        self.query_one("#replay-bar", ProgressBar).update(total=message.total, progress=message.done)
-        self._status(f"{message.arm}: step {message.step} ({message.done}/{message.total})")
+        said = message.progress
+        self.query_one("#replay-bar", ProgressBar).update(total=said.total, progress=said.done)
+        self._status(f"{said.arm}: step {said.step} ({said.done}/{said.total})")
 
-    def on_evidence_arrived(self, message: messages.EvidenceArrived) -> None:
+    def on_replay_evidence(self, message: ReplayEvidence) -> None:
         row = message.evidence
         self.evidence.append(row)
         table = self.query_one("#evidence", FittedTable)
@@ -126,19 +133,19 @@ class ReplayScreen(Screen):
         if table.cursor_row == len(self.evidence) - 1:      # the first row: no highlight event yet
             self._detail(row)
 
-    def on_replay_finished(self, message: messages.ReplayFinished) -> None:
+    def on_replay_finished(self, message: ReplayFinished) -> None:
         if self.state != "running":        # cancelled by escape already
             return
-        self.state = message.state
-        if message.state == "done":
-            result = self.result = message.result
+        self.state, end = message.state, message.end
+        if isinstance(end, Finished):
+            result = self.result = end.result
             ranking = "  ".join(f"{h.rank}. {h.pattern} {h.score:.2f}" for h in result.hypotheses[:4])
             self._status(f"done on {result.device}: {'faithful' if result.faithful else 'NOT faithful'} "
                          f"(max diff {result.faithful_max_diff:.3g}); escape takes the evidence back")
             self.query_one("#replay-ranking", Static).update(escape(f"re-ranked: {ranking}"))
-        elif message.state == "failed":
+        elif isinstance(end, Failed):
             self._stop_bar()
-            self._status(f"[b]replay failed[/b]: {escape(message.message)}", markup=True)
+            self._status(f"[b]replay failed[/b]: {escape(end.message)}", markup=True)
         else:
             self._stop_bar()
             self._status("cancelled")
@@ -152,7 +159,7 @@ class ReplayScreen(Screen):
         self.query_one("#replay-status", Static).update(text if markup else escape(text))
 
     def action_cancel_or_back(self) -> None:
-        if self.state == "running":
+        if self.state == "running" and self.process is not None:
             self.process.cancel()          # the child stops between two steps, or is killed
             self.state = "cancelled"
             self._stop_bar()

@@ -74,7 +74,7 @@ class FittedTable(DataTable):
         if self._fit() != self._widths:        # a short column widened: lay everything out again
             self._layout(force=True)
         elif self._widths is not None:
-            self._add(self.rows_text[-1], key)
+            self._add(self.rows_text[-1], key, self._widths)
 
     def point_at(self, row: int) -> None:
         """The cursor to `row`, now or, before the table has a width, once it is laid out."""
@@ -130,14 +130,14 @@ class FittedTable(DataTable):
         for col, width in zip(self.shown, widths):
             self.add_column(col.label, width=width)
         for r, key in zip(self.rows_text, self.keys):
-            self._add(r, key)
+            self._add(r, key, widths)
         if self.rows_text:
             self.move_cursor(row=max(0, min(row, len(self.rows_text) - 1)), animate=False)
 
-    def _add(self, row: tuple[str, ...], key: str | None) -> None:
+    def _add(self, row: tuple[str, ...], key: str | None, widths: tuple[int, ...]) -> None:
         index = {c.label: i for i, c in enumerate(self.cols)}
         cells = []
-        for col, width in zip(self.shown, self._widths):
+        for col, width in zip(self.shown, widths):
             cell = row[index[col.label]]
             cells.append(wrapped(cell, width) if col.wrap else [cut(cell, width)])
         height = max(len(lines) for lines in cells)

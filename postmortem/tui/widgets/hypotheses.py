@@ -4,10 +4,10 @@ a reason and adds to."""
 from __future__ import annotations
 
 from textual.binding import Binding
-from textual.message import Message
 
 from postmortem.document.model import HypothesisEntry
 from postmortem.tui.dialogs import AskScreen
+from postmortem.tui.messages import HypothesesTableChanged
 from postmortem.tui.widgets.fitted_table import Col, FittedTable
 
 
@@ -41,10 +41,7 @@ class HypothesesTable(FittedTable):
         self.set_rows([(i, h.pattern, h.panel, h.observation, h.dismissed or "")
                        for i, h in enumerate(self.hypotheses, 1)],
                       cursor=None if row is None else max(0, min(row, len(self.hypotheses) - 1)))
-        self.post_message(self.Changed())
-
-    class Changed(Message):
-        """The author changed section 2."""
+        self.post_message(HypothesesTableChanged())
 
     def action_move(self, delta: int) -> None:
         i = self.cursor_row

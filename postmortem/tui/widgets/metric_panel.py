@@ -6,7 +6,7 @@ from bisect import bisect_right
 
 from textual_plotext import PlotextPlot
 
-from postmortem.tui.widgets.plotdata import Drawing
+from postmortem.tui.widgets.plotdata import Drawing, Ghost, drawing, points, spacing
 
 
 class MetricPanel(PlotextPlot, can_focus=True):
@@ -21,7 +21,7 @@ class MetricPanel(PlotextPlot, can_focus=True):
     DEFAULT_CSS = ""
 
     def __init__(self, panel: str, column: str, steps, values, log_scale: bool = False,
-                 ghost: tuple | None = None, first: Drawing | None = None, **kw):
+                 ghost: Ghost | None = None, first: Drawing | None = None, **kw):
         super().__init__(**kw)
         self.panel, self.column, self.log_scale = panel, column, log_scale
         self._steps, self._values = steps, values
@@ -75,7 +75,6 @@ class MetricPanel(PlotextPlot, can_focus=True):
     def _points(self, width: int) -> tuple[tuple, tuple | None]:
         """This run's decimated points and the gray run's, cached together per window, width
         and marks, so moving the cursor over a 1M-step run redraws a few hundred."""
-        from postmortem.tui.widgets.plotdata import points, spacing
         key = (self.window, width, tuple(self.marks))
         if key not in self._cache:
             if len(self._cache) >= 4:              # the whole run, the zoom, and a resize or two
@@ -96,7 +95,6 @@ class MetricPanel(PlotextPlot, can_focus=True):
     def drawing(self, width: int) -> Drawing:
         """The plot for `width` columns of content, as the panel stands (window, marks, cursor,
         span)."""
-        from postmortem.tui.widgets.plotdata import drawing
         key = (width, self.window, tuple(self.marks), self.cursor, self.span)
         if self.first is not None and self.first.key == key:
             return self.first

@@ -5,7 +5,11 @@ imported numpy. No Textual here; numpy only inside the functions that compute.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+
+Ghost = tuple[str, array, array]
+"""(run id, steps, values) of another run over the same data, drawn in gray."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ def drawing(key: tuple, run: tuple, ghost: tuple | None, log_scale: bool) -> Dra
             yticks = (ys.tolist(), [f"{10 ** y:.3g}" for y in ys])
     axis = window or span
     if axis is not None:            # the window's or the span's steps, logged there or not
-        xticks = sorted({int(x) for x in np.linspace(*axis, 5).round()})
+        xticks = sorted({int(x) for x in np.linspace(axis[0], axis[1], 5).round()})
     # the cursor first: on the marked step (where the dashboard opens) the mark is what shows
     vlines = [(cursor, "blue")] if cursor is not None else []
     shown = axis or ((s[0], s[-1]) if len(s) else None)
