@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import postmortem
-from postmortem.files import atomic_write
+from postmortem.files import atomic_write, cache_home
 
 KEPT = 64                      # views kept; the least recently opened go first
 LARGEST = 8 << 20              # bytes: a bigger view (a long run's full series) is not kept
@@ -33,8 +33,7 @@ _PACKAGE = Path(postmortem.__file__).parent
 
 def folder() -> Path:
     """$XDG_CACHE_HOME/postmortem/views, else ~/.cache/postmortem/views."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "postmortem" / "views"
+    return cache_home() / "views"
 
 
 def _entry(run: str, format: str | None, against: list[str], columns: dict) -> Path:
