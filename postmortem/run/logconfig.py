@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from postmortem.run import textfile
+from postmortem.run import encodings
 from postmortem.run.model import RunConfig, RunLog, RunManifest
 from postmortem.run.tbconfig import tensorboard_configs
 
@@ -263,7 +263,7 @@ def text_log_config(path: Path, limit: int = 4 << 20) -> Flat:
     the head of a text log, as one flat dict."""
     try:
         with open(path, "rb") as f:
-            head = textfile.decode(f.read(limit))
+            head = encodings.decode(f.read(limit))
     except OSError:
         return {}
     out: Flat = {}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from postmortem.run import hf, mlflow, tables, tensorboard, textfile, textlogs, wandb
+from postmortem.run import encodings, hf, mlflow, tables, tensorboard, textlogs, wandb
 from postmortem.run.assemble import to_number
 
 
@@ -50,7 +50,7 @@ class Probe:
     @classmethod
     def of(cls, path: Path) -> Probe:
         raw = magic(path, 4096)
-        return cls(path, raw, textfile.utf8_head(raw))
+        return cls(path, raw, encodings.utf8_head(raw))
 
     @cached_property
     def text(self) -> bytes:
@@ -91,8 +91,8 @@ def is_side_file(p: Probe) -> Verdict | None:
 def is_trainer_state(p: Probe) -> str | None:
     if not p.text.startswith(b"{"):
         return None
-    if hf.is_trainer_state(p.path) or (textfile.is_wide(p.raw) and p.path.suffix == ".json"
-                                       and b'"log_history"' in bytes(textfile.utf8_bytes(p.path)[0])):
+    if hf.is_trainer_state(p.path) or (encodings.is_wide(p.raw) and p.path.suffix == ".json"
+                                       and b'"log_history"' in bytes(encodings.utf8_bytes(p.path)[0])):
         return "hf-trainer-state"
     return None
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.errors import RunReadError
-from postmortem.run import textfile
+from postmortem.run import encodings
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
 from postmortem.run.dialects import progress
@@ -79,7 +79,7 @@ def clean(line: str) -> str:
 
 def iter_lines(path: Path) -> Iterator[str]:
     """Lines with tqdm's carriage-return overwrites split apart, prefixes and colours removed."""
-    with textfile.open_text(path) as f:
+    with encodings.open_text(path) as f:
         for raw in f:
             for part in raw.replace("\r\n", "\n").split("\r"):
                 if part.strip():
@@ -93,7 +93,7 @@ def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
-        data, encoding = textfile.utf8_bytes(path)
+        data, encoding = encodings.utf8_bytes(path)
         binary: list[int] = []
         groups, _ = read_groups(data, binary)   # type: ignore[arg-type]  # bytes or a read-only map
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
@@ -139,7 +139,7 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order."""
-    joined = b"".join(bytes(textfile.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
+    joined = b"".join(bytes(encodings.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
     return _read_groups(groups, files[0], source, dialect)
@@ -193,7 +193,7 @@ def sniff(path: Path) -> tuple[str | None, int]:
             head = f.read(4096)
     except OSError:
         return None, 0
-    if not textfile.looks_like_text(head):
+    if not encodings.looks_like_text(head):
         return None, 0
     try:
         groups = groups_of(path)
@@ -625,7 +625,7 @@ def _megatron_nan_loss(g: Group, omitted: list[int]) -> None:
 
 def _megatron_args(path: Path, limit: int = 20_000) -> dict[str, str]:
     args: dict[str, str] = {}
-    with textfile.open_text(path) as f:
+    with encodings.open_text(path) as f:
         for i, line in enumerate(f):
             if i >= limit or MEGATRON.search(line):
                 break
@@ -730,4 +730,4 @@ def looks_like_text(path: Path) -> bool:
             head = f.read(8192)
     except OSError:
         return False
-    return textfile.looks_like_text(head)
+    return encodings.looks_like_text(head)
