@@ -57,7 +57,7 @@ def _long_tail(ctx, *, ev, f, e) -> None:
         e.add((big or some) and smooth, "w_grad_ratio_big" if big else "w_grad_ratio", "grad-norm",
               f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
               + (" with a smooth LR" if smooth else "") + why_not)
-    if ev.kind == "spike" and ev.metric == "loss":
+    if ev.kind == "spike" and ev.metric == "loss" and not ctx.recovery_unknown(ev):
         rec = ctx.recovered(ev)
         short = ev.peak_step - ev.step <= 2
         within = f"within {ctx.recovery_reach(ev.segment):g} steps"
