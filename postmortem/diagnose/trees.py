@@ -344,14 +344,17 @@ def _unfinished(e) -> str:
 def b_recovery(ctx: Context) -> Outcome:
     if not ctx.loss_spikes:
         return skip("no loss spike")
-    unknown = [e for e in ctx.loss_spikes if ctx.recovery_unknown(e)]
-    bad = [e for e in ctx.loss_spikes if not ctx.recovered(e) and not ctx.recovery_unknown(e)]
-    if unknown and not bad and len(unknown) == len(ctx.loss_spikes):
+    # (a spike at the log's end has nothing after it: not recovered, and not known either)
+    down = [e for e in ctx.loss_spikes if not ctx.recovered(e)]
+    unknown = [e for e in down if ctx.recovery_unknown(e)]
+    bad = [e for e in down if not any(e is u for u in unknown)]
+    if unknown and len(unknown) == len(ctx.loss_spikes):
         return skip(f"cannot tell yet: the log ends at the peak of the spike at step {unknown[0].step}")
+    yet = f"; cannot tell yet at step {unknown[0].step} (the log ends at its peak)" if unknown else ""
     if not bad:
         return "pass", (f"every spike came back within mean + {ctx.th.recovery_sigma:g} std inside "
-                        f"{ctx.th.recovery_window} steps")
-    return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}"
+                        f"{ctx.th.recovery_window} steps") + (f" but one{yet}" if yet else "")
+    return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}" + yet
 
 
 def b_grad_spike(ctx: Context) -> Outcome:

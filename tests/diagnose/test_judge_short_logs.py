@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from postmortem.cli.parser import main
@@ -115,3 +116,21 @@ def test_a_small_loss_scale_reads_as_printed_not_as_zero():
     assert "0.0 as printed" not in b3
     said = [o.observation for o in result.incidents[0].hypotheses[0].supported_by]
     assert any(o.startswith("loss scale 0 -> 0.0002441 (12 halvings") for o in said)
+
+
+def test_a_dense_spike_on_the_last_step_is_a_spike_whose_recovery_is_not_known(tmp_path):
+    """A full window before it, so a spike for sure; nothing after it, so not "did not
+    recover" (before: a divergence of one point). An earlier spike that came back is told."""
+    rng = np.random.default_rng(0)
+    loss = 2.0 + 0.01 * rng.standard_normal(300)
+    loss[150], loss[299] = 3.0, 3.0
+    path = tmp_path / "run"
+    path.mkdir()
+    (path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": float(v)}) + "\n"
+                                                for s, v in enumerate(loss)))
+    result = analyze(read_run(path))
+    assert [(i.kind, i.step) for i in result.incidents] == [("spike", 150), ("spike", 299)]
+    assert result.incidents[1].symptoms.recovery_loss is None
+    assert isinstance(result.incidents[0].symptoms.recovery_loss, float)
+    b21 = check(result, "B2.1")
+    assert b21.status == "pass" and b21.detail.endswith("but one; cannot tell yet at step 299 (the log ends at its peak)")
