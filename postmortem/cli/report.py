@@ -193,7 +193,7 @@ def print_analysis(result: Analysis, top: int = 4) -> None:
             con.print(escape(line))
         shown = [h for h in inc.hypotheses[:top] if h.score > 0]     # a 0 is not a cause
         if not shown:
-            con.print("   [yellow]no convincing cause[/]: no hypothesis has support in the logged numbers")
+            con.print("   [yellow]no convincing cause[/]: " + escape(inc.no_cause or "no hypothesis has support in the logged numbers"))
         for h in shown:
             con.print(f"   {h.rank}. [bold]{h.pattern}[/] {h.score:.2f}")
             for o in h.supported_by[:3]:

@@ -12,6 +12,7 @@ import numpy as np
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
+from postmortem.diagnose.nocause import why_no_cause
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
 from postmortem.diagnose.signature import Signature, of_incident
@@ -158,12 +159,13 @@ def _stays_up(ctx: Context, ev: Event) -> Event:
     a few logged points on a sparse log) is a divergence, spanning until the loss is back
     within the band before it (or to the end). A spike judged on too few points (a short
     log) needs a point after its peak within that reach, still up, to be called one."""
-    if ev.kind != "spike" or ev.metric != "loss" or ctx.recovered(ev):
-        return ev
+    if ev.kind != "spike" or ev.metric != "loss" or ctx.recovered(ev) or ctx.recovery_unknown(ev):
+        return ev       # (the log ending at its peak says neither, unless it climbed to there)
     after = between(ctx.history(ev.segment), ev.peak_step + 1, np.inf)
     after = after[np.isfinite(after.loss.to_numpy(dtype=float, na_value=np.nan))]
-    if ev.notes.sparse and not (len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
-        return ev       # (no point after it, or only past a hole: nothing says it stayed up)
+    if ev.notes.sparse and not ctx.kept_rising(ev) and not (
+            len(after) and after.step.iloc[0] <= ev.peak_step + ctx.recovery_reach(ev.segment)):
+        return ev       # (only a point past a hole after it: nothing says it stayed up)
     back = after.step.to_numpy()[(after.loss <= ctx.band(ev)).to_numpy()]
     end = int(back[0]) if len(back) else int(after.step.iloc[-1]) if len(after) else ev.peak_step
     return replace(ev, kind="divergence", notes=replace(ev.notes, from_spike=True), end_step=max(end, ev.peak_step))
@@ -209,7 +211,7 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence
                                   metric=ev.metric, segment=ev.segment, confidence=confidence,
                                   related=merged.related, related_events=merged.related_events, rise=_rise(ev),
                                   severity=_severity(ctx, ev),
-                                  headline=_headline(ctx, ev)))
+                                  headline=_headline(ctx, ev), no_cause=why_no_cause(ctx, ev, hyps)))
     return Analysis(run=RunSummary(id=log.run_id, format=log.source.format, steps=len(log.frame),
                                    metrics=log.metrics, dtype=ctx.facts.dtype, warnings=list(log.source.warnings),
                                    facts_from=dict(ctx.facts.read_from)),

@@ -57,7 +57,7 @@ def _long_tail(ctx, *, ev, f, e) -> None:
         e.add((big or some) and smooth, "w_grad_ratio_big" if big else "w_grad_ratio", "grad-norm",
               f"grad norm {number(f.gn_at)} at step {f.gn_at_step} is {f.gn_ratio:.1f}x its rolling mean"
               + (" with a smooth LR" if smooth else "") + why_not)
-    if ev.kind == "spike" and ev.metric == "loss":
+    if ev.kind == "spike" and ev.metric == "loss" and not ctx.recovery_unknown(ev):
         rec = ctx.recovered(ev)
         short = ev.peak_step - ev.step <= 2
         within = f"within {ctx.recovery_reach(ev.segment):g} steps"
@@ -73,8 +73,8 @@ def _long_tail(ctx, *, ev, f, e) -> None:
         e.add(True, "w_unique_batch", "batch", f"the batch of step {ev.step} is unique among the "
               f"{ctx.th.batch_repeat_window} before it")
     if f.cascade is not None:
-        e.add(False, "w_cascade_against", "loss-scale", f"loss scale {f.cascade.notes.scale_from:g} -> "
-              f"{f.cascade.notes.scale_to:g} from step {f.cascade.step}, near the spike")
+        e.add(False, "w_cascade_against", "loss-scale", f"loss scale {number(f.cascade.notes.scale_from)} -> "
+              f"{number(f.cascade.notes.scale_to)} from step {f.cascade.step}, near the spike")
     _cross_run(f, e, "w_cross_run", "the same batch, so the data")
 
 
@@ -106,7 +106,7 @@ def _fp16(ctx, *, ev, f, e) -> None:
     if f.cascade is not None:
         from postmortem.diagnose.scaler import persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
         c = f.cascade
-        what = (f"loss scale {c.notes.scale_from:g} -> {c.notes.scale_to:g} ({c.notes.halvings:.0f} halvings"
+        what = (f"loss scale {number(c.notes.scale_from)} -> {number(c.notes.scale_to)} ({c.notes.halvings:.0f} halvings"
                 + (f", {c.notes.skipped:.0f} steps skipped" if c.notes.skipped else "") + ")"
                 if c.notes.scale_from == c.notes.scale_from and c.notes.halvings else
                 f"{(c.notes.skipped or 0):.0f} overflowing steps skipped")

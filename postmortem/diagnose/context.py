@@ -144,9 +144,56 @@ class Context:
         std = event.window_std if np.isfinite(event.window_std) else abs(event.window_mean) * self.th.spike_min_rise
         return event.window_mean + self.th.recovery_sigma * std
 
+    def open_ended(self, event: Event) -> bool:
+        """The log ends at the spike's peak: no finite loss after it, so nothing says whether
+        it came back (a spike) or stayed up (a divergence)."""
+        loss = between(self.history(event.segment), event.peak_step + 1, np.inf).loss
+        return not np.isfinite(loss.to_numpy(dtype=float, na_value=np.nan)).any()
+
+    def kept_rising(self, event: Event) -> bool:
+        """An open-ended spike whose last two points both stand above its band, the last the
+        higher: a climb still going when the log ends (a divergence, not a spike to wait on)."""
+        if not self.open_ended(event):
+            return False
+        loss = between(self.history(event.segment), -np.inf, event.peak_step).loss.to_numpy(
+            dtype=float, na_value=np.nan)
+        last = loss[np.isfinite(loss)][-2:]
+        return len(last) == 2 and bool((last > self.band(event)).all()) and last[1] >= last[0]
+
+    def recovery_unknown(self, event: Event) -> bool:
+        """A loss spike at the log's last point(s) that is not (yet) a climb: cannot tell."""
+        return event.kind == "spike" and event.metric == "loss" and self.open_ended(event) \
+            and not self.kept_rising(event)
+
     @cached_property
-    def loss_spikes(self):
+    def _spikes_found(self) -> list[Event]:
         return loss_spikes(self.log, self.th, self.history, self.unjudged_rises)
+
+    def seconded(self, event: Event) -> bool:
+        """Another series moved with the loss: the loss scale fell, or the grad norm spiked,
+        within `around` steps before the event or during it."""
+        lo, hi = event.step - self.around(event.segment), event.last
+        if self.has("loss_scale"):
+            steps, scale = self.finite("loss_scale", event.segment)
+            fell = steps[1:][np.diff(scale) < 0]
+            if ((fell >= lo) & (fell <= hi)).any():
+                return True
+        return any(g.segment == event.segment and g.step <= hi and g.last >= lo for g in self.grad_spikes)
+
+    def _unfinished(self, event: Event) -> bool:
+        return event.notes.sparse and self.recovery_unknown(event) and not self.seconded(event)
+
+    @cached_property
+    def loss_spikes(self) -> list[Event]:
+        """The loss spikes judged (less the `unfinished_rises`)."""
+        return [e for e in self._spikes_found if not self._unfinished(e)]
+
+    @cached_property
+    def unfinished_rises(self) -> list[Event]:
+        """Sparse loss rises at the log's last point that are not a climb and that no other
+        series moved with: on a few points and nothing after them, nothing tells them from
+        noise (B2 says it cannot tell yet)."""
+        return [e for e in self._spikes_found if self._unfinished(e)]
 
     @cached_property
     def unjudged_rises(self) -> list:

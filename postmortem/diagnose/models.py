@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 
 class RunSummary(BaseModel):
@@ -108,6 +108,16 @@ class Incident(BaseModel):
     # detection threshold is spike_sigma for all); None for a NaN or a bad start
     severity: float | None = None
     headline: bool = True             # False for a grad-norm blip during warmup
+    # where every hypothesis scores 0: why none is supported (what the log lacks); the
+    # key is left out of the JSON where it is None (added, as the contract allows)
+    no_cause: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_no_cause(self, handler: SerializerFunctionWrapHandler) -> dict:
+        out = handler(self)
+        if out.get("no_cause", "") is None:
+            del out["no_cause"]
+        return out
 
     @property
     def shown_kind(self) -> str:

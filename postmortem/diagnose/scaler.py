@@ -10,6 +10,7 @@ import numpy as np
 
 from postmortem.diagnose.detectors.event import Event, Notes
 from postmortem.diagnose.thresholds import Thresholds
+from postmortem.numbers import number
 from postmortem.run import RunLog
 
 
@@ -95,7 +96,7 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
             # a point in time: where the scale was first seen below 1 (it stays there)
             out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]),
                              float(sc.min()), float(sc[i]), notes=Notes(
-                                 scale_from=float(sc[i]), scale_to=float(sc.min()), halvings=halvings,
+                                 scale_from=float(sc[i]), scale_to=float(low), halvings=halvings,
                                  skipped=float(sk[i:].sum()) or None, after=int(st[i - 1]) if i else None,
                                  persistent="below-1", at_start=i == 0, sparse=False),
                              severity=float(th.spike_sigma * max(halvings, th.cascade_halvings) / th.cascade_halvings)))
@@ -120,12 +121,14 @@ def persistent_words(e: Event) -> str:
     n = e.notes
     if n.persistent == "below-1":
         where = "when the log begins" if n.at_start else f"from step {e.step}"
-        shown = lambda v: f"{v:g}" if v > 0 else "0.0 as printed"  # noqa: E731
+        # (a scale printed to fixed decimals as 0 is below the log's precision; any other as
+        # `number` writes it, so 0.000244140625 reads 0.0002441, not 0)
+        shown = lambda v: number(v) if v > 0 else "0 as printed"  # noqa: E731
         more = f", {n.later_cascades} more cascade(s) while it stays there" if n.later_cascades else ""
         return (f"loss scale below 1 {where} ({shown(n.scale_from)}, down to {shown(n.scale_to)}{more}): "
                 "persistent overflow, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
-    return (f"{n.skipped:.0f} step(s) skipped at the scale's floor ({n.scale_to:g}) from step {e.step}: "
+    return (f"{n.skipped:.0f} step(s) skipped at the scale's floor ({number(n.scale_to)}) from step {e.step}: "
             "persistent overflow, the scale cannot go lower; activations overflow fp16 at any scale: "
             "find the overflowing module, or train in bf16")

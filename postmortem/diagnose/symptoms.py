@@ -46,6 +46,8 @@ def symptoms(ctx: Context, event: Event) -> Symptoms:
         if event.kind == "divergence":
             ok = False
         recovery = float(later.loss.iloc[0]) if ok and len(later) else "did not recover"
+        if ctx.recovery_unknown(event):
+            recovery = None             # the log ends at its peak: nothing says either way
     batch = _value_at(h, "batch_index", step)
     tokens = _value_at(h, "unusual_tokens", step)
     return Symptoms(

@@ -16,6 +16,7 @@ from postmortem.diagnose.detectors.divergence import divergence_too_short, diver
 from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import persistent_words
 from postmortem.diagnose.series import interval
+from postmortem.numbers import number
 
 # (status, detail), or (status, detail, leaf) where a failure leads elsewhere than the
 # node's own leaf
@@ -317,7 +318,10 @@ def b_loss_spike(ctx: Context) -> Outcome:
     early = [u for u in ctx.unjudged_rises if not any(e.step == u[0] for e in ev)]
     cannot = "; cannot tell at " + ", ".join(
         f"step {s} ({n} step(s) before it, needs {ctx.th.spike_min_history})" for s, n, _ in early[:3]) if early else ""
+    yet = "; ".join(_unfinished(e) for e in ctx.unfinished_rises[:3])
     if not ev:
+        if yet:
+            return skip("cannot tell yet: " + yet + cannot)
         if early:
             return skip(f"cannot tell: a rise of {ctx.th.sparse_rise:.0%} over the median before it at step "
                         f"{early[0][0]} with {early[0][1]} step(s) before it, needs {ctx.th.spike_min_history}")
@@ -327,17 +331,30 @@ def b_loss_spike(ctx: Context) -> Outcome:
     if len(ev) > 4:           # many: the ones that rose the most over their window's mean
         shown = sorted(ev, key=lambda e: -e.peak / e.window_mean if e.window_mean > 0 else 0)[:4]
         head = f"{len(ev)} spikes, the largest: "
-    return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown) + cannot
+    return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown) + cannot \
+        + ("; cannot tell yet: " + yet if yet else "")
+
+
+def _unfinished(e) -> str:
+    """A rise at the log's last point, said with why it is not judged."""
+    return (f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)}) is the last point before the log ends or restarts: nothing after it "
+            f"says whether it comes back (noise or a spike) or stays up (a divergence)")
 
 
 def b_recovery(ctx: Context) -> Outcome:
     if not ctx.loss_spikes:
         return skip("no loss spike")
-    bad = [e for e in ctx.loss_spikes if not ctx.recovered(e)]
+    # (a spike at the log's end has nothing after it: not recovered, and not known either)
+    down = [e for e in ctx.loss_spikes if not ctx.recovered(e)]
+    unknown = [e for e in down if ctx.recovery_unknown(e)]
+    bad = [e for e in down if not any(e is u for u in unknown)]
+    if unknown and len(unknown) == len(ctx.loss_spikes):
+        return skip(f"cannot tell yet: the log ends at the peak of the spike at step {unknown[0].step}")
+    yet = f"; cannot tell yet at step {unknown[0].step} (the log ends at its peak)" if unknown else ""
     if not bad:
         return "pass", (f"every spike came back within mean + {ctx.th.recovery_sigma:g} std inside "
-                        f"{ctx.th.recovery_window} steps")
-    return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}"
+                        f"{ctx.th.recovery_window} steps") + (f" but one{yet}" if yet else "")
+    return "fail", f"{len(bad)} spike(s) did not recover, first at step {bad[0].step}" + yet
 
 
 def b_grad_spike(ctx: Context) -> Outcome:
@@ -362,7 +379,7 @@ def b_loss_scale(ctx: Context) -> Outcome:
         return "pass", f"no cascade; {routine}; {how}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
         persistent_words(e) if e.notes.persistent and e.notes.persistent_step is None else
-        (f"step {e.step} ({e.notes.scale_from:g} -> {e.notes.scale_to:g}, {e.notes.halvings:.0f} halvings"
+        (f"step {e.step} ({number(e.notes.scale_from)} -> {number(e.notes.scale_to)}, {e.notes.halvings:.0f} halvings"
          + (f", {e.notes.skipped:.0f} skipped" if e.notes.skipped else "") + ")"
          if e.notes.scale_from == e.notes.scale_from else f"step {e.step} ({e.notes.skipped:.0f} skipped steps)")
         + (f"; {persistent_words(e)}" if e.notes.persistent_step is not None else "")

@@ -17,7 +17,7 @@ from postmortem.diagnose.detectors.helpers import (
     segment_views,
     window_median,
 )
-from postmortem.diagnose.series import shifted, spacing, step_noise, widen, window_stats
+from postmortem.diagnose.series import interval, shifted, spacing, step_noise, widen, window_stats
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
@@ -49,7 +49,8 @@ def loss_spikes(log: RunLog, th: Thresholds, histories: History | None = None,
 @dataclass(frozen=True)
 class _Windows:
     """A segment's finite losses (its history before a resume too; `own`: its own rows),
-    each with the window of the `n` points before it, from index `lo`, and its noise."""
+    each with the window of the `n` points before it, from index `lo`, its noise, and the
+    log's interval."""
 
     steps: np.ndarray
     loss: np.ndarray
@@ -58,6 +59,7 @@ class _Windows:
     lo: np.ndarray
     n: np.ndarray
     noise: np.ndarray
+    gap: float                 # the logging interval (the median gap; NaN with one point)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def _windows(hist: pd.DataFrame, seg: int, th: Thresholds) -> _Windows | None:
     window = widen(steps, th.spike_window, th.spike_min_points, gap)
     noise = step_noise(loss, block(steps, window, gap))
     lo = shifted(steps, -window, even=even)
-    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise)
+    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise, gap)
 
 
 def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tuple[np.ndarray, dict[int, float]]:
@@ -106,6 +108,13 @@ def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tu
     # start of a log, fewer than `spike_min_history` is too little; a pasted snippet
     # has nothing better either, and there only a rise twice `sparse_rise` is told
     pasted = (len(loss) < 3 * th.spike_min_points) & (loss[thin] > t + np.abs(t) * 2 * th.sparse_rise)
+    # ... unless the next line, a logging interval on, is already back under the bar: a
+    # one-line rise on a line or two of history is not told from the batch noise that the
+    # snippet is too short to show (back only after a hole, it may have lasted)
+    if len(thin):
+        nxt = np.minimum(thin + 1, len(loss) - 1)
+        back = (loss[nxt] <= t + np.abs(t) * th.sparse_rise) & (w.steps[nxt] - w.steps[thin] <= w.gap)
+        pasted &= (thin + 1 == len(loss)) | ~back
     enough = pasted | (w.steps[thin] - w.steps[0] > w.window) | (n[thin] >= th.spike_min_history)
     unjudged.extend((int(w.steps[i]), int(n[i]), seg) for i in thin[rises & ~enough])
     return thin[rises & enough], typical
@@ -191,8 +200,10 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
             if n < min(th.spike_min_points, 10):
                 typical = float(np.median(before))
                 if own[i] and loss[i] > typical + abs(typical) * th.sparse_rise:
+                    back = i + 1 < len(loss) and loss[i + 1] <= typical + abs(typical) * th.sparse_rise \
+                        and steps[i + 1] - steps[i] <= interval(steps)
                     pasted = len(loss) < 3 * th.spike_min_points and \
-                        loss[i] > typical + abs(typical) * 2 * th.sparse_rise
+                        loss[i] > typical + abs(typical) * 2 * th.sparse_rise and not back
                     if pasted or steps[i] - steps[0] > window or n >= th.spike_min_history:
                         flags.append((i, True, typical, mean, std, scale, z))
                     else:
