@@ -5,8 +5,9 @@ repository, the release, the file and the format string), not from an example lo
 a progress line (step, loss, LR, grad norm, loss scale), an overflow / skipped-step /
 loss-scale message, a resume or checkpoint-load message, an eval line. Entries live in
 one module per framework under `progress/` (progress and eval lines) and `messages/`
-(events: overflow, skip, scale, resume); each module calls `register` at import, and
-adding a dialect touches that module and its test.
+(events: overflow, skip, scale, resume); each module builds its entries with
+`dialects.entries` (`entry`, and the numbers a pattern captures) and calls `register` at
+import, and adding a dialect touches that module and its test.
 
 `catalogue()` imports every module once; readers ask it, never a module directly.
 """

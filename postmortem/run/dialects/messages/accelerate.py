@@ -9,13 +9,13 @@ HF Trainer on its GradScaler path) leaves no words in the log.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("accelerate.load_state", "accelerate", "checkpoint",
           "huggingface/accelerate 16cb6eb src/accelerate/accelerator.py (Accelerator.load_state)",
           'logger.info(f"Loading states from {input_dir}")',
           r"Loading states from (?P<path>\S+)",
-          ("Loading states from",),
-          ("Loading states from output/step_1500",)),
+          ("Loading states from output/step_1500",),
+          ("Loading states from",)),
 )

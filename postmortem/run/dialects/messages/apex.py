@@ -7,7 +7,7 @@ apex/contrib/optimizers/fp16_optimizer.py (`_update_scale`).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 register(
     entry("apex.amp.overflow", "apex", "overflow",
@@ -15,9 +15,9 @@ register(
           '"Gradient overflow.  Skipping step, loss scaler " + "{} reducing loss scale to {}".format('
           'loss_id, loss_scaler.loss_scale())',
           r"Gradient overflow\.\s+Skipping step, loss scaler (?P<loss_id>\d+) reducing loss scale to "
-          + num("scale"),
-          ("Gradient overflow",),
+          + scale("scale"),
           ("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0",),
+          ("Gradient overflow",),
           # apex/amp/scaler.py LossScaler.update_scale, before the message: `self._loss_scale/2.`
           # (max(min_loss_scale, ...) only where a min_loss_scale is set; default None)
           prev_factor=2.0),
@@ -25,9 +25,9 @@ register(
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step)",
           '"Gradient overflow.  Skipping step, reducing " + "loss scale to {}".format('
           'self.loss_scaler.loss_scale())',
-          r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + num("scale"),
-          ("Gradient overflow",),
-          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",)),
+          r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + scale("scale"),
+          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",),
+          ("Gradient overflow",)),
     entry("apex.fp16_utils.bare", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
           "print('OVERFLOW!')",
@@ -38,7 +38,7 @@ register(
           "NVIDIA/apex 6424da3 apex/contrib/optimizers/fp16_optimizer.py (_update_scale, verbose)",
           'print("\\nGrad overflow on iteration", self.cur_iter); print("Using dynamic loss scale of", '
           'self.cur_scale)',
-          r"Using dynamic loss scale of:? " + num("prev_scale"),
-          ("Using dynamic loss scale of",),
-          ("Using dynamic loss scale of 65536.0",)),
+          r"Using dynamic loss scale of:? " + scale("prev_scale"),
+          ("Using dynamic loss scale of 65536.0",),
+          ("Using dynamic loss scale of",)),
 )

@@ -8,7 +8,7 @@ self._logger.info(f"Found overflow. Skip step")`), colossalai/nn/optimizer/zero_
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("colossalai.overflow", "ColossalAI", "skipped",
@@ -16,6 +16,6 @@ register(
           "colossalai/zero/gemini/gemini_optimizer.py, colossalai/nn/optimizer/zero_optimizer.py (step)",
           "self._logger.info(f'Found overflow. Skip step')",
           r"Found overflow\. Skip step",
-          ("Found overflow",),
-          ("Found overflow. Skip step",)),
+          ("Found overflow. Skip step",),
+          ("Found overflow",)),
 )

@@ -8,7 +8,7 @@ since v0.10), fp16/fused_optimizer.py and fp16/unfused_optimizer.py (`step`,
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 _DS = "microsoft/DeepSpeed"
 
@@ -19,69 +19,69 @@ register(
           '[deepspeed] OVERFLOW! Rank {dist.get_rank()} Skipping step. Attempted loss scale: '
           '{int(self.cur_scale)}, reducing to {int(next_scale)}',
           r"\[deep(?:speed|scale)\] OVERFLOW! Rank (?P<rank>\d+) Skipping step\.(?: Attempted loss scale: "
-          + num("prev_scale") + r", reducing to " + num("scale") + r")?(?! Attempted loss scale: [^,]*, but)",
-          ("OVERFLOW!",),
+          + scale("prev_scale") + r", reducing to " + scale("scale") + r")?(?! Attempted loss scale: [^,]*, but)",
           ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
            "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 262144, reducing to 131072.0",
-           "[deepspeed] OVERFLOW! Rank 0 Skipping step.")),
+           "[deepspeed] OVERFLOW! Rank 0 Skipping step."),
+          ("OVERFLOW!",)),
     entry("deepspeed.overflow.hysteresis", "DeepSpeed", "skipped",
           f"{_DS} v0.10.0..v0.16.4 deepspeed/runtime/fp16/loss_scaler.py",
           '[deepspeed] OVERFLOW! Rank {dist.get_rank()} Skipping step. Attempted loss scale: '
           '{int(self.cur_scale)}, but hysteresis is {self.cur_hysteresis}. Reducing hysteresis to '
           '{self.cur_hysteresis-1}',
           r"\[deep(?:speed|scale)\] OVERFLOW! Rank (?P<rank>\d+) Skipping step\. Attempted loss scale: "
-          + num("prev_scale") + r", but hysteresis is (?P<hysteresis>\d+)",
-          ("hysteresis is",),
+          + scale("prev_scale") + r", but hysteresis is (?P<hysteresis>\d+)",
           ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis "
-           "is 2. Reducing hysteresis to 1",)),
+           "is 2. Reducing hysteresis to 1",),
+          ("hysteresis is",)),
     entry("deepspeed.overflow.optimizer", "DeepSpeed", "overflow",
           f"{_DS} v0.5.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
           f"(step); v0.3.0 wrote `[deepspeed] OVERFLOW! Skipping step.`",
           '[deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: {}, '
           'reducing to {}',
           r"\[deepspeed\] (?:fp16 dynamic loss scale overflow|OVERFLOW)! Skipping step\. Attempted loss "
-          r"scale: " + num("prev_scale") + r", reducing to " + num("scale"),
-          ("overflow! Skipping", "OVERFLOW! Skipping"),
+          r"scale: " + scale("prev_scale") + r", reducing to " + scale("scale"),
           ("[deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: "
            "65536.0, reducing to 32768.0",
-           "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648")),
+           "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648"),
+          ("overflow! Skipping", "OVERFLOW! Skipping")),
     entry("deepspeed.overflow.log_dist", "DeepSpeed", "overflow",
           f"{_DS} v0.5.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py (step, log_dist ranks=[0])",
           'Overflow detected. Skipping step. Attempted loss scale: {prev_scale}, reducing to {self.cur_scale}',
-          r"Overflow detected\. Skipping step\. Attempted loss scale: " + num("prev_scale")
-          + r", reducing to " + num("scale"),
-          ("Overflow detected. Skipping",),
-          ("[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 65536, reducing to 32768.0",)),
+          r"Overflow detected\. Skipping step\. Attempted loss scale: " + scale("prev_scale")
+          + r", reducing to " + scale("scale"),
+          ("[Rank 0] Overflow detected. Skipping step. Attempted loss scale: 65536, reducing to 32768.0",),
+          ("Overflow detected. Skipping",)),
     entry("deepspeed.reduce", "DeepSpeed", "overflow",
           f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
           f"(_update_scale, verbose)",
           'Reducing dynamic loss scale from {prev_scale} to {self.cur_scale}',
-          r"Reducing dynamic loss scale from " + num("prev_scale") + r" to " + num("scale"),
-          ("Reducing dynamic loss scale",),
-          ("Reducing dynamic loss scale from 65536 to 32768.0",)),
+          r"Reducing dynamic loss scale from " + scale("prev_scale") + r" to " + scale("scale"),
+          ("Reducing dynamic loss scale from 65536 to 32768.0",),
+          ("Reducing dynamic loss scale",)),
     entry("deepspeed.grad_overflow", "DeepSpeed", "overflow",
           f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py "
           f"(_update_scale): the optimizer's own counter, printed before the scale line",
           'Grad overflow on iteration {self.cur_iter}  |  Grad overflow on iteration: %s',
           r"Grad overflow on iteration:? (?P<iteration>\d+)",
-          ("Grad overflow on iteration",),
-          ("Grad overflow on iteration 0", "Grad overflow on iteration: 4")),
+          ("Grad overflow on iteration 0", "Grad overflow on iteration: 4"),
+          ("Grad overflow on iteration",)),
     entry("deepspeed.increase", "DeepSpeed", "scale",
           f"{_DS} v0.3.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py, unfused_optimizer.py",
           'Increasing dynamic loss scale from {prev_scale} to {self.cur_scale}',
-          r"Increasing dynamic loss scale from " + num("prev_scale") + r" to " + num("scale"),
-          ("Increasing dynamic loss scale",),
-          ("Increasing dynamic loss scale from 32768.0 to 65536.0",)),
+          r"Increasing dynamic loss scale from " + scale("prev_scale") + r" to " + scale("scale"),
+          ("Increasing dynamic loss scale from 32768.0 to 65536.0",),
+          ("Increasing dynamic loss scale",)),
     entry("deepspeed.minimum", "DeepSpeed", "skipped",
           f"{_DS} v0.10.0..v0.16.4 deepspeed/runtime/fp16/loss_scaler.py (raised: the run stops)",
           'Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.',
           r"Current loss scale already at minimum",
-          ("already at minimum",),
-          ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",)),
+          ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",),
+          ("already at minimum",)),
     entry("deepspeed.checkpoint", "DeepSpeed", "checkpoint",
           f"{_DS} v0.8.0..v0.16.4 deepspeed/runtime/engine.py (_load_zero_checkpoint)",
           'loading {len(zero_sd_list)} zero partition checkpoints for rank {self.global_rank}',
           r"loading (?P<count>\d+) zero partition checkpoints for rank (?P<rank>\d+)",
-          ("zero partition checkpoints",),
-          ("loading 8 zero partition checkpoints for rank 0",)),
+          ("loading 8 zero partition checkpoints for rank 0",),
+          ("zero partition checkpoints",)),
 )

@@ -11,15 +11,15 @@ detectron2's fp16 (detectron2/engine/train_loop.py `AMPTrainer.run_step`: `grad_
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("detectron2.checkpoint", "detectron2", "checkpoint",
           "facebookresearch/fvcore fvcore/common/checkpoint.py (Checkpointer.load)",
           'self.logger.info("[Checkpointer] Loading from {} ...".format(path))',
           r"\[Checkpointer\] Loading from (?P<path>\S+) \.\.\.",
-          ("[Checkpointer] Loading from",),
-          ("[Checkpointer] Loading from output/model_0004999.pth ...",)),
+          ("[Checkpointer] Loading from output/model_0004999.pth ...",),
+          ("[Checkpointer] Loading from",)),
     # each checkpointable the file holds, after the model (DefaultTrainer: optimizer, scheduler)
     entry("detectron2.checkpointable", "detectron2", "checkpoint",
           "facebookresearch/fvcore fvcore/common/checkpoint.py (Checkpointer.load, the checkpointables)",
@@ -27,9 +27,9 @@ register(
           r"\bLoading (?P<what>\w+) from (?P<path>\S+) \.\.\.",
           # DefaultTrainer's checkpointables (engine/defaults.py: the optimizer, the scheduler,
           # the trainer's own state); other keys print the same words and are read too
-          ("Loading optimizer from", "Loading scheduler from", "Loading trainer from"),
           ("Loading optimizer from output/model_0039999.pth ...",
-           "Loading scheduler from output/model_0039999.pth ...")),
+           "Loading scheduler from output/model_0039999.pth ..."),
+          ("Loading optimizer from", "Loading scheduler from", "Loading trainer from")),
     # the loop's start: iteration N >= 1 after `resume_or_load(resume=True)` found a checkpoint
     # (`checkpoint.get("iteration", -1) + 1`); 0 is a fresh start and no event
     entry("detectron2.start_iter", "detectron2", "resume",
@@ -37,6 +37,6 @@ register(
           "tools/plain_train_net.py (do_train)",
           'logger.info("Starting training from iteration {}".format(self.start_iter))',
           r"Starting training from iteration (?P<step>[1-9]\d*)",
-          ("Starting training from iteration",),
-          ("Starting training from iteration 40000",)),
+          ("Starting training from iteration 40000",),
+          ("Starting training from iteration",)),
 )

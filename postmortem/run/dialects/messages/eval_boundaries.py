@@ -14,19 +14,19 @@ progress bar), mmengine (`Epoch(val)` lines carry the values).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("fairseq.validation", "fairseq", "eval_boundary",
           "facebookresearch/fairseq v0.10.0, 3d262bb fairseq_cli/train.py (validate)",
           "logger.info('begin validation on \"{}\" subset'.format(subset))",
           r'begin validation on "(?P<subset>[^"]+)" subset',
-          ("begin validation on",),
-          ('begin validation on "valid" subset',)),
+          ('begin validation on "valid" subset',),
+          ("begin validation on",)),
     entry("transformers.evaluation", "HF Trainer", "eval_boundary",
           "huggingface/transformers v4.x src/transformers/trainer.py (evaluation_loop)",
           'logger.info(f"***** Running {description} *****")  with description = "Evaluation"',
           r"\*\s*Running Evaluation\s*\*",     # the reader blanks runs of `*` but one
-          ("Running Evaluation",),
-          ("***** Running Evaluation *****",)),
+          ("***** Running Evaluation *****",),
+          ("Running Evaluation",)),
 )

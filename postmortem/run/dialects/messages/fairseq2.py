@@ -8,7 +8,7 @@ Read from facebookresearch/fairseq2 at v0.2.0 (src/fairseq2/optim/dynamic_loss_s
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 _F2 = "facebookresearch/fairseq2"
 _AT = r"(?: at step (?P<step>\d+))?"
@@ -23,46 +23,46 @@ register(
           'decreasing loss scale from %s to %s."; v0.2-v0.4 at the floor: "... to {:g} (minimum). Your '
           'loss is probably exploding. ...")',
           r"Overflow detected" + _AT + r", ignoring gradient, decreasing loss scale from "
-          + num("prev_scale") + " to " + num("scale"),
-          ("Overflow detected",),
+          + scale("prev_scale") + " to " + scale("scale"),
           ("Overflow detected at step 120, ignoring gradient, decreasing loss scale from 128 to 64.",
            "Overflow detected at step 7, ignoring gradient, decreasing loss scale from 0.0002 to 0.0001 "
            "(minimum). Your loss is probably exploding. Try lowering the learning rate, using gradient "
            "clipping, or increasing the batch size.",
-           "Overflow detected, ignoring gradient, decreasing loss scale from 2.0 to 1.0.")),
+           "Overflow detected, ignoring gradient, decreasing loss scale from 2.0 to 1.0."),
+          ("Overflow detected",)),
     entry("fairseq2.minimum", "fairseq2", "skipped",
           f"{_F2} v0.2.0..027bdeb (the same modules; MinimumLossScaleReachedError follows: the run stops)",
           'log.error("Overflow detected at step {}, ignoring gradient, loss scale is already at minimum '
           '({:g}). Your loss is probably exploding. ...", step_nr, min_scale)',
           r"Overflow detected" + _AT + r", ignoring gradient, loss scale is already at minimum \("
-          + num("scale") + r"\)",
-          ("Overflow detected",),
+          + scale("scale") + r"\)",
           ("Overflow detected at step 300, ignoring gradient, loss scale is already at minimum (0.0001). "
            "Your loss is probably exploding. Try lowering the learning rate, using gradient clipping, or "
-           "increasing the batch size.",)),
+           "increasing the batch size.",),
+          ("Overflow detected",)),
     entry("fairseq2.increase", "fairseq2", "scale",
           f"{_F2} v0.2.0..027bdeb (the same modules)",
           'log.info("No gradient overflow detected in the last {} step(s) after step {}, increasing loss '
           'scale from {:g} to {:g}.", scale_window, step_nr, old_scale, new_scale)  (v0.2: no "after step")',
           r"No gradient overflow detected in the last \d+ step\(s\)(?: after step (?P<step>\d+))?, "
-          r"increasing loss scale from " + num("prev_scale") + " to " + num("scale"),
-          ("increasing loss scale",),
+          r"increasing loss scale from " + scale("prev_scale") + " to " + scale("scale"),
           ("No gradient overflow detected in the last 2000 step(s) after step 4000, increasing loss scale "
            "from 64 to 128.",
            "No gradient overflow detected in the last 2000 step(s), increasing loss scale from 1.04858e+06 "
-           "to 2.09715e+06.")),
+           "to 2.09715e+06."),
+          ("increasing loss scale",)),
     entry("fairseq2.restoring", "fairseq2", "checkpoint",
           f"{_F2} v0.5.2, v0.6.0 recipe/trainer.py; v0.8.1, 027bdeb trainer.py (_maybe_restore_state)",
           'log.info("Restoring training from the last checkpoint at step {}.", step_nr)',
           r"Restoring training from the last checkpoint at step (?P<step>\d+)",
-          ("Restoring training from",),
-          ("Restoring training from the last checkpoint at step 5000.",)),
+          ("Restoring training from the last checkpoint at step 5000.",),
+          ("Restoring training from",)),
     entry("fairseq2.resumed", "fairseq2", "resume",
           f"{_F2} v0.5.2, v0.6.0 recipe/trainer.py; v0.8.1, 027bdeb trainer.py (_maybe_restore_state)",
           'log.info("Training restored. Resuming from step {}.", step_nr)',
           r"Training restored\. Resuming from step (?P<step>\d+)",
-          ("Training restored",),
-          ("Training restored. Resuming from step 5000.",)),
+          ("Training restored. Resuming from step 5000.",),
+          ("Training restored",)),
 )
 
 register(
@@ -71,6 +71,6 @@ register(
           'log.info("Starting validation after step {}.", self._step_nr)  |  '
           'log.info("Starting pre-validation before training.")',
           r"Starting (?:validation after step (?P<step>\d+)|pre-validation before training)",
-          ("Starting validation after step", "Starting pre-validation"),
-          ("Starting validation after step 1000.", "Starting pre-validation before training.")),
+          ("Starting validation after step 1000.", "Starting pre-validation before training."),
+          ("Starting validation after step", "Starting pre-validation")),
 )

@@ -8,13 +8,13 @@ so 0 is not read.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("gpt_neox.resume", "GPT-NeoX", "resume",
           "EleutherAI/gpt-neox megatron/training.py (setup_model_and_optimizer)",
           'print_rank_0(f"Loading checkpoint and starting from iteration {neox_args.iteration}")',
           r"Loading checkpoint and starting from iteration (?P<step>[1-9]\d*)",
-          ("Loading checkpoint and starting",),
-          ("Loading checkpoint and starting from iteration 143000",)),
+          ("Loading checkpoint and starting from iteration 143000",),
+          ("Loading checkpoint and starting",)),
 )

@@ -9,13 +9,13 @@ checkpoint from ... at ...").
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("levanter.resume", "levanter", "resume",
           "stanford-crfm/levanter 9263f81 src/levanter/main/train_lm.py, sft.py, sft_mixture.py",
           'logger.info(f"Resuming training from step {state.step}")',
           r"Resuming training from step (?P<step>\d+)",
-          ("Resuming training from step",),
-          ("Resuming training from step 12000",)),
+          ("Resuming training from step 12000",),
+          ("Resuming training from step",)),
 )

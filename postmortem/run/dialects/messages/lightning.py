@@ -16,7 +16,7 @@ through torch's GradScaler and prints no overflow or skipped-step words.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 _PL = ("Lightning-AI/pytorch-lightning 1.x / 2.x src/lightning/pytorch/trainer/connectors/"
        "checkpoint_connector.py")
@@ -25,14 +25,14 @@ register(
     entry("lightning.restored", "Lightning", "resume", _PL + " (resume_end, fitting)",
           'rank_zero_info(f"Restored all states from the checkpoint at {self._ckpt_path}")',
           r"Restored all states from the checkpoint (?:file )?at (?P<path>\S+)",
-          ("Restored all states",),
           ("Restored all states from the checkpoint at /runs/ckpt/last.ckpt",
-           "Restored all states from the checkpoint file at checkpoints/last.ckpt")),
+           "Restored all states from the checkpoint file at checkpoints/last.ckpt"),
+          ("Restored all states",)),
     entry("lightning.restoring", "Lightning", "checkpoint", _PL + " (resume_start)",
           'rank_zero_info(f"Restoring states from the checkpoint path at {checkpoint_path}")',
           r"Restoring states from the checkpoint path at (?P<path>\S+)",
-          ("Restoring states from the checkpoint",),
-          ("Restoring states from the checkpoint path at /runs/ckpt/last.ckpt",)),
+          ("Restoring states from the checkpoint path at /runs/ckpt/last.ckpt",),
+          ("Restoring states from the checkpoint",)),
 )
 
 register(
@@ -41,6 +41,6 @@ register(
           "signal_connector.py (_slurm_requeue / _slurm_sigusr_handler_fn)",
           'log.info(f"Requeued SLURM job {job_id}")  (1.x: f"Requeued SLURM job: {job_id}")',
           r"Requeued SLURM job:? (?P<job>[0-9_]+)",
-          ("Requeued SLURM job",),
-          ("Requeued SLURM job 4242817", "Requeued SLURM job: 4242817_3")),
+          ("Requeued SLURM job 4242817", "Requeued SLURM job: 4242817_3"),
+          ("Requeued SLURM job",)),
 )

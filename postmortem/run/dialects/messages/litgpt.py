@@ -5,14 +5,14 @@ Read from Lightning-AI/litgpt litgpt/pretrain.py and litgpt/finetune/*.py (`fit`
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("litgpt.resume", "litgpt", "resume",
           "Lightning-AI/litgpt litgpt/pretrain.py, litgpt/finetune/lora.py (main)",
           'fabric.print(f"Resuming training from {resume}")',
           r"Resuming training from (?P<path>\S+\.(?:pth|ckpt|pt))",
-          ("Resuming training from",),
           ("Resuming training from out/pretrain/step-00001000/lit_model.pth",
-           "Resuming training from out/redpajama/iter-010000-ckpt.pth")),
+           "Resuming training from out/redpajama/iter-010000-ckpt.pth"),
+          ("Resuming training from",)),
 )

@@ -6,7 +6,7 @@ Read from AI-Hypercomputer/maxtext MaxText/checkpointing.py (`load_state_if_poss
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("maxtext.restore", "MaxText", "resume",
@@ -14,7 +14,7 @@ register(
           "max_logging.log(f\"restoring from this run's directory step {step}\")  |  "
           "max_logging.log(f\"restoring from this run's directory latest step {latest_step}\")",
           r"restoring from this run's directory (?:latest )?step\s+(?P<step>\d+)",
-          ("restoring from this run's directory",),
           ("restoring from this run's directory step 4000",
-           "restoring from this run's directory latest step 12000")),
+           "restoring from this run's directory latest step 12000"),
+          ("restoring from this run's directory",)),
 )

@@ -8,7 +8,7 @@ line (`number of skipped iterations: N |`), read with the line.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("megatron.loaded", "Megatron-LM", "resume",
@@ -18,7 +18,7 @@ register(
           "f'  successfully loaded checkpoint from {load_dir} [ t {tp}/{tp_w}, p {pp}/{pp_w} ] at "
           "iteration {iteration}'",
           r"successfully loaded checkpoint from \S+(?: \[[^\]]*\])? at iteration (?P<step>\d+)",
-          ("successfully loaded checkpoint",),
           ("  successfully loaded checkpoint from /ckpt/gpt at iteration 5000",
-           "  successfully loaded checkpoint from /ckpt/gpt [ t 1/2, gtp_remat 1/1, p 1/4 ] at iteration 5000")),
+           "  successfully loaded checkpoint from /ckpt/gpt [ t 1/2, gtp_remat 1/1, p 1/4 ] at iteration 5000"),
+          ("successfully loaded checkpoint",)),
 )

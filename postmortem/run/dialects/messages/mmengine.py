@@ -15,7 +15,7 @@ nothing, as mmengine's `AmpOptimWrapper` (mmengine/optim/optimizer/amp_optimizer
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 register(
     entry("mmengine.resumed", "mmengine", "resume",
@@ -24,8 +24,8 @@ register(
           "self.logger.info(f'resumed epoch: {self.epoch}, iter: {self.iter}')  |  "
           "self.logger.info('resumed epoch %d, iter %d', self.epoch, self.iter)",
           r"resumed epoch:? (?P<epoch>\d+), iter:? (?P<step>\d+)",
-          ("resumed epoch",),
-          ("resumed epoch: 12, iter: 4800", "resumed epoch 3, iter 1500")),
+          ("resumed epoch: 12, iter: 4800", "resumed epoch 3, iter 1500"),
+          ("resumed epoch",)),
 )
 
 register(
@@ -35,14 +35,14 @@ register(
           "self.logger.info(f'Load checkpoint from {filename}')  |  "
           "self.logger.info('load checkpoint from %s', filename)",
           r"\b[Ll]oad checkpoint from (?P<path>\S+)",
-          ("oad checkpoint from",),
           ("Load checkpoint from work_dirs/faster-rcnn/epoch_12.pth",
-           "load checkpoint from work_dirs/latest.pth")),
+           "load checkpoint from work_dirs/latest.pth"),
+          ("oad checkpoint from",)),
     entry("mmcv.fp16.overflow", "mmcv", "overflow",
           "open-mmlab/mmcv v1.3.0..v1.7.2 (4c01b02) mmcv/runner/hooks/optimizer.py "
           "(Fp16OptimizerHook.after_train_iter, legacy; GradientCumulativeFp16OptimizerHook)",
           "runner.logger.warning('Check overflow, downscale loss scale ' f'to {self.loss_scaler.cur_scale}')",
-          r"Check overflow, downscale loss scale to " + num("scale"),
-          ("Check overflow",),
-          ("Check overflow, downscale loss scale to 256.0",)),
+          r"Check overflow, downscale loss scale to " + scale("scale"),
+          ("Check overflow, downscale loss scale to 256.0",),
+          ("Check overflow",)),
 )

@@ -10,14 +10,14 @@ same words before `trainer.train(resume_from_checkpoint=...)`: a resume in each.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("nemo.resume", "NeMo", "resume",
           "NVIDIA/NeMo 0078023 nemo/utils/exp_manager.py (check_resume)",
           "logging.info(f'Resuming training from checkpoint: {trainer.ckpt_path}')",
           r"Resuming training from checkpoint: (?P<path>\S+)",
-          ("Resuming training from checkpoint:",),
           ("Resuming training from checkpoint: /results/checkpoints/megatron_gpt--val_loss=2.31-step=4000-"
-           "consumed_samples=512000.0-last.ckpt",)),
+           "consumed_samples=512000.0-last.ckpt",),
+          ("Resuming training from checkpoint:",)),
 )

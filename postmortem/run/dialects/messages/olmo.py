@@ -10,14 +10,14 @@ trainer was not read.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("olmo.load", "OLMo", "resume",
           "allenai/OLMo v0.6.0, 59a53e3 scripts/train.py (main)",
           'log.info(f"Loading checkpoint from {cfg.load_path}...")',
           r"Loading checkpoint from (?P<path>\S+?)\.\.\.(?=\s|$)",
-          ("Loading checkpoint from",),
           ("Loading checkpoint from s3://ai2-llm/checkpoints/OLMo-7B/step1000-unsharded...",
-           "Loading checkpoint from /weka/olmo/run-42/step5000...")),
+           "Loading checkpoint from /weka/olmo/run-42/step5000..."),
+          ("Loading checkpoint from",)),
 )

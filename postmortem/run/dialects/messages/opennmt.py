@@ -15,7 +15,7 @@ GradScaler, which says nothing when it skips a step.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 register(
     entry("opennmt.checkpoint", "OpenNMT-py", "checkpoint",
@@ -23,14 +23,14 @@ register(
           "(load_checkpoint); stanford-crfm/levanter 9263f81 src/levanter/checkpoint.py",
           'logger.info("Loading checkpoint from %s" % ckpt_path)',
           r"Loading checkpoint from (?P<path>\S+)",
-          ("Loading checkpoint from",),
-          ("Loading checkpoint from models/wmt_step_20000.pt",)),
+          ("Loading checkpoint from models/wmt_step_20000.pt",),
+          ("Loading checkpoint from",)),
     entry("opennmt.apex_static", "OpenNMT-py", "skipped",
           "NVIDIA/apex 6424da3 apex/contrib/optimizers/fp16_optimizer.py (_update_scale, a static "
           "scale), as OpenNMT-py's legacy fp16 mode prints it",
           'print("\\nGrad overflow on iteration", self.cur_iter); print("Using static loss scale of", '
           'self.cur_scale)',
-          r"Using static loss scale of:? " + num("scale"),
-          ("Using static loss scale of",),
-          ("Using static loss scale of 128.0",)),
+          r"Using static loss scale of:? " + scale("scale"),
+          ("Using static loss scale of 128.0",),
+          ("Using static loss scale of",)),
 )

@@ -7,7 +7,7 @@ not a number of its own: the message is a skipped step and the scale it was at.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry, num
+from postmortem.run.dialects.entries import entry, scale
 
 register(
     entry("paddle.decrease", "PaddlePaddle", "overflow",
@@ -15,8 +15,8 @@ register(
           "python/paddle/fluid/dygraph/amp/loss_scaler.py",
           "print('Found inf or nan, current scale is: {}, decrease to: {}*{}'.format("
           "float(self._scale), float(self._scale), float(self._decr_ratio)))",
-          r"Found inf or nan, current scale is: " + num("prev_scale") + r", decrease to: "
+          r"Found inf or nan, current scale is: " + scale("prev_scale") + r", decrease to: "
           + r"[-+\d.e]+\*(?P<ratio>[\d.e-]+)",
-          ("Found inf or nan",),
-          ("Found inf or nan, current scale is: 32768.0, decrease to: 32768.0*0.5",)),
+          ("Found inf or nan, current scale is: 32768.0, decrease to: 32768.0*0.5",),
+          ("Found inf or nan",)),
 )

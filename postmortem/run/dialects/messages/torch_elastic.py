@@ -10,7 +10,7 @@ follows is not needed to say it.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("torch_elastic.restart", "torch.distributed.elastic", "resume",
@@ -20,8 +20,8 @@ register(
           'state.name, self._remaining_restarts, spec.max_restarts)',
           r"Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left; ?will restart "
           r"worker group",
-          ("will restart worker group",),
           ("[default] Worker group FAILED. 3/3 attempts left; will restart worker group",
            "WARNING:torch.distributed.elastic.agent.server.api:[default] Worker group UNHEALTHY. 1/2 "
-           "attempts left; will restart worker group")),
+           "attempts left; will restart worker group"),
+          ("will restart worker group",)),
 )

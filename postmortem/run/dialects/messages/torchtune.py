@@ -12,7 +12,7 @@ torchtune/training/ at bd2a0fc).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("torchtune.resume", "torchtune", "resume",
@@ -21,7 +21,7 @@ register(
           'log_rank_zero(logger, msg=f"Loading checkpoint from {checkpoint_path}")  with checkpoint_path '
           '= <output_dir>/step_{steps_run} or <output_dir>/epoch_{epoch}',
           r"Loading checkpoint from (?P<path>\S*?(?<![\w-])(?:step_(?P<step>\d+)|epoch_\d+))/?(?=\s|$)",
-          ("Loading checkpoint from",),
           ("Loading checkpoint from /tmp/torchtune/llama3_2_1B/full/step_1200",
-           "Loading checkpoint from /tmp/torchtune/llama3_2_1B/lora/epoch_2")),
+           "Loading checkpoint from /tmp/torchtune/llama3_2_1B/lora/epoch_2"),
+          ("Loading checkpoint from",)),
 )

@@ -7,7 +7,7 @@ releases before the f-strings). The global step is the step the run goes on from
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.messages._shared import entry
+from postmortem.run.dialects.entries import entry
 
 _HF = "huggingface/transformers v4.x src/transformers/trainer.py (_inner_training_loop)"
 
@@ -17,16 +17,16 @@ register(
           "v4.0-v4.2 _load_from_checkpoint's forerunner in train())",
           'logger.info(f"Loading model from {resume_from_checkpoint}.")',
           r"\bLoading model from (?P<path>\S+?)\)? ?\.$",
-          ("Loading model from",),
-          ("Loading model from output/checkpoint-1500.", "Loading model from output/checkpoint-1500).")),
+          ("Loading model from output/checkpoint-1500.", "Loading model from output/checkpoint-1500)."),
+          ("Loading model from",)),
     entry("transformers.resume", "HF Trainer", "resume", _HF,
           'logger.info(f"  Continuing training from global step {self.state.global_step}")',
           r"Continuing training from global step (?P<step>\d+)",
-          ("Continuing training from global step",),
-          ("  Continuing training from global step 1500",)),
+          ("  Continuing training from global step 1500",),
+          ("Continuing training from global step",)),
     entry("transformers.resume.begin", "HF Trainer", "checkpoint", _HF,
           'logger.info("  Continuing training from checkpoint, will skip to saved global_step")',
           r"Continuing training from checkpoint, will skip to saved global_step",
-          ("Continuing training from checkpoint",),
-          ("  Continuing training from checkpoint, will skip to saved global_step",)),
+          ("  Continuing training from checkpoint, will skip to saved global_step",),
+          ("Continuing training from checkpoint",)),
 )

@@ -11,7 +11,7 @@ loguru's default format (Delgan/loguru loguru/_defaults.py LOGURU_FORMAT, read a
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("kv-pipe.step", "custom", "progress",

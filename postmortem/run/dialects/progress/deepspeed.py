@@ -9,7 +9,7 @@ prints `ppl: {perplexity}` alone on a line (applications/DeepSpeed-Chat/training
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import NUM, entry
+from postmortem.run.dialects.entries import NUM, entry
 
 _V = r"(?:[-+\d.eE]+|nan|inf)"
 

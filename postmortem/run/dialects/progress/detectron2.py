@@ -8,7 +8,7 @@ summary (`Average Precision (AP) @[ IoU=... ] = 0.372`): an eval summary, not a 
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("detectron2.iter", "detectron2", "progress",

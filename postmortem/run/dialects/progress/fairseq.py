@@ -17,7 +17,7 @@ later) writes `{Title} Metrics (step {N}) - Loss: 2.34 | Grad Norm: 1.2 | Learni
 import json
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 _FAIRSEQ = "facebookresearch/fairseq v0.12.2 fairseq/logging/progress_bar.py"
 _PAIRS = ("loss=7.132, nll_loss=6.011, ppl=64.49, wps=12040.1, ups=2.1, wpb=3000, bsz=64, num_updates=100, "

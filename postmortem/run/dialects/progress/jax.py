@@ -11,7 +11,7 @@ bar's n is the step and the postfix holds the loss alone: `train:  12%|█▏ | 
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import NUM, entry
+from postmortem.run.dialects.entries import NUM, entry
 
 register(
     entry("maxtext.step", "MaxText", "progress",

@@ -12,7 +12,7 @@ each epoch (the fit loop's own print).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("keras.progbar", "Keras", "progress",

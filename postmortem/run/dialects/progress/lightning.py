@@ -16,7 +16,7 @@ NeMo's Megatron models log `reduced_train_loss`, `global_step` (a float: `99.0`)
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("lightning-bar.tqdm", "Lightning", "progress",

@@ -9,7 +9,7 @@ loss {loss.item():.4f}, iter time: {(t1 - iter_t0) * 1000:.2f}ms")`. `iter` coun
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("litgpt.iter", "litgpt", "progress",

@@ -18,7 +18,7 @@ mlx-lm (ml-explore/mlx-lm mlx_lm/tuner/trainer.py):
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import NUM, entry
+from postmortem.run.dialects.entries import NUM, entry
 
 register(
     entry("torchtitan.step", "torchtitan", "progress",

@@ -9,7 +9,7 @@ iteration is counted in `number of nan iterations`, not printed as the loss.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 _FMT = ("' iteration {:8d}/{:8d} |' ' consumed samples: {:12d} |' ' elapsed time per iteration (ms): {:.1f} |' "
         "' learning rate: {:.3E} |' ' global batch size: {:5d} |' ' {key}: {:.6E} |' ' loss scale: {:.1f} |' "

@@ -10,7 +10,7 @@ or `f'Iter [{i}/{max_iters}]\t'`, then `lr: ..., eta: ..., time: ..., loss: ...`
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("mmengine.epoch", "mmengine", "progress",

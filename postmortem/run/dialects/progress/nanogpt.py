@@ -13,7 +13,7 @@ only the val line does (`step:N/M val_loss:X ...`).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import NUM, entry
+from postmortem.run.dialects.entries import NUM, entry
 
 _NANOGPT = "karpathy/nanoGPT 3adf61e (master, 2025-11) train.py"
 _BUILD = "karpathy/build-nanogpt 6104ab1 (master, 2024-06) train_gpt2.py"

@@ -8,7 +8,7 @@ a header line with the step, then one indented `name=value` line per metric
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("olmo.step", "OLMo", "progress", "allenai/OLMo v0.4.0 olmo/train.py (Trainer.log_metrics_to_console)",

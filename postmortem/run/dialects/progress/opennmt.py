@@ -7,7 +7,7 @@ loss is `xent` (cross-entropy per token); `ppl` is its exponential. Validation:
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("opennmt.step", "OpenNMT-py", "progress",

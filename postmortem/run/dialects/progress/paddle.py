@@ -14,7 +14,7 @@ front, `%.4f step/s`, or `, ips :%.2f sequences/s` after).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 register(
     entry("paddle.progbar", "PaddlePaddle", "progress",

@@ -10,7 +10,7 @@ time: {time}  data: {data}  max mem: {memory:.0f}'`, each meter `f"{name}: {medi
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 _METER = "{median:.4f} ({global_avg:.4f})"
 

@@ -7,7 +7,7 @@ second counter, not the first.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import NUM, entry
+from postmortem.run.dialects.entries import NUM, entry
 
 register(
     entry("torchtune.pbar", "torchtune", "progress",

@@ -10,7 +10,7 @@ accelerate has no progress line of its own.
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.progress._entry import entry
+from postmortem.run.dialects.entries import entry
 
 _KEYS = r"(?:loss|eval_loss|train_runtime|grad_norm|learning_rate)"
 

@@ -14,8 +14,8 @@ loss is their sum.
 """
 
 from postmortem.run.dialects import register
+from postmortem.run.dialects.entries import entry
 from postmortem.run.dialects.progress import LOSS_IS_SUM_OF_PARTS
-from postmortem.run.dialects.progress._entry import entry
 
 LOSS_IS_SUM_OF_PARTS.add("ultralytics")
 
