@@ -82,7 +82,7 @@ class Thresholds(BaseModel):
     # weights of the patterns' rules (postmortem/diagnose/catalog.py), by what they weigh
     w_grad_ratio_big: float = 2.0            # grad norm long_tail_grad_ratio x its rolling mean
     w_grad_ratio: float = 1.0                # ... a third of that
-    w_recovers: float = 1.5                  # a short loss spike back within 50 steps
+    w_recovers: float = 1.5                  # a short loss spike back inside the recovery window
     w_not_finite_spike: float = 1.0
     w_unique_batch: float = 0.5
     w_cascade_against: float = 1.5          # a loss-scale cascade speaks against the data
