@@ -91,8 +91,8 @@ def _store(task: dict, key: str | None, summary: dict) -> None:
 def summarize(task: dict) -> dict:
     """Read and analyze one run (in a worker): what `analyze` found, in one row."""
     started = time.perf_counter()
-    row = {k: task[k] or None for k in ("id", "name", "start", "steps", "status")}
-    row["id"] = task["id"]
+    # the id as given (an empty one stays ""); the rest None where unknown
+    row = {"id": task["id"], **{k: task[k] or None for k in ("name", "start", "steps", "status")}}
     try:
         if task.get("candidate") is not None:
             log = read_candidate(task["candidate"], Path(task["path"]))

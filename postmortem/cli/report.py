@@ -96,8 +96,18 @@ def _print_read(con, data: dict) -> None:
     for what in ("events", "segments"):
         if read.get(what):
             con.print(f"[dim]{read[what]}[/]")
+    for what, said in (("resumes", "resumed"), ("checkpoints", "checkpoint loads"), ("evals", "evaluations")):
+        if read.get(what):
+            con.print(f"[bold]{said}[/] {escape(_events_said(read[what]))}")
     for fact, f in (data.get("facts") or {}).items():
         con.print(f"[bold]{fact}[/] {f['value']}  [dim]({f['from']})[/]")
+
+
+def _events_said(events: list[dict], shown: int = 5) -> str:
+    """`N at step S (dialect), ...`: the first few of the events a reader kept, and how many more."""
+    said = ", ".join(f"step {e['step']} ({e['dialect']})" for e in events[:shown])
+    more = f" and {len(events) - shown} more" if len(events) > shown else ""
+    return f"{len(events)}: {said}{more}"
 
 
 def _items(prefix: str, items: list[str], width: int = WIDTH) -> list[str]:

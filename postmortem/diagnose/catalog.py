@@ -104,13 +104,9 @@ def _fp16(ctx, *, ev, f, e) -> None:
         else:
             e.add(True, "w_dtype", "loss-scale", f"a loss scaler is at work (fp16): {ctx.scale_regime.said}")
     if f.cascade is not None:
-        from postmortem.diagnose.scaler import persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
+        from postmortem.diagnose.scaler import cascade_words, persistent_words  # noqa: PLC0415 (the catalog imports no numpy: the linter and the editor read it)
         c = f.cascade
-        what = (f"loss scale {number(c.notes.scale_from)} -> {number(c.notes.scale_to)} ({c.notes.halvings:.0f} halvings"
-                + (f", {c.notes.skipped:.0f} steps skipped" if c.notes.skipped else "") + ")"
-                if c.notes.scale_from == c.notes.scale_from and c.notes.halvings else
-                f"{(c.notes.skipped or 0):.0f} overflowing steps skipped")
-        e.add(True, "w_cascade", "loss-scale", f"{what} {cascade_span(c)}")
+        e.add(True, "w_cascade", "loss-scale", f"{cascade_words(c)} {cascade_span(c)}")
         if c.notes.persistent:
             e.add(True, "w_cascade", "loss-scale", persistent_words(c))
     elif ctx.has("loss_scale"):

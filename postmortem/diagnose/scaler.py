@@ -116,6 +116,22 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
     return out
 
 
+def cascade_words(e: Event, *, listed: bool = False) -> str:
+    """A cascade in words: the scale's fall and the steps skipped (the skips alone where no
+    scale was logged). `listed`: as check B3 lists the cascades, `step S (...)`; else as the
+    evidence for an fp16 overflow says it, `loss scale A -> B (...)`."""
+    n = e.notes
+    skipped = f", {n.skipped:.0f} {'skipped' if listed else 'steps skipped'}" if n.skipped else ""
+    logged = n.scale_from == n.scale_from           # NaN: no scale was logged
+    if listed:
+        if logged:
+            return f"step {e.step} ({number(n.scale_from)} -> {number(n.scale_to)}, {n.halvings:.0f} halvings{skipped})"
+        return f"step {e.step} ({n.skipped:.0f} skipped steps)"
+    if logged and n.halvings:
+        return f"loss scale {number(n.scale_from)} -> {number(n.scale_to)} ({n.halvings:.0f} halvings{skipped})"
+    return f"{(n.skipped or 0):.0f} overflowing steps skipped"
+
+
 def persistent_words(e: Event) -> str:
     """A persistent overflow in words, with the fix it calls for (not the cascade's)."""
     n = e.notes

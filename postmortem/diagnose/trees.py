@@ -14,9 +14,8 @@ import numpy as np
 from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose.detectors.divergence import divergence_too_short, divergence_windows
 from postmortem.diagnose.models import Check, Status
-from postmortem.diagnose.scaler import persistent_words
+from postmortem.diagnose.scaler import cascade_words, persistent_words
 from postmortem.diagnose.series import interval
-from postmortem.numbers import number
 
 # (status, detail), or (status, detail, leaf) where a failure leads elsewhere than the
 # node's own leaf
@@ -379,10 +378,7 @@ def b_loss_scale(ctx: Context) -> Outcome:
         return "pass", f"no cascade; {routine}; {how}"
     return "fail", f"{len(ev)} cascade(s): " + ", ".join(
         persistent_words(e) if e.notes.persistent and e.notes.persistent_step is None else
-        (f"step {e.step} ({number(e.notes.scale_from)} -> {number(e.notes.scale_to)}, {e.notes.halvings:.0f} halvings"
-         + (f", {e.notes.skipped:.0f} skipped" if e.notes.skipped else "") + ")"
-         if e.notes.scale_from == e.notes.scale_from else f"step {e.step} ({e.notes.skipped:.0f} skipped steps)")
-        + (f"; {persistent_words(e)}" if e.notes.persistent_step is not None else "")
+        cascade_words(e, listed=True) + (f"; {persistent_words(e)}" if e.notes.persistent_step is not None else "")
         for e in ev[:4]) + f"; {routine}; {how}"
 
 

@@ -60,11 +60,21 @@ def info(log: RunLog) -> dict[str, Any]:
         "metrics": metrics,
         "read": {"step": extras.get("step_from", "step"), "loss": extras.get("loss_from"),
                  "val_loss": extras.get("val_loss_from"), "events": extras.get("events_placed"),
-                 "segments": extras.get("segments_from")},
+                 "segments": extras.get("segments_from"), **_text_events(extras)},
         "facts": _facts(log),
         "warnings": log.source.warnings,
         "manifest": log.manifest.model_dump(exclude_none=True) if log.manifest else None,
     }
+
+
+# the events the text readers keep beside the series, each [{step, dialect}]: under `read`
+# only where the log had some (an output without them stays as it was)
+TEXT_EVENTS = ("resumes", "checkpoints", "evals")
+
+
+def _text_events(extras: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The resumes, checkpoint loads and evaluations the readers kept, by name, where any."""
+    return {name: list(extras[name]) for name in TEXT_EVENTS if extras.get(name)}
 
 
 def _facts(log: RunLog) -> dict[str, dict[str, Any]]:

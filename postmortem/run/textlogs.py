@@ -177,12 +177,10 @@ _MEGATRON_ARGS = (b"------------------------ arguments ------------------------"
                   b"  tensor_model_parallel_size ...")
 
 
-def _megatron_banner(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4 << 20)
-    except OSError:
-        return False
+_BANNER_BYTES = 4 << 20          # where Megatron's argument dump is looked for
+
+
+def _megatron_banner(head: bytes) -> bool:
     return any(marker in head for marker in _MEGATRON_ARGS)
 
 
@@ -191,9 +189,11 @@ def sniff(path: Path) -> tuple[str | None, int]:
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
+            if not encodings.looks_like_text(head):
+                return None, 0
+            # read once: the rest of the head, only for a text file, for the banner below
+            head += f.read(_BANNER_BYTES - len(head))
     except OSError:
-        return None, 0
-    if not encodings.looks_like_text(head):
         return None, 0
     try:
         groups = groups_of(path)
@@ -202,7 +202,7 @@ def sniff(path: Path) -> tuple[str | None, int]:
     hits = _hits(groups)
     if _megatron_evidence(groups):
         return "megatron", hits["megatron"]
-    if not hits["megatron"] and _megatron_banner(path):
+    if not hits["megatron"] and _megatron_banner(head):
         return "megatron", 1      # cut before its first iteration line: read as what it is
     if not groups:
         return None, 0

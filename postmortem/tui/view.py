@@ -44,6 +44,7 @@ class IncidentRow:
     score: float | None
     confidence: str = "high"      # low: thin evidence
     causes: list[Cause] = field(default_factory=list)     # every cause, ranked
+    no_cause: str | None = None   # why no cause has support, where none has
 
 
 @dataclass
@@ -92,7 +93,7 @@ def first_view(log: RunLog, result: Analysis, others: Sequence[RunLog] = (), rea
     tops = [i.hypotheses[0] if i.hypotheses and i.hypotheses[0].score > 0 else None for i in result.incidents]
     incidents = [IncidentRow(i.step, i.shown_kind, i.metric, i.segment, i.rise, i.symptoms.peak_step,
                              top.pattern if top else None, top.score if top else None, i.confidence,
-                             [cause(h) for h in i.hypotheses])
+                             [cause(h) for h in i.hypotheses], i.no_cause)
                  for i, top in zip(result.incidents, tops)]
     checks = [CheckRow(c.id, c.status, c.detail, c.leaf) for c in result.checks]
     return FirstView(log.run_id, resumed, largest, segment, panels, layers,

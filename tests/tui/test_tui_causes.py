@@ -88,3 +88,19 @@ async def test_an_incident_with_no_convincing_cause_says_so_in_the_pane(real_run
     async with app.run_test(size=(120, 40)) as pilot:
         await opened(app, pilot)
         assert "no convincing cause" in pane_text(app)
+
+
+@pytest.mark.asyncio
+async def test_the_pane_says_why_no_cause_has_support():
+    """A log of the loss alone (no LR, grad norm or loss scale): every cause scores 0, and the
+    pane says what the analysis says of it (`no_cause`), not the generic words."""
+    log = ROOT / "benchmarks" / "accuracy" / "fresh" / "issue-keras-21-epoch-divergence" / "console.log"
+    app = PostmortemApp(session=Session.read(str(log)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        await pilot.pause()
+        why = app.session.incident.no_cause
+        assert why and why.startswith("no LR, grad norm or loss scale was logged")
+        shown = pane_text(app)
+        assert f"no convincing cause: {' '.join(why.split())}" in shown
+        assert "none has support in the run" not in shown

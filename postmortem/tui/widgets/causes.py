@@ -21,7 +21,8 @@ def ranking(row, most: int | None = None) -> str:
     if row.confidence == "low":
         lines.append("low confidence: the evidence is thin")
     if not any(c.score > 0 for c in causes):
-        lines.append("no convincing cause: none has support in the run")
+        # the analysis says why where it can (what the log lacks), as `analyze` prints it
+        lines.append(f"no convincing cause: {row.no_cause or 'none has support in the run'}")
     shown = causes if most is None else causes[:most]
     for rank, c in enumerate(shown, 1):
         lines.append(f"{rank}. {c.pattern}  {c.score:.2f}")
