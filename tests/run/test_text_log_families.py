@@ -433,3 +433,36 @@ def test_paddle_predict_section_stays_out_of_the_training_table(tmp_path, predic
     assert not [c for c in f.columns if "Predict" in c or "samples" in c]
     if "test_loss" in f.columns:          # the prediction's own metric, beside the last train step
         assert at(log, 200, "test_loss") == 9.5 and f.test_loss.notna().sum() == 1
+
+
+LETTER_FAMILY = {
+    # parts glued to the letter, as a trajectory model prints its objective terms
+    # (`'L: %.4f Lend: %.4f Lpre: %.4f LX: %.4f LY: %.4f' % metrics`), behind a step counter
+    "glued parts": "iter %d | L: %.4f Lend: %.4f Lpre: %.4f LX: %.4f LY: %.4f",
+    "capital parts": "step %d  L=%.4f  LCE=%.4f  LKL=%.4f  LX=%.4f  LY=%.4f",
+    # namespaced as a writer's tags printed to the console (`train/L`, `train/L_rec`)
+    "namespaced": "step %d train/L: %.4f train/L_rec: %.4f train/L_kl: %.4f train/L_x: %.4f train/L_y: %.4f",
+}
+
+
+@pytest.mark.parametrize("fmt", list(LETTER_FAMILY.values()), ids=list(LETTER_FAMILY))
+def test_a_one_letter_total_beside_parts_named_after_it(tmp_path, fmt):
+    path = tmp_path / "train.log"
+    totals = [2.5 - s / 100 for s in range(10, 60, 10)]
+    path.write_text("".join(fmt % (s, t, t - 0.4, 0.2, 0.1, 0.1) + "\n" for s, t in zip(range(10, 60, 10), totals)))
+    run = read_run(path)
+    assert run.frame.step.tolist() == list(range(10, 60, 10))
+    assert run.frame.loss.round(4).tolist() == [round(t, 4) for t in totals]
+    assert "one-letter total" in run.source.extras["loss_from"]
+
+
+@pytest.mark.parametrize("fmt", [
+    "iter %d | L: %.4f | Loss_x: %.4f | Lr: %.4f",       # words with an L of their own are no parts
+    "iter %d | L: %.4f | loss: %.4f | Lambda: %.4f | Length: 7",
+])
+def test_a_letter_beside_words_that_start_with_it_is_no_total(tmp_path, fmt):
+    path = tmp_path / "train.log"
+    path.write_text("".join(fmt % (s, 9.0, 2.0 - s / 100, 0.5) + "\n" for s in range(10, 60, 10)))
+    run = read_run(path)
+    assert "one-letter" not in str(run.source.extras.get("loss_from"))
+    assert run.frame.loss.round(4).tolist() == [round(2.0 - s / 100, 4) for s in range(10, 60, 10)]
