@@ -224,11 +224,13 @@ class _Cutter:
 
     def spans(self, where: list[tuple[int, int, int, int]], rows: np.ndarray) -> np.ndarray:
         """Start and end of each span in every row: (rows, 2 x spans), the runs gathered at once."""
-        base = self.first_run[rows][:, None]
-        a, da, b, db = (np.array(x, dtype=np.int64) for x in zip(*where))
+        base = self.first_run[rows]
         pos = np.empty((len(rows), 2 * len(where)), dtype=self.run_s.dtype)
-        pos[:, 0::2] = self.run_s[base + a] + da
-        pos[:, 1::2] = self.run_e[base + b] + db
+        # one span at a time (1-D gathers, written in place): half the time of one 2-D
+        # gather with its (rows, spans) index arrays on a 1M-line log
+        for j, (a, da, b, db) in enumerate(where):
+            np.add(np.take(self.run_s, base + a), da, out=pos[:, 2 * j], casting="unsafe")
+            np.add(np.take(self.run_e, base + b), db, out=pos[:, 2 * j + 1], casting="unsafe")
         return pos
 
     def numbers_at(self, pos: np.ndarray, commas: bool) -> tuple[np.ndarray, np.ndarray | None]:
