@@ -442,6 +442,8 @@ LETTER_FAMILY = {
     "capital parts": "step %d  L=%.4f  LCE=%.4f  LKL=%.4f  LX=%.4f  LY=%.4f",
     # namespaced as a writer's tags printed to the console (`train/L`, `train/L_rec`)
     "namespaced": "step %d train/L: %.4f train/L_rec: %.4f train/L_kl: %.4f train/L_x: %.4f train/L_y: %.4f",
+    # names with a space, as a pipe-separated console prints them
+    "spaced parts": "iter %d | L: %.4f | L box: %.4f | L cls: %.4f | L obj: %.4f | L dfl: %.4f",
 }
 
 

@@ -27,8 +27,8 @@ def _split(name: str) -> tuple[str, str]:
 
 
 def _is_part(leaf: str) -> bool:
-    if len(leaf) > 2 and leaf[0] in "Ll" and leaf[1] in "_-" and leaf[2].isalpha():
-        return True                          # l_ce, L_box, L-kl
+    if len(leaf) > 2 and leaf[0] in "Ll" and leaf[1] in "_- " and leaf[2].isalpha():
+        return True                          # l_ce, L_box, L-kl, `L box` (as normalize reads it)
     return bool(_GLUED.match(leaf)) and (leaf[1].isupper() or not _L_WORD.match(leaf.lower()))
 
 
