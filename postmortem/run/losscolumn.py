@@ -30,6 +30,7 @@ from postmortem.run.aliases import normalize
 from postmortem.run.assemble import canonical_order
 from postmortem.run.dialects import catalogue
 from postmortem.run.dialects.progress import LOSS_IS_SUM_OF_PARTS
+from postmortem.run.metriclines.lettertotal import letter_total
 from postmortem.run.model import RunLog
 
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
@@ -198,19 +199,16 @@ def _sum(log: RunLog, parts: list[str], new: str) -> None:
     log.frame = frame[["segment", "step", *canonical_order(list(log.metrics))]]
 
 
-_LETTER_PART = re.compile(r"^l_[a-z]\w*$")
-
-
 def _letter_total(log: RunLog) -> None:
     """A loss logged under one letter (`L: 2.31`, `l=2.31`) is the loss only beside its parts,
-    printed on its lines (`l_ce`, `l_aux`, `l_kl`: the terms of the total the trainer steps on);
-    alone, `L` could be anything and is left as it is."""
-    total = [c for c in log.metrics if normalize(c) == "l"]
-    if len(total) != 1:
+    printed on its lines (`l_ce`, `L_aux`, `LX`: the terms of the total the trainer steps on,
+    `metriclines.lettertotal`); alone, `L` could be anything and is left as it is."""
+    found = letter_total(log.metrics)
+    if found is None:
         return
+    total = [found[0]]
     at = log.logged_mask(total[0])
-    parts = [c for c in log.metrics if _LETTER_PART.match(normalize(c))
-             and (log.logged_mask(c) & at).sum() * 2 >= at.sum() > 0]
+    parts = [c for c in found[1] if (log.logged_mask(c) & at).sum() * 2 >= at.sum() > 0]
     if not parts:
         return
     _rename(log, total[0], "loss")

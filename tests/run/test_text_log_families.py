@@ -396,3 +396,75 @@ def test_epoch_batch_counts_the_first_epoch_from_its_own_number(tmp_path, first,
     log = read_run(p)
     assert log.frame.step.tolist() == expected
     assert at(log, expected[-1], "loss") == pytest.approx(0.5 - (first + 1) / 100 - 0.01)
+
+
+def _paddle_hapi_console(predicts):
+    """Model.fit then Model.predict, as hapi's ProgBarLogger prints them (python/paddle/hapi/
+    callbacks.py, progressbar.py): `Epoch e/E`, `step %3d/%d - k: %.4f - %.0fms/step`,
+    `Eval begin...` .. `Eval samples: %d`, then `Predict begin...`, the prediction's bar lines
+    and `Predict samples: %d` (on_test_end)."""
+    lines = []
+    for e in (1, 2):
+        lines.append("Epoch %d/%d" % (e, 2))
+        for i in range(10, 110, 10):
+            lines.append(("step %" + str(3) + "d/%d") % (i, 100) + " - %s: %.4f" % ("loss", 2.5 - e / 10 - i / 1000)
+                         + " - %.0fms/%s" % (12, "step"))
+        lines += ["Eval begin...", "step %d/%d - loss: %.4f - 5ms/step" % (10, 10, 2.2), "Eval samples: %d" % 640]
+    return "\n".join(lines + predicts) + "\n"
+
+
+@pytest.mark.parametrize("predicts", [
+    # a bare bar (predict computes no loss), verbose=2 and verbose=1 (`\r` frames, ETA)
+    ["Predict begin...", "step %d/%d - %.0fms/step" % (428, 428, 15), "Predict samples: %d" % 428],
+    ["Predict begin...", "\r".join(("step %" + "4d/%d [%s] - ETA: %ds - %.0fms/step") % (i, 1108, "=" * (i // 40) + ">", 5, 15)
+                                   for i in (100, 746)) + "\rstep 1108/1108 [%s] - 15ms/step" % ("=" * 30),
+     "Predict samples: %d" % 1108],
+    # a prediction with a metric of its own, the log cut before its end
+    ["Predict begin...", "step %d/%d - loss: %.4f - acc: %.4f - 15ms/step" % (5, 10, 9.5, 0.1)],
+])
+def test_paddle_predict_section_stays_out_of_the_training_table(tmp_path, predicts):
+    path = tmp_path / "train.log"
+    path.write_text(_paddle_hapi_console(predicts))
+    log = read_run(path)
+    f = log.frame
+    # the training steps as without the prediction: one segment, 20 steps, the last at 200
+    assert len(f) == 20 and f.step.max() == 200 and f.segment.nunique() == 1
+    assert f.loss.notna().sum() == 20 and f.loss.max() < 2.5 and at(log, 200, "val_loss") == 2.2
+    assert not [c for c in f.columns if "Predict" in c or "samples" in c]
+    if "test_loss" in f.columns:          # the prediction's own metric, beside the last train step
+        assert at(log, 200, "test_loss") == 9.5 and f.test_loss.notna().sum() == 1
+
+
+LETTER_FAMILY = {
+    # parts glued to the letter, as a trajectory model prints its objective terms
+    # (`'L: %.4f Lend: %.4f Lpre: %.4f LX: %.4f LY: %.4f' % metrics`), behind a step counter
+    "glued parts": "iter %d | L: %.4f Lend: %.4f Lpre: %.4f LX: %.4f LY: %.4f",
+    "capital parts": "step %d  L=%.4f  LCE=%.4f  LKL=%.4f  LX=%.4f  LY=%.4f",
+    # namespaced as a writer's tags printed to the console (`train/L`, `train/L_rec`)
+    "namespaced": "step %d train/L: %.4f train/L_rec: %.4f train/L_kl: %.4f train/L_x: %.4f train/L_y: %.4f",
+    # names with a space, as a pipe-separated console prints them
+    "spaced parts": "iter %d | L: %.4f | L box: %.4f | L cls: %.4f | L obj: %.4f | L dfl: %.4f",
+}
+
+
+@pytest.mark.parametrize("fmt", list(LETTER_FAMILY.values()), ids=list(LETTER_FAMILY))
+def test_a_one_letter_total_beside_parts_named_after_it(tmp_path, fmt):
+    path = tmp_path / "train.log"
+    totals = [2.5 - s / 100 for s in range(10, 60, 10)]
+    path.write_text("".join(fmt % (s, t, t - 0.4, 0.2, 0.1, 0.1) + "\n" for s, t in zip(range(10, 60, 10), totals)))
+    run = read_run(path)
+    assert run.frame.step.tolist() == list(range(10, 60, 10))
+    assert run.frame.loss.round(4).tolist() == [round(t, 4) for t in totals]
+    assert "one-letter total" in run.source.extras["loss_from"]
+
+
+@pytest.mark.parametrize("fmt", [
+    "iter %d | L: %.4f | Loss_x: %.4f | Lr: %.4f",       # words with an L of their own are no parts
+    "iter %d | L: %.4f | loss: %.4f | Lambda: %.4f | Length: 7",
+])
+def test_a_letter_beside_words_that_start_with_it_is_no_total(tmp_path, fmt):
+    path = tmp_path / "train.log"
+    path.write_text("".join(fmt % (s, 9.0, 2.0 - s / 100, 0.5) + "\n" for s in range(10, 60, 10)))
+    run = read_run(path)
+    assert "one-letter" not in str(run.source.extras.get("loss_from"))
+    assert run.frame.loss.round(4).tolist() == [round(2.0 - s / 100, 4) for s in range(10, 60, 10)]

@@ -19,6 +19,7 @@ from postmortem.run.assemble import Series
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import steps as stepping
 from postmortem.run.metriclines.columns import Group
+from postmortem.run.metriclines.lettertotal import letter_total
 from postmortem.run.model import Source
 
 _METRIC_WORDS = ("loss", "acc", "norm", "lr", "learning", "ppl", "perplexity", "reward", "mse",
@@ -50,15 +51,9 @@ def metric_like(name: str) -> bool:
     return any(w in low for w in _METRIC_WORDS)
 
 
-def _letter_total(names) -> bool:
-    """A loss under one letter beside its parts (`L`, `L_ce`, `L_aux`): see `losscolumn`."""
-    low = {n.lower() for n in names}
-    return "l" in low and any(n.startswith("l_") for n in low)
-
-
 def is_metric_log(groups: list[Group]) -> bool:
     """Enough evidence that this text is a training log: a metric-looking name or an overflow."""
-    named = [g for g in groups if any(metric_like(c) for c in g.values) or _letter_total(g.values)]
+    named = [g for g in groups if any(metric_like(c) for c in g.values) or letter_total(g.values)]
     lines = sum(len(g.rows) for g in named)
     counted = any(g.parsed.counters or g.parsed.epoch is not None for g in named)
     overflow = sum(len(g.rows) for g in groups if g.parsed.overflow)
