@@ -77,7 +77,7 @@ def _without_copies(cands: list[Candidate]) -> list[Candidate]:
     vis_data/scalars.json and vis_data/<timestamp>.json): kept once, the copy named."""
     by_size: dict[tuple, list[int]] = {}
     for i, c in enumerate(cands):
-        if c.format == "jsonl":         # copies sit side by side; two runs' folders are two runs
+        if readers.reader_of(c.format).copies_beside:   # side by side; two runs' folders are two runs
             try:
                 by_size.setdefault((c.files[0].parent, c.files[0].stat().st_size), []).append(i)
             except OSError:
@@ -183,7 +183,7 @@ def _recorders_log(cands: list[Candidate], path: Path) -> Candidate | None:
     """The metrics.jsonl with a manifest.json beside it at the top of `path`, if any."""
     for c in cands:
         f = c.files[0]
-        if c.format == "jsonl" and f.name == "metrics.jsonl" and path.is_dir() \
+        if readers.reader_of(c.format).record_name == f.name and path.is_dir() \
                 and f.parent.resolve() == path.resolve() and (path / "manifest.json").is_file():
             return c
     return None

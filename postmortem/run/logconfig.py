@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from postmortem.run import encodings
+from postmortem.run import encodings, readers
 from postmortem.run.model import RunConfig, RunLog, RunManifest
 from postmortem.run.tbconfig import tensorboard_configs
 
@@ -333,8 +333,7 @@ def configs(log: RunLog) -> list[tuple[str, Flat]]:
         found.append(("the log's argument dump", dict(extras["args"])))
     if extras.get("preamble"):
         found.append(("the log's preamble", dict(extras["preamble"])))
-    if log.source.format not in ("jsonl", "csv", "parquet", "lightning", "hf-trainer-state",
-                                 "tensorboard", "wandb", "mlflow", "mlflow-db"):
+    if not readers.structured(log.source.format):     # a text log's printed arguments
         for f in log.source.files[:1]:
             cfg = text_log_config(Path(f))
             if cfg:

@@ -1,4 +1,5 @@
-"""Just enough protobuf wire format to read TensorBoard events and W&B records."""
+"""Just enough protobuf wire format to read TensorBoard events and W&B records, and the
+TFRecord framing and SummaryMetadata walk that TensorBoard's scalars and config both read."""
 
 from __future__ import annotations
 
@@ -69,6 +70,54 @@ def submessages(buf: bytes, number: int) -> Iterator[bytes]:
         match field:
             case (n, 2, bytes() as sub) if n == number:
                 yield sub
+
+
+def text(raw: bytes) -> str:
+    """A string field (a tag, a plugin's name) as text, whatever its bytes."""
+    return raw.decode("utf-8", "replace")
+
+
+def plugin_data(metadata: bytes, plugin: str | None = None, content: bytes | None = None
+                ) -> tuple[str | None, bytes | None]:
+    """TensorBoard's SummaryMetadata.plugin_data (1): (plugin name 1, content 2), each over
+    what came before (a later field of the same Summary.Value overrides an earlier one)."""
+    for field in fields(metadata):
+        match field:
+            case (1, 2, bytes() as data):
+                for data_field in fields(data):
+                    match data_field:
+                        case (1, 2, bytes() as name):
+                            plugin = text(name)
+                        case (2, 2, bytes() as c):
+                            content = c
+    return plugin, content
+
+
+_U64 = struct.Struct("<Q")
+
+
+def record_starts(data: bytes | memoryview) -> list[int]:
+    """Where each whole TFRecord of `data` starts (u64 length | crc | data | crc), up to the
+    first torn one; the CRCs are the reader's to check."""
+    unpack = _U64.unpack_from
+    n = len(data)
+    found: list[int] = []
+    append = found.append
+    end = 0
+    while end + 12 <= n:
+        length = unpack(data, end)[0]
+        if end + 16 + length > n:
+            break
+        append(end)
+        end += 16 + length
+    return found
+
+
+def records(data: bytes) -> Iterator[bytes]:
+    """The data of each whole TFRecord of `data`, unchecked (a file's head read for its config)."""
+    for pos in record_starts(data):
+        length = _U64.unpack_from(data, pos)[0]
+        yield data[pos + 12:pos + 12 + length]
 
 
 def as_double(raw: bytes) -> float:

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Protocol
 
 from postmortem.errors import RunReadError
-from postmortem.run import grouping, hf, mlflow, recognise, tables, tensorboard, textlogs, wandb
+from postmortem.run import grouping, hf, mlflow, recognise, storerows, tables, tensorboard, textlogs, wandb
 from postmortem.run.assemble import Series, build_runlog
 from postmortem.run.candidate import Candidate
 from postmortem.run.grouping import Found
 from postmortem.run.model import RunLog, RunManifest, Source
 from postmortem.run.recognise import Probe, Verdict
+from postmortem.run.storerows import Describe
 
 Recognise = Callable[[Probe], "str | Verdict | None"]
 Read = Callable[[Candidate, Source, "RunManifest | None", "str | None"], RunLog]
@@ -70,6 +71,16 @@ class Reader(Protocol):
     def shares_file(self) -> bool:
         """Its runs share one file (a database): a run picked has no path of its own."""
     @property
+    def describe(self) -> Describe | None:
+        """Its runs' listing rows from their store's bookkeeping; None: each dated by its file."""
+    @property
+    def copies_beside(self) -> bool:
+        """Its writer may leave a byte-identical copy beside a log (mmengine's scalars.json and
+        <timestamp>.json): the copies in one folder are one run."""
+    @property
+    def record_name(self) -> str | None:
+        """The file name of postmortem's own record of a run in this format (beside manifest.json)."""
+    @property
     def shown(self) -> int:
         """Its place among --format's names."""
     @property
@@ -98,6 +109,9 @@ class Entry:
     table: bool = False
     structured: bool = True
     shares_file: bool = False
+    describe: Describe | None = None
+    copies_beside: bool = False
+    record_name: str | None = None
     shown: int = LAST
     listed: int = LAST
 
@@ -170,20 +184,22 @@ def _side_file(cand: Candidate, source: Source, manifest: RunManifest | None, st
 # The order files are recognised in: it decides an ambiguous file (a JSON file with a step key
 # and a log_history is a trainer state; a metrics.csv in version_N/ is Lightning's).
 REGISTRY: list[Reader] = [
-    Entry("wandb", recognise.is_wandb, built(_wandb), group=grouping.wandb_runs, shown=8, listed=3),
+    Entry("wandb", recognise.is_wandb, built(_wandb), group=grouping.wandb_runs,
+          describe=storerows.wandb_run, shown=8, listed=3),
     Entry("mlflow-db", recognise.is_mlflow_db, built(_mlflow_db), group=grouping.mlflow_db_runs,
-          file_runs=grouping.database_file, shares_file=True, shown=7, listed=5),
+          file_runs=grouping.database_file, shares_file=True, describe=storerows.mlflow_db, shown=7, listed=5),
     Entry("mlflow", lambda probe: None, built(_mlflow), group=grouping.mlflow_runs,
-          folders=mlflow.find_file_store_runs, shown=6, listed=4),
+          folders=mlflow.find_file_store_runs, describe=storerows.mlflow_file_store, shown=6, listed=4),
     Entry("parquet", recognise.is_parquet, _table(tables.read_parquet), table=True, shown=2),
     Entry("tensorboard", recognise.is_tensorboard, built(_events), group=grouping.tensorboard_runs,
-          shown=5, listed=1),
+          describe=storerows.tensorboard_run, shown=5, listed=1),
     Entry("side-files", recognise.is_side_file, _side_file, formats=()),
     Entry("hf-trainer-state", recognise.is_trainer_state, built(_trainer_state),
           group=grouping.trainer_state_runs, shown=3, listed=0),
-    Entry("jsonl", recognise.is_jsonl, _table(tables.read_jsonl), table=True, shown=0),
+    Entry("jsonl", recognise.is_jsonl, _table(tables.read_jsonl), table=True, describe=storerows.jsonl,
+          copies_beside=True, record_name="metrics.jsonl", shown=0),
     Entry("lightning", recognise.is_lightning, _lightning, group=grouping.lightning_runs,
-          file_runs=grouping.lightning_file, table=True, shown=4, listed=2),
+          file_runs=grouping.lightning_file, table=True, describe=storerows.lightning_run, shown=4, listed=2),
     Entry("csv", recognise.is_csv, _table(tables.read_csv), file_runs=grouping.csv_file, table=True, shown=1),
     Entry("text", recognise.is_text_log, built(_text), formats=tuple(textlogs.SNIFF), join=_pastes,
           forced=textlogs.looks_like_text, structured=False),
@@ -199,6 +215,12 @@ def formats() -> tuple[str, ...]:
 def table_formats() -> tuple[str, ...]:
     """The formats --step applies to."""
     return tuple(f for f in formats() if reader_of(f).table)
+
+
+def structured(fmt: str) -> bool:
+    """Whether `fmt` is a structured log's format (no text log's printed arguments to parse);
+    a format the registry does not read (an MLflow server's runs) is not."""
+    return any(fmt in r.formats and r.structured for r in REGISTRY)
 
 
 def reader_of(fmt: str) -> Reader:

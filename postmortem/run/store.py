@@ -34,10 +34,6 @@ class StoredRun:
             return "-"
         return datetime.fromtimestamp(self.start, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
-    def as_dict(self) -> dict[str, str | int | None]:
-        return {"id": self.id, "name": self.name, "start": self.start_text() if self.start else None,
-                "steps": self.steps, "status": self.status or None}
-
 
 _SHOWN = 40         # runs a refusal lists; a store of thousands is listed by `postmortem runs`
 

@@ -6,30 +6,15 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from postmortem.run.protowire import ProtoError, as_double, fields, submessages
+from postmortem.run.protowire import ProtoError, as_double, fields, plugin_data, records, submessages, text
 
 _HEAD = 4 << 20            # config events come first: only each file's head is looked at
 _TEXT_TAGS = {"args/text_summary": "TensorBoard args/text_summary",
               "model_config/text_summary": "TensorBoard model_config/text_summary"}
 HParam = float | str | bool | None     # a google.protobuf.Value that the hparams plugin writes
-
-
-def _records(data: bytes) -> Iterator[bytes]:
-    pos = 0
-    while pos + 12 <= len(data):
-        (length,) = struct.unpack_from("<Q", data, pos)
-        if pos + 16 + length > len(data):
-            return
-        yield data[pos + 12:pos + 12 + length]
-        pos += 16 + length
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
 
 
 def _hparam_value(raw: bytes) -> HParam:
@@ -38,8 +23,8 @@ def _hparam_value(raw: bytes) -> HParam:
         match field:
             case (2, 1, bytes() as number):
                 return as_double(number)
-            case (3, 2, bytes() as text):
-                return _text(text)
+            case (3, 2, bytes() as string):
+                return text(string)
             case (4, 0, int() as flag):
                 return bool(flag)
     return None
@@ -51,7 +36,7 @@ def _hparam_entry(entry: bytes) -> tuple[str | None, HParam]:
     for field in fields(entry):
         match field:
             case (1, 2, bytes() as k):
-                key = _text(k)
+                key = text(k)
             case (2, 2, bytes() as v):
                 value = _hparam_value(v)
     return key, value
@@ -72,41 +57,26 @@ def _session_hparams(content: bytes) -> dict[str, HParam]:
     return out
 
 
-def _plugin_data(metadata: bytes, plugin: str | None, content: bytes | None
-                 ) -> tuple[str | None, bytes | None]:
-    """SummaryMetadata.plugin_data (1): (plugin name 1, content 2), over what came before."""
-    for field in fields(metadata):
-        match field:
-            case (1, 2, bytes() as data):
-                for data_field in fields(data):
-                    match data_field:
-                        case (1, 2, bytes() as name):
-                            plugin = _text(name)
-                        case (2, 2, bytes() as c):
-                            content = c
-    return plugin, content
-
-
 def _value_config(value: bytes) -> tuple[str | None, dict[str, Any]]:
     """One Summary.Value: (where, config) for a hparams session start or an HF text summary."""
-    tag, plugin, content, text = None, None, None, None
+    tag, plugin, content, summary = None, None, None, None
     for field in fields(value):
         match field:
             case (1, 2, bytes() as t):
-                tag = _text(t)
+                tag = text(t)
             case (9, 2, bytes() as metadata):                # SummaryMetadata
-                plugin, content = _plugin_data(metadata, plugin, content)
+                plugin, content = plugin_data(metadata, plugin, content)
             case (8, 2, bytes() as tensor):                  # TensorProto.string_val (8)
                 for tensor_field in fields(tensor):
                     match tensor_field:
                         case (8, 2, bytes() as string):
-                            text = string
+                            summary = string
     if plugin == "hparams" and content:
         hp = _session_hparams(content)
         return ("TensorBoard hparams", hp) if hp else (None, {})
-    if tag in _TEXT_TAGS and text:
+    if tag in _TEXT_TAGS and summary:
         try:
-            cfg = json.loads(text)
+            cfg = json.loads(summary)
         except (ValueError, RecursionError):
             return None, {}
         return (_TEXT_TAGS[tag], cfg) if isinstance(cfg, dict) else (None, {})
@@ -125,7 +95,7 @@ def tensorboard_configs(files: list[Path]) -> list[tuple[str, dict[str, Any]]]:
         if b"hparams" not in data and b"text_summary" not in data:
             continue
         try:
-            for rec in _records(data):
+            for rec in records(data):
                 for summary in submessages(rec, 5):                # Event.summary
                     for value in submessages(summary, 1):          # Summary.value
                         where, cfg = _value_config(value)

@@ -25,8 +25,11 @@ from postmortem.run.protowire import (
     crc32c_columns,
     fields,
     masked,
+    plugin_data,
     read_varint,
+    record_starts,
     submessages,
+    text,
 )
 
 try:  # C speed for large records; the numpy route below works without it
@@ -34,7 +37,6 @@ try:  # C speed for large records; the numpy route below works without it
 except ImportError:  # pragma: no cover
     google_crc32c = None
 
-_U64 = struct.Struct("<Q")
 # TensorProto dtypes we read as scalars.
 _DT_FLOAT, _DT_DOUBLE, _DT_HALF, _DT_INT32, _DT_INT64, _DT_BFLOAT16 = 1, 2, 19, 3, 9, 14
 # {tag: (record numbers, steps, values)}, each a list of the chunks read so far.
@@ -104,19 +106,7 @@ def _frame_records(buf: np.ndarray, path: Path, source: Source, final: bool
         if end > len(buf) or (len(offsets) and offsets[-1] >= end):
             offsets = offsets[:-1]
     else:
-        raw = buf.data
-        n = len(buf)
-        unpack = _U64.unpack_from
-        found: list[int] = []
-        append = found.append
-        end = 0
-        while end + 12 <= n:
-            length = unpack(raw, end)[0]
-            if end + 16 + length > n:
-                break
-            append(end)
-            end += 16 + length
-        offsets = np.array(found, dtype=np.int64)
+        offsets = np.array(record_starts(buf.data), dtype=np.int64)
     lengths = buf[offsets[:, None] + np.arange(8)].copy().view("<u8").ravel().astype(np.int64)
     end = int(offsets[-1] + 16 + lengths[-1]) if len(offsets) else 0
     if final and end != len(buf):
@@ -257,10 +247,6 @@ def _tensor_scalar(raw: bytes) -> float | None:
     return float(vals[0]) if len(vals) == 1 else None
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
 def _value_scalar(value: bytes) -> tuple[str, float] | None:
     """One Summary.Value: (tag, scalar) when it holds a scalar of the scalars plugin."""
     tag: str | None = None
@@ -269,15 +255,13 @@ def _value_scalar(value: bytes) -> tuple[str, float] | None:
     for field in fields(value):
         match field:
             case (1, 2, bytes() as t):
-                tag = _text(t)
+                tag = text(t)
             case (2, 5, bytes() as simple):
                 scalar = as_float(simple)
             case (8, 2, bytes() as tensor):
                 scalar = _tensor_scalar(tensor)
             case (9, 2, bytes() as metadata):               # SummaryMetadata.plugin_data.plugin_name
-                for data in submessages(metadata, 1):
-                    for name in submessages(data, 1):
-                        plugin = _text(name)
+                plugin, _ = plugin_data(metadata, plugin)
     if tag is not None and scalar is not None and plugin in (None, "scalars"):
         return tag, scalar
     return None

@@ -8,9 +8,10 @@ import pytest
 
 from postmortem.cli.options import format_names
 from postmortem.errors import RunReadError
-from postmortem.run import read_run, readers
+from postmortem.run import discover, listing, logconfig, read_run, readers, storerows
 from postmortem.run.assemble import Series
 from postmortem.run.model import RunLog
+from postmortem.run.store import SeveralRuns
 
 # --- a format of our own, registered the way a new one would be --------------------------
 
@@ -123,3 +124,68 @@ def test_every_entry_reads_a_run_into_a_runlog(tmp_path):
         log = read_run(path)
         assert isinstance(log, RunLog) and "loss" in log.frame, path
         assert fmt is None or log.source.format == fmt
+
+
+# --- what the registry answers beyond reading: config, listing, copies ---------------------
+
+CONF_MAGIC = b"#toyconf 1\n"
+
+
+def toyconf_series(cand, source):
+    """Like the toy format, with `#` lines of its own (a printed Namespace among them)."""
+    rows = [line.split() for line in cand.files[0].read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    steps = np.array([int(r[0]) for r in rows])
+    return [Series("loss", np.arange(len(rows)), steps, np.array([float(r[1]) for r in rows]))]
+
+
+def toyconf_row(cand, base, run):
+    run.name = f"toy run {cand.files[0].stem}"
+    return run
+
+
+TOYCONF = readers.Entry("toyconf", lambda probe: "toyconf" if probe.head.startswith(CONF_MAGIC) else None,
+                        readers.built(toyconf_series), describe=storerows.each(toyconf_row),
+                        copies_beside=True)
+
+
+@pytest.fixture
+def toyconf_registered(monkeypatch):
+    at = [r.name for r in readers.REGISTRY].index("text")
+    monkeypatch.setattr(readers, "REGISTRY", [*readers.REGISTRY[:at], TOYCONF, *readers.REGISTRY[at:]])
+
+
+def toyconf_file(path):
+    path.write_bytes(CONF_MAGIC + b"#Namespace(lr=0.25, batch_size=7)\n"
+                     + "".join(f"{s} {3.0 - s / 10}\n" for s in range(10)).encode())
+    return path
+
+
+def test_a_new_structured_format_gets_no_text_log_argument_parsing(tmp_path, toyconf_registered):
+    log = read_run(toyconf_file(tmp_path / "train.toy"))
+    assert log.source.format == "toyconf" and log.frame["step"].iloc[-1] == 9
+    assert [where for where, _ in logconfig.configs(log)] == []
+    # the same line in a text log is its printed arguments
+    text = tmp_path / "train.log"
+    text.write_text("Namespace(lr=0.25, batch_size=7)\n" + "".join(
+        f"step {s} | loss: {3 - s / 10:.3f} | lr: 1e-3\n" for s in range(20)))
+    assert ("the log's printed arguments", {"lr": 0.25, "batch_size": 7}) in logconfig.configs(read_run(text))
+
+
+def test_a_new_format_is_listed_by_its_own_describe(tmp_path, toyconf_registered):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        toyconf_file(tmp_path / name / f"{name}.toy")
+    with pytest.raises(SeveralRuns) as refused:
+        read_run(tmp_path)
+    assert sorted((r.id, r.name) for r in refused.value.runs) == [("a", "toy run a"), ("b", "toy run b")]
+
+
+def test_a_new_format_whose_writer_leaves_copies_reads_them_once(tmp_path, toyconf_registered):
+    toyconf_file(tmp_path / "scalars.toy")
+    toyconf_file(tmp_path / "20240321_113341.toy")
+    log = read_run(tmp_path)
+    assert log.source.format == "toyconf" and log.frame["step"].iloc[-1] == 9
+    kept = discover.find_candidates(tmp_path)
+    assert len(kept) == 1 and kept[0].notes[0].endswith(".toy; read once"), kept
+    assert [r.name for r in listing.describe(kept, tmp_path)] == [f"toy run {kept[0].files[0].stem}"]

@@ -1,0 +1,126 @@
+"""What a store's own bookkeeping says of its runs, one hook a format (the registry's
+`describe`): MLflow's meta.yaml and runs table, W&B's time-stamped folders, TensorBoard's
+event-file names, Lightning's versions, a JSONL log's lines. run/listing.py asks the
+registry for the hook of each run's format; a format with none is dated by its file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from postmortem.run import mlflow, wandb
+from postmortem.run.store import StoredRun, from_stamp
+
+
+class CandidateView(Protocol):
+    """What the listing reads of a run candidate that discovery found (run/discover.py's)."""
+
+    @property
+    def format(self) -> str: ...
+    @property
+    def files(self) -> list[Path]: ...
+    @property
+    def root(self) -> Path: ...
+    @property
+    def run_id(self) -> str | None: ...
+
+
+# The rows of one format's runs, given each run's usual row (its id, its folder's names): a
+# batch, so that a database's runs table is read once for all its runs.
+Describe = Callable[[Sequence[CandidateView], Path, list[StoredRun]], list[StoredRun]]
+OneRow = Callable[[CandidateView, Path, StoredRun], StoredRun]
+
+
+def lines(path: Path, limit: int = 64 << 20) -> int | None:
+    """Lines of a small file (a table's rows); None for a large one (not worth the read here)."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except OSError:
+        return None
+
+
+def mtime(path: Path) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def rel(path: Path, base: Path) -> str:
+    if path == base:
+        return path.name or str(path)       # the store is the run: named as its folder
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.name
+
+
+def each(one: OneRow) -> Describe:
+    """A hook of one run at a time as a hook of a batch."""
+    def describe(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
+        return [one(c, base, run) for c, run in zip(cands, rows)]
+    return describe
+
+
+def _dated(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    f = c.files[0]
+    run.start = from_stamp(rel(f, base)) or mtime(f)
+    return run
+
+
+def _jsonl(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run = _dated(c, base, run)
+    run.steps = lines(c.files[0])
+    return run
+
+
+def _mlflow(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    return mlflow.file_store_listing(c.files[0]) or run
+
+
+def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    f = c.files[0]
+    run.name = wandb.run_name(f) or f.parent.name
+    run.aliases |= {run.name, f.parent.name}
+    run.start = from_stamp(f.parent.name) or mtime(f)
+    return run
+
+
+def _tensorboard(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.start = min((from_stamp(p.name) or mtime(p) or 0.0) for p in c.files)
+    return run
+
+
+def _lightning(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.name = "+".join(d.name for d in c.files) if len(c.files) > 1 else ""
+    run.aliases |= {d.name for d in c.files}
+    run.start = mtime(c.files[0] / "hparams.yaml") or mtime(c.files[0] / "metrics.csv")
+    rows = [lines(d / "metrics.csv") for d in c.files]
+    counted = [n for n in rows if n is not None]
+    run.steps = max(0, sum(counted) - len(rows)) if len(counted) == len(rows) else None
+    return run
+
+
+def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
+    """A database's runs from its runs table, read once a database (not from their folders)."""
+    tables: dict[Path, dict[str, StoredRun]] = {}
+    out = []
+    for c in cands:
+        if c.files[0] not in tables:
+            tables[c.files[0]] = mlflow.db_run_listing(c.files[0])
+        assert c.run_id is not None               # a database's candidate is one of its runs
+        out.append(tables[c.files[0]].get(c.run_id) or StoredRun(c.run_id))
+    return out
+
+
+dated = each(_dated)
+jsonl = each(_jsonl)
+mlflow_file_store = each(_mlflow)
+wandb_run = each(_wandb)
+tensorboard_run = each(_tensorboard)
+lightning_run = each(_lightning)
