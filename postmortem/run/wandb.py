@@ -12,7 +12,7 @@ from typing import Any
 from postmortem.errors import RunReadError
 from postmortem.run.assemble import Series, series_from_records
 from postmortem.run.model import Source
-from postmortem.run.protowire import ProtoError, fields, submessages
+from postmortem.run.protowire import ProtoError, fields, submessages, text
 
 MAGIC = b":W&B"
 _BLOCK = 32768
@@ -61,19 +61,15 @@ def _records(data: bytes, path: Path, source: Source) -> Iterator[bytes]:
             pending = None
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
 def _history_item(item: bytes) -> tuple[str, Any] | None:
     """HistoryItem: (key or nested keys joined by /, its value_json read), or None without both."""
     key, nested, vjson = None, [], None
     for field in fields(item):
         match field:
             case (1, 2, bytes() as k):
-                key = _text(k)
+                key = text(k)
             case (2, 2, bytes() as part):
-                nested.append(_text(part))
+                nested.append(text(part))
             case (16, 2, bytes() as v):
                 vjson = v
     name = key if key else "/".join(nested)
@@ -111,7 +107,7 @@ def run_name(path: Path, head: int = 1 << 18) -> str | None:
         for rec in _records(data, path, Source("wandb", str(path))):
             for run in submessages(rec, _REC_RUN):
                 names = list(submessages(run, _RUN_DISPLAY_NAME))
-                return _text(names[0]) if names else None
+                return text(names[0]) if names else None
     except (OSError, ProtoError, RunReadError):
         return None
     return None
