@@ -5,16 +5,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from postmortem.diagnose.detectors.cascades import scaler_events
+from postmortem.diagnose.detectors.cascades import ScaleDrop, ScalerEvents, scaler_events
 from postmortem.diagnose.detectors.divergence import divergence
 from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes
 from postmortem.diagnose.detectors.loss_spikes import loss_spikes
-from postmortem.diagnose.detectors.resumes import resumes
+from postmortem.diagnose.detectors.resumes import Resume, resumes
 from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
 from postmortem.diagnose.models import Check
 from postmortem.diagnose.nan import nan_rows, overflow_rows, scaler_idle, skip_counts
@@ -24,13 +24,22 @@ from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
 
+class OtherRun(NamedTuple):
+    """Another run over the same data in the same order, as an incident is matched against
+    it: its loss and grad-norm spikes and the first and last step it logged."""
+
+    run_id: str
+    spikes: list[Event]
+    first_step: int
+    last_step: int
+
+
 @dataclass
 class Context:
     log: RunLog
     th: Thresholds = field(default_factory=Thresholds)
-    # other runs over the same data in the same order: (run id, their loss and grad-norm
-    # spikes, the first and last step they logged)
-    others: list = field(default_factory=list)
+    # other runs over the same data in the same order
+    others: list[OtherRun] = field(default_factory=list)
     # tree A's and tree B's outcomes, once walked (trees.walk): several patterns weigh them
     checks: list[Check] = field(default_factory=list)
     # what several checks ask of the same run, kept once asked
@@ -205,8 +214,8 @@ class Context:
         return grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
-    def scaler(self):
-        """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
+    def scaler(self) -> ScalerEvents:
+        """What the loss scaler did (cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
         cascades, probes, drops = scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
@@ -218,7 +227,7 @@ class Context:
             host.notes.floor, host.notes.persistent_step = p.notes.scale_to, p.step
             host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
         cascades.sort(key=lambda c: (c.segment, c.step))
-        return self._within_collapse(cascades), probes, drops
+        return ScalerEvents(self._within_collapse(cascades), probes, drops)
 
     def _within_collapse(self, cascades: list) -> list:
         """Cascades while the scale stays below 1 after a persistent overflow are that same
@@ -256,19 +265,19 @@ class Context:
         return scaler_idle(self.log)
 
     @property
-    def cascades(self):
-        return self.scaler[0]
+    def cascades(self) -> list[Event]:
+        return self.scaler.cascades
 
     @property
     def probes(self) -> list[int]:
         """Steps of the loss scaler's routine probes (an isolated overflow)."""
-        return self.scaler[1]
+        return self.scaler.probes
 
     @property
-    def scale_drops(self) -> list[dict]:
+    def scale_drops(self) -> list[ScaleDrop]:
         """Falls of the loss scale across a hole in the log: no cascade, it may have taken
         the whole hole."""
-        return self.scaler[2]
+        return self.scaler.drops
 
     @cached_property
     def overflows(self) -> np.ndarray:
@@ -279,7 +288,7 @@ class Context:
         return divergence(self.log, self.th)
 
     @cached_property
-    def resumes(self):
+    def resumes(self) -> list[Resume]:
         return resumes(self.log, self.th)
 
     @cached_property
@@ -287,12 +296,12 @@ class Context:
         """Non-finite rows that are not a loss scaler's skipped step."""
         return nan_rows(self.log) & ~self.overflows
 
-    def as_other(self) -> tuple:
+    def as_other(self) -> OtherRun:
         """What another run's incidents are matched against: this run's loss and grad-norm
         spikes and the steps it covers."""
         steps = self.frame.step
-        return (self.log.run_id, self.loss_spikes + self.grad_spikes,
-                int(steps.min()) if len(steps) else 0, int(steps.max()) if len(steps) else -1)
+        return OtherRun(self.log.run_id, self.loss_spikes + self.grad_spikes,
+                        int(steps.min()) if len(steps) else 0, int(steps.max()) if len(steps) else -1)
 
     @property
     def ln_v(self) -> float | None:

@@ -203,8 +203,8 @@ def restart_before(ctx: Context, ev: Event) -> Restart | None:
     """The last restart of the incident's segment at most `after_resume_steps` before it."""
     found = None
     for r in ctx.resumes:
-        if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
-            found = Restart(ev.step - r["step"], r["step"], r["how"])
+        if 0 <= ev.step - r.step <= ctx.th.after_resume_steps and r.segment == ev.segment:
+            found = Restart(ev.step - r.step, r.step, r.how)
     return found
 
 
@@ -239,13 +239,13 @@ def _nonfinite(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
 
 def _other_runs(f: Features, ctx: Context, ev: Event) -> None:
     """Other runs over the same data: those spiking at this step too, those calm here."""
-    for run_id, spikes, first, last in ctx.others:
-        match = [o for o in spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
+    for other in ctx.others:
+        match = [o for o in other.spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
         if match:
             o = min(match, key=lambda o: abs(o.step - ev.step))
-            f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
-        elif ev.kind == "spike" and first <= ev.step <= last:     # it got there and stayed calm
-            f.not_there.append(run_id)
+            f.same_step.append(f"{other.run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
+        elif ev.kind == "spike" and other.first_step <= ev.step <= other.last_step:     # it got there and stayed calm
+            f.not_there.append(other.run_id)
 
 
 def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
