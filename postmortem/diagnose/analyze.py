@@ -11,11 +11,10 @@ import numpy as np
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
+from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary
 from postmortem.diagnose.nocause import why_no_cause
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
-from postmortem.diagnose.signature import Signature, of_incident
 from postmortem.diagnose.symptoms import symptoms
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.diagnose.trees import walk
@@ -217,14 +216,3 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence
                                    facts_from=dict(ctx.facts.read_from)),
                     checks=checks, incidents=incidents)
 
-
-def signature_of_run(log: RunLog, step: int | None = None, pattern: str | None = None) -> Signature:
-    """The signature of a run's incident (the largest, or the one at `step`); with no
-    incident, one that knows only the pattern and dtype. Here, not in signature.py: the
-    knowledge base reads signatures and never runs an analysis."""
-    incidents = analyze(log).incidents
-    if step is not None:
-        incidents = [i for i in incidents if i.step == step] or incidents
-    if not incidents:
-        return Signature(pattern=pattern, dtype=log.dtype, rise=None)
-    return of_incident(incidents[worst(incidents)], log.manifest, pattern)
