@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
+import pandas as pd
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary
+from postmortem.diagnose.models import Analysis, Check, Incident, IncidentKind, RelatedEvent, RunSummary
 from postmortem.diagnose.nocause import why_no_cause
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
@@ -42,7 +43,7 @@ def _nan_events(ctx: Context) -> list[Event]:
     return out
 
 
-def _what(f, row: int | np.integer) -> str:
+def _what(f: pd.DataFrame, row: int | np.integer) -> str:
     """The metric that went non-finite at `row`: the loss first, then the grad norm."""
     for name in ("loss", "grad_norm"):
         if name in f:
@@ -52,7 +53,7 @@ def _what(f, row: int | np.integer) -> str:
     return "nan_iterations" if "nan_iterations" in f else "loss"
 
 
-def _bad_start(ctx: Context, checks) -> list[Event]:
+def _bad_start(ctx: Context, checks: list[Check]) -> list[Event]:
     """A run that never started right (tree A's A1/A2 failed) is an incident of its own."""
     status = {c.id: c.status for c in checks}
     # A large first grad norm alone is normal for some models (LLaMA's first steps); with
@@ -95,7 +96,7 @@ def _joins(m: Merged, e: Event, first: bool = False) -> None:
     m.join(kind, e, f"{kind} at step {e.step}", first)
 
 
-def incident_events(ctx: Context, checks) -> list[Merged]:
+def incident_events(ctx: Context, checks: list[Check]) -> list[Merged]:
     """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
     lead = _nan_events(ctx) + [_stays_up(ctx, e) for e in ctx.loss_spikes] + ctx.divergences

@@ -146,7 +146,7 @@ def lr_off_trend(steps: np.ndarray, lr: np.ndarray, lo: float, hi: float, ratio:
     return None, StepSpan(int(steps[idx[0]]), int(steps[idx[-1]]))
 
 
-def _near(steps, lo, hi):
+def _near(steps: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (steps >= lo) & (steps <= hi)
 
 
