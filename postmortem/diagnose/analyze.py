@@ -8,14 +8,14 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 import numpy as np
+import pandas as pd
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event, overlaps
-from postmortem.diagnose.models import Analysis, Incident, IncidentKind, RelatedEvent, RunSummary, worst
+from postmortem.diagnose.models import Analysis, Check, Incident, IncidentKind, RelatedEvent, RunSummary
 from postmortem.diagnose.nocause import why_no_cause
 from postmortem.diagnose.patterns import lr_off_trend, nearest_cascade, rank
 from postmortem.diagnose.series import between
-from postmortem.diagnose.signature import Signature, of_incident
 from postmortem.diagnose.symptoms import symptoms
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.diagnose.trees import walk
@@ -43,7 +43,7 @@ def _nan_events(ctx: Context) -> list[Event]:
     return out
 
 
-def _what(f, row: int | np.integer) -> str:
+def _what(f: pd.DataFrame, row: int | np.integer) -> str:
     """The metric that went non-finite at `row`: the loss first, then the grad norm."""
     for name in ("loss", "grad_norm"):
         if name in f:
@@ -53,7 +53,7 @@ def _what(f, row: int | np.integer) -> str:
     return "nan_iterations" if "nan_iterations" in f else "loss"
 
 
-def _bad_start(ctx: Context, checks) -> list[Event]:
+def _bad_start(ctx: Context, checks: list[Check]) -> list[Event]:
     """A run that never started right (tree A's A1/A2 failed) is an incident of its own."""
     status = {c.id: c.status for c in checks}
     # A large first grad norm alone is normal for some models (LLaMA's first steps); with
@@ -96,7 +96,7 @@ def _joins(m: Merged, e: Event, first: bool = False) -> None:
     m.join(kind, e, f"{kind} at step {e.step}", first)
 
 
-def incident_events(ctx: Context, checks) -> list[Merged]:
+def incident_events(ctx: Context, checks: list[Check]) -> list[Merged]:
     """Tree B's events merged into incidents: a NaN, loss spike or divergence leads;
     grad-norm spikes and loss-scale cascades attach to a near one or stand alone."""
     lead = _nan_events(ctx) + [_stays_up(ctx, e) for e in ctx.loss_spikes] + ctx.divergences
@@ -217,14 +217,3 @@ def analyze(log: RunLog, thresholds: Thresholds | None = None, against: Sequence
                                    facts_from=dict(ctx.facts.read_from)),
                     checks=checks, incidents=incidents)
 
-
-def signature_of_run(log: RunLog, step: int | None = None, pattern: str | None = None) -> Signature:
-    """The signature of a run's incident (the largest, or the one at `step`); with no
-    incident, one that knows only the pattern and dtype. Here, not in signature.py: the
-    knowledge base reads signatures and never runs an analysis."""
-    incidents = analyze(log).incidents
-    if step is not None:
-        incidents = [i for i in incidents if i.step == step] or incidents
-    if not incidents:
-        return Signature(pattern=pattern, dtype=log.dtype, rise=None)
-    return of_incident(incidents[worst(incidents)], log.manifest, pattern)

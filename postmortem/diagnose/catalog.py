@@ -12,9 +12,12 @@ the document linter and the editor read the ids and remedies from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from postmortem.numbers import number
+
+if TYPE_CHECKING:
+    from postmortem.diagnose.patterns import Rule
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class Pattern:
     panels: tuple[str, ...]            # where its evidence shows, first the one to look at
     # rules(ctx, *, ev=the incident's event, f=its measured Features, e=the Weighing it adds
     # observations to) -> None: named at the call, so no rule takes them in the wrong order
-    rules: Callable[..., None]
+    rules: Rule
     discriminate: str                  # the experiment that tells it apart
     arms: tuple[str, ...]              # replay arm ids that test it (postmortem/replay)
     remedies: tuple[str, ...]

@@ -5,48 +5,62 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
-from postmortem.diagnose.detectors.cascades import scaler_events
+from postmortem.diagnose.detectors.cascades import ScaleDrop, ScalerEvents, scaler_events
 from postmortem.diagnose.detectors.divergence import divergence
 from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes
-from postmortem.diagnose.detectors.loss_spikes import loss_spikes
-from postmortem.diagnose.detectors.resumes import resumes
+from postmortem.diagnose.detectors.loss_spikes import Unjudged, loss_spikes
+from postmortem.diagnose.detectors.resumes import Resume, resumes
 from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
 from postmortem.diagnose.models import Check
 from postmortem.diagnose.nan import nan_rows, overflow_rows, scaler_idle, skip_counts
-from postmortem.diagnose.scaler import persistent, regime
+from postmortem.diagnose.scaler import Regime, persistent, regime
 from postmortem.diagnose.series import between, effective_history, interval, segment_rows
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
+from postmortem.run.model import RunConfig
+
+# a column's (steps, values), read-only
+Logged = tuple[np.ndarray, np.ndarray]
+
+
+class OtherRun(NamedTuple):
+    """Another run over the same data in the same order, as an incident is matched against
+    it: its loss and grad-norm spikes and the first and last step it logged."""
+
+    run_id: str
+    spikes: list[Event]
+    first_step: int
+    last_step: int
 
 
 @dataclass
 class Context:
     log: RunLog
     th: Thresholds = field(default_factory=Thresholds)
-    # other runs over the same data in the same order: (run id, their loss and grad-norm
-    # spikes, the first and last step they logged)
-    others: list = field(default_factory=list)
+    # other runs over the same data in the same order
+    others: list[OtherRun] = field(default_factory=list)
     # tree A's and tree B's outcomes, once walked (trees.walk): several patterns weigh them
     checks: list[Check] = field(default_factory=list)
     # what several checks ask of the same run, kept once asked
-    _has: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _series: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _finite: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _rows: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _histories: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _around: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _has: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _series: dict[tuple[str, int | None], Logged] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _finite: dict[tuple[str, int | None], Logged] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _rows: dict[int, slice | np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _histories: dict[int, pd.DataFrame] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _around: dict[int, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
-    def frame(self):
+    def frame(self) -> pd.DataFrame:
         return self.log.frame
 
     @property
-    def config(self):
+    def config(self) -> RunConfig | None:
         return self.log.manifest.config if self.log.manifest else None
 
     def has(self, name: str) -> bool:
@@ -56,7 +70,7 @@ class Context:
             cache[name] = bool(name in self.frame and self.frame[name].notna().any())
         return cache[name]
 
-    def series(self, name: str, segment: int | None = None):
+    def series(self, name: str, segment: int | None = None) -> Logged:
         """(steps, values) of the rows where `name` has a value, in one segment or all;
         cached (several checks ask), read-only as pandas gives them."""
         cache = self._series
@@ -66,7 +80,7 @@ class Context:
             cache[name, segment] = steps, values
         return cache[name, segment]
 
-    def _logged(self, name: str, segment: int | None):
+    def _logged(self, name: str, segment: int | None) -> Logged:
         col = self.frame[name]
         if not isinstance(col.dtype, np.dtype) or col.dtype.kind not in "fiub":
             # an object or extension column: filtered as pandas filters it
@@ -80,7 +94,7 @@ class Context:
             return steps, values
         return steps[keep], values[keep]
 
-    def finite(self, name: str, segment: int | None = None):
+    def finite(self, name: str, segment: int | None = None) -> Logged:
         """`series` without its non-finite values, cached (several checks ask): read-only."""
         cache = self._finite
         if (name, segment) not in cache:
@@ -99,7 +113,7 @@ class Context:
             cache[segment] = segment_rows(self.frame.segment.to_numpy(), segment)
         return cache[segment]
 
-    def history(self, segment: int):
+    def history(self, segment: int) -> pd.DataFrame:
         """The effective history of a segment (see series.effective_history), cached."""
         cache = self._histories
         if segment not in cache:
@@ -196,17 +210,17 @@ class Context:
         return [e for e in self._spikes_found if self._unfinished(e)]
 
     @cached_property
-    def unjudged_rises(self) -> list:
+    def unjudged_rises(self) -> Unjudged:
         """(step, points before it, segment) of loss rises too early in a log to judge."""
         return []
 
     @cached_property
-    def grad_spikes(self):
+    def grad_spikes(self) -> list[Event]:
         return grad_norm_spikes(self.log, self.th, self.history)
 
     @cached_property
-    def scaler(self):
-        """(cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
+    def scaler(self) -> ScalerEvents:
+        """What the loss scaler did (cascades, probes, drops); a persistent overflow (scaler.persistent) is a cascade
         of its own, or marks the cascade it is part of."""
         cascades, probes, drops = scaler_events(self.log, self.th, self.skips)
         for p in persistent(self.log, self.th, self.skips):
@@ -218,9 +232,9 @@ class Context:
             host.notes.floor, host.notes.persistent_step = p.notes.scale_to, p.step
             host.step, host.peak_step = min(host.step, p.step), max(host.peak_step, p.peak_step)
         cascades.sort(key=lambda c: (c.segment, c.step))
-        return self._within_collapse(cascades), probes, drops
+        return ScalerEvents(self._within_collapse(cascades), probes, drops)
 
-    def _within_collapse(self, cascades: list) -> list:
+    def _within_collapse(self, cascades: list[Event]) -> list[Event]:
         """Cascades while the scale stays below 1 after a persistent overflow are that same
         overflow going on (counted on it), not incidents of their own."""
         out: list[Event] = []
@@ -234,7 +248,7 @@ class Context:
             host.notes.skipped = (host.notes.skipped or 0) + (c.notes.skipped or 0) or None
         return out
 
-    def scale_before(self, c) -> float:
+    def scale_before(self, c: Event) -> float:
         """The last logged loss scale at or before a cascade's first step (inf where none)."""
         steps, sc = self.finite("loss_scale", c.segment) if self.has("loss_scale") else ((), ())
         k = int(np.searchsorted(steps, c.step, side="right")) - 1 if len(steps) else -1
@@ -246,7 +260,7 @@ class Context:
         return np.maximum(skip_counts(self.log), self.overflows)   # (one skip, counted or seen as inf)
 
     @cached_property
-    def scale_regime(self):
+    def scale_regime(self) -> Regime:
         """Static or dynamic loss scaling (scaler.regime)."""
         return regime(self.log, self.skips)
 
@@ -256,30 +270,30 @@ class Context:
         return scaler_idle(self.log)
 
     @property
-    def cascades(self):
-        return self.scaler[0]
+    def cascades(self) -> list[Event]:
+        return self.scaler.cascades
 
     @property
     def probes(self) -> list[int]:
         """Steps of the loss scaler's routine probes (an isolated overflow)."""
-        return self.scaler[1]
+        return self.scaler.probes
 
     @property
-    def scale_drops(self) -> list[dict]:
+    def scale_drops(self) -> list[ScaleDrop]:
         """Falls of the loss scale across a hole in the log: no cascade, it may have taken
         the whole hole."""
-        return self.scaler[2]
+        return self.scaler.drops
 
     @cached_property
     def overflows(self) -> np.ndarray:
         return overflow_rows(self.log)
 
     @cached_property
-    def divergences(self):
+    def divergences(self) -> list[Event]:
         return divergence(self.log, self.th)
 
     @cached_property
-    def resumes(self):
+    def resumes(self) -> list[Resume]:
         return resumes(self.log, self.th)
 
     @cached_property
@@ -287,12 +301,12 @@ class Context:
         """Non-finite rows that are not a loss scaler's skipped step."""
         return nan_rows(self.log) & ~self.overflows
 
-    def as_other(self) -> tuple:
+    def as_other(self) -> OtherRun:
         """What another run's incidents are matched against: this run's loss and grad-norm
         spikes and the steps it covers."""
         steps = self.frame.step
-        return (self.log.run_id, self.loss_spikes + self.grad_spikes,
-                int(steps.min()) if len(steps) else 0, int(steps.max()) if len(steps) else -1)
+        return OtherRun(self.log.run_id, self.loss_spikes + self.grad_spikes,
+                        int(steps.min()) if len(steps) else 0, int(steps.max()) if len(steps) else -1)
 
     @property
     def ln_v(self) -> float | None:
@@ -336,13 +350,13 @@ class Facts:
     from_trained: bool | None = None     # a fine-tune: starts from a trained model
     n_params: float | None = None        # the model's size, where known
     # where a fact was read when not from a config: {"dtype": "train.log: its lines say bf16"}
-    read_from: dict = field(default_factory=dict)
+    read_from: dict[str, str] = field(default_factory=dict)
 
 
 _FINETUNE = ("lora", "qlora", "peft", "sft", "finetune", "fine-tune", "fine_tune", "dpo", "grpo", "ppo")
 
 
-def _get(obj, *names):
+def _get(obj: Any, *names: str) -> Any:
     for name in names:
         v = getattr(obj, name, None)
         if v is None and isinstance(getattr(obj, "model_extra", None), dict):
@@ -396,7 +410,7 @@ def _configured(log: RunLog) -> Facts:
 DECAYS = ("cosine", "linear", "step", "exponential", "inverse_sqrt", "polynomial", "wsd", "cosine_with_restarts")
 
 
-def scheduled_lr(c, step: int) -> float | None:
+def scheduled_lr(c: Facts | RunConfig | None, step: int) -> float | None:
     """The LR a config promises at `step` (warmup, then cosine or linear decay), if it says
     enough."""
     if not c or not c.lr_max or c.schedule not in ("cosine", "linear", None) or not c.total_steps:

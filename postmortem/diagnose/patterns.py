@@ -6,12 +6,12 @@ contradiction plus one; weights are named fields of `Thresholds`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
 
-from postmortem.diagnose.catalog import CATALOG
+from postmortem.diagnose.catalog import CATALOG, Pattern
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.models import Confidence, Hypothesis, Observation
@@ -32,6 +32,25 @@ class Weighing:
     def add(self, supports: bool, weight: str | float, panel: str, text: str, half: bool = False) -> None:
         w = getattr(self.th, weight) if isinstance(weight, str) else float(weight)
         (self.support if supports else self.against).append((w / 2 if half else w, Observation(panel=panel, observation=text)))
+
+
+class Rule(Protocol):
+    """One pattern's rules (catalog.py): they look at the incident's event `ev` and its
+    measured features `f` and add observations to the weighing `e`. Keyword-only, so no
+    rule takes them in the wrong order."""
+
+    def __call__(self, ctx: Context, /, *, ev: Event, f: Features, e: Weighing) -> None: ...
+
+
+class Scored(NamedTuple):
+    """One pattern as `rank` scored it: its score, its place in the catalog (negated: the
+    earlier wins a tie), the weighing of its observations and the weight in support."""
+
+    score: float
+    order: int
+    pattern: Pattern
+    weighing: Weighing
+    support: float
 
 
 class LRJump(NamedTuple):
@@ -127,7 +146,7 @@ def lr_off_trend(steps: np.ndarray, lr: np.ndarray, lo: float, hi: float, ratio:
     return None, StepSpan(int(steps[idx[0]]), int(steps[idx[-1]]))
 
 
-def _near(steps, lo, hi):
+def _near(steps: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (steps >= lo) & (steps <= hi)
 
 
@@ -203,8 +222,8 @@ def restart_before(ctx: Context, ev: Event) -> Restart | None:
     """The last restart of the incident's segment at most `after_resume_steps` before it."""
     found = None
     for r in ctx.resumes:
-        if 0 <= ev.step - r["step"] <= ctx.th.after_resume_steps and r["segment"] == ev.segment:
-            found = Restart(ev.step - r["step"], r["step"], r["how"])
+        if 0 <= ev.step - r.step <= ctx.th.after_resume_steps and r.segment == ev.segment:
+            found = Restart(ev.step - r.step, r.step, r.how)
     return found
 
 
@@ -239,27 +258,27 @@ def _nonfinite(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
 
 def _other_runs(f: Features, ctx: Context, ev: Event) -> None:
     """Other runs over the same data: those spiking at this step too, those calm here."""
-    for run_id, spikes, first, last in ctx.others:
-        match = [o for o in spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
+    for other in ctx.others:
+        match = [o for o in other.spikes if abs(o.step - ev.step) <= ctx.th.cross_run_steps]
         if match:
             o = min(match, key=lambda o: abs(o.step - ev.step))
-            f.same_step.append(f"{run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
-        elif ev.kind == "spike" and first <= ev.step <= last:     # it got there and stayed calm
-            f.not_there.append(run_id)
+            f.same_step.append(f"{other.run_id} spikes at step {o.step} too ({o.metric} {number(o.window_mean)} -> {number(o.peak)})")
+        elif ev.kind == "spike" and other.first_step <= ev.step <= other.last_step:     # it got there and stayed calm
+            f.not_there.append(other.run_id)
 
 
 def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
     """Every pattern of the catalog scored for this incident, best first, and the confidence
     of the ranking: low when the best is weak, close to the next, or thinly supported."""
     feats = measure(ctx, ev)
-    scored = []
+    scored: list[Scored] = []
     for order, pattern in enumerate(CATALOG):
         e = Weighing(ctx.th)
         pattern.rules(ctx, ev=ev, f=feats, e=e)
         plus = sum(w for w, _ in e.support)
         minus = sum(w for w, _ in e.against)
         score = plus / (plus + minus + 1.0)
-        scored.append((score, -order, pattern, e, plus))
+        scored.append(Scored(score, -order, pattern, e, plus))
     scored.sort(key=lambda t: t[:2], reverse=True)
     hyps = [Hypothesis(pattern=p.id, rank=i + 1, score=round(s, 3),
                        supported_by=[o for _, o in e.support], contradicted_by=[o for _, o in e.against],
@@ -268,5 +287,5 @@ def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
     top = hyps[0].score
     margin = top - (hyps[1].score if len(hyps) > 1 else 0)
     low = (top < ctx.th.low_confidence_score or margin < ctx.th.low_confidence_margin
-           or scored[0][4] < ctx.th.low_confidence_support or ev.notes.sparse)
+           or scored[0].support < ctx.th.low_confidence_support or ev.notes.sparse)
     return hyps, "low" if low else "high"

@@ -4,9 +4,14 @@ without reading their runs again."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import AliasChoices, BaseModel, Field
 
-from postmortem.diagnose.models import Symptoms
+from postmortem.diagnose.models import Incident, Symptoms
+
+if TYPE_CHECKING:
+    from postmortem.run.model import RunManifest
 
 
 class Signature(BaseModel):
@@ -28,7 +33,7 @@ class Signature(BaseModel):
         return self.rise
 
 
-def phase_of(step: int | None, manifest) -> str | None:
+def phase_of(step: int | None, manifest: RunManifest | None) -> str | None:
     c = manifest.config if manifest else None
     if step is None or not c or not c.total_steps:
         return None
@@ -38,7 +43,7 @@ def phase_of(step: int | None, manifest) -> str | None:
     return "early" if third < 1 / 3 else "mid" if third < 2 / 3 else "late"
 
 
-def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int | None = None,
+def signature(pattern: str | None, sym: Symptoms, manifest: RunManifest | None = None, grad_lead: int | None = None,
               phase: str | None = None, rise: float | None = None, kind: str | None = None) -> Signature:
     """`rise`: the incident's own (the analysis'); without it (a document that carries no
     signature) the peak loss over the EMA before it stands in."""
@@ -50,7 +55,7 @@ def signature(pattern: str | None, sym: Symptoms, manifest=None, grad_lead: int 
                      grad_lead=grad_lead, rise=rise, recovery=rec)
 
 
-def grad_lead(incident) -> int | None:
+def grad_lead(incident: Incident) -> int | None:
     """How many steps the grad-norm spike came before the loss went up (0: together)."""
     for r in incident.related_events:
         if r.metric == "grad_norm" and r.kind == "spike":
@@ -58,7 +63,7 @@ def grad_lead(incident) -> int | None:
     return None
 
 
-def of_incident(inc, manifest=None, pattern: str | None = None) -> Signature:
+def of_incident(inc: Incident, manifest: RunManifest | None = None, pattern: str | None = None) -> Signature:
     """The signature of an incident already found (no second analysis)."""
     top = inc.hypotheses[0].pattern if inc.hypotheses else None
     return signature(pattern or top, inc.symptoms, manifest, grad_lead(inc), rise=inc.rise, kind=inc.shown_kind)

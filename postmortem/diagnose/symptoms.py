@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from postmortem.diagnose.context import Context
 from postmortem.diagnose.detectors.event import Event
@@ -12,7 +13,9 @@ from postmortem.diagnose.models import Symptoms
 from postmortem.diagnose.series import between, ema
 
 
-def _value_at(rows, name: str, step: int):
+def _value_at(rows: pd.DataFrame, name: str, step: int) -> Any:
+    """The last value of `name` at `step`: a float (None where not finite), or the text of a
+    text column; Symptoms' fields (validated) say which each is."""
     if name not in rows:
         return None
     at = between(rows, step, step)[name]

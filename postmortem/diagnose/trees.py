@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from postmortem.diagnose.context import DECAYS, Context
+from postmortem.diagnose.detectors.cascades import ScaleDrop
 from postmortem.diagnose.detectors.divergence import divergence_too_short, divergence_windows
 from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import cascade_words, persistent_words
@@ -281,7 +282,7 @@ def a_moments(ctx: Context) -> Outcome:
 def b_resume(ctx: Context) -> Outcome:
     if not ctx.resumes:
         return "pass", "one segment, no wall-clock gap"
-    shown = ", ".join(f"step {r['step']} ({r['how']})" for r in ctx.resumes[:4])
+    shown = ", ".join(f"step {r.step} ({r.how})" for r in ctx.resumes[:4])
     more = f" and {len(ctx.resumes) - 4} more" if len(ctx.resumes) > 4 else ""
     return "fail", f"{len(ctx.resumes)} restart(s): {shown}{more}"
 
@@ -382,12 +383,12 @@ def b_loss_scale(ctx: Context) -> Outcome:
         for e in ev[:4]) + f"; {routine}; {how}"
 
 
-def _scale_drops(drops: list[dict]) -> str:
+def _scale_drops(drops: list[ScaleDrop]) -> str:
     """The falls of the scale across a hole in the log, said as seen: not cascades."""
     if not drops:
         return ""
-    shown = ", ".join(f"{d['from']:g} -> {d['to']:g} ({d['halvings']:.0f} halvings) somewhere between "
-                      f"step {d['after']} and step {d['step']}" for d in drops[:4])
+    shown = ", ".join(f"{d.scale_from:g} -> {d.scale_to:g} ({d.halvings:.0f} halvings) somewhere between "
+                      f"step {d.after} and step {d.step}" for d in drops[:4])
     more = f" and {len(drops) - 4} more" if len(drops) > 4 else ""
     return f"; the scale fell {shown}{more}, with no line between: how fast is not known, so no cascade"
 

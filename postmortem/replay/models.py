@@ -4,7 +4,7 @@ that the document holds the same rows), and the child's messages."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -37,7 +37,10 @@ class ReplayResult(BaseModel):
     faithful_max_diff: float | None
     faithful: bool
     arms: dict[str, ArmResult]
-    probes: dict                     # the probes' own findings (per_token, layers, hashes, ...)
+    # the probes' own findings, by probe (replay/probes.py, each key there only where it ran):
+    # "per_token", "hashes", "layers", "first_nonfinite"; kept a dict, not a model, so the
+    # child's JSON stays as it is (a model would write the probes that did not run as null)
+    probes: dict[str, Any]
     evidence: list[Evidence]
     hypotheses: list[Hypothesis]
 

@@ -206,13 +206,15 @@ def test_a_draft_carries_its_signature_and_a_plain_learner():
 
 def test_similar_names_and_writes_the_rise_as_the_dashboard_does():
     """The dashboard's `rise x3.96` is `rise: ... (x3.96 vs x3.96)` in similar, not another ratio."""
-    from postmortem.diagnose.analyze import analyze, signature_of_run
+    from postmortem.diagnose.analyze import analyze
     from postmortem.diagnose.models import worst
+    from postmortem.diagnose.signature import of_incident
     from postmortem.kb.similar import find_similar
     from postmortem.numbers import rise
     log = read_run(RUN)
     incidents = analyze(log).incidents
     shown = rise(incidents[worst(incidents)].rise)          # as the dashboard's incidents table writes it
-    match = next(m for m in find_similar(ROOT, signature_of_run(log)) if m.path == EXAMPLE)
+    match = next(m for m in find_similar(ROOT, of_incident(incidents[worst(incidents)], log.manifest))
+                 if m.path == EXAMPLE)
     assert f"rise: match ({shown} vs {shown})" in match.why, match.why
     assert not any("peak_ratio" in w for w in match.why)

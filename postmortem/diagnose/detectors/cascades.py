@@ -4,6 +4,7 @@ the scale across a hole in the log."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -31,8 +32,30 @@ class Mark(NamedTuple):
     across: bool
 
 
-def scaler_events(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
-                  ) -> tuple[list[Event], list[int], list[dict]]:
+@dataclass(frozen=True)
+class ScaleDrop:
+    """A fall of the loss scale across a hole in the log (no line between the two rows): it
+    may have taken the whole hole, so no cascade. From `scale_from` on the line at step
+    `after` to `scale_to` at `step`."""
+
+    after: int | None
+    step: int
+    scale_from: float
+    scale_to: float
+    halvings: float
+    segment: int
+
+
+class ScalerEvents(NamedTuple):
+    """What the loss scaler did: its cascades, the steps of its routine probes, and the
+    falls of its scale across a hole in the log."""
+
+    cascades: list[Event]
+    probes: list[int]
+    drops: list[ScaleDrop]
+
+
+def scaler_events(log: RunLog, th: Thresholds, skips: np.ndarray | None = None) -> ScalerEvents:
     """The loss scaler's overflows, as (cascades, steps of routine probes, drops across a
     hole in the log).
 
@@ -53,11 +76,11 @@ def scaler_events(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
     sc_all = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else None
     has_scale = sc_all is not None and not np.isnan(sc_all).all()
     if not has_scale and not skips.any():
-        return [], [], []
+        return ScalerEvents([], [], [])
     first_step = int(f.step.iloc[0])
     cascades: list[Event] = []
     probes: list[int] = []
-    drops: list[dict] = []
+    drops: list[ScaleDrop] = []
     seg_all, st_all = f.segment.to_numpy(), f.step.to_numpy()
     for seg in segment_ids(seg_all):
         rows = segment_rows(seg_all, seg)
@@ -69,7 +92,7 @@ def scaler_events(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
             cascades += cascade
             probes += probe
             drops += drop
-    return cascades, probes, drops
+    return ScalerEvents(cascades, probes, drops)
 
 
 def _marks(st: np.ndarray, sk: np.ndarray, sc: np.ndarray | None, gap: float) -> list[Mark]:
@@ -112,7 +135,7 @@ def _startup(step: int, first_step: int, th: Thresholds, frm: float = np.nan) ->
 
 
 def _judge(cluster: list[Mark], seg: int, gap: float, f: pd.DataFrame, rows: slice | np.ndarray,
-           first_step: int, th: Thresholds) -> tuple[list[Event], list[int], list[dict]]:
+           first_step: int, th: Thresholds) -> ScalerEvents:
     """One cluster of marks as ([its cascade], [routine probes], [drops across a hole]),
     each list empty where it is none of them."""
     def startup(step: int, frm: float = np.nan) -> bool:
@@ -127,16 +150,16 @@ def _judge(cluster: list[Mark], seg: int, gap: float, f: pd.DataFrame, rows: sli
     frm0 = next((c[3] for c in cluster if np.isfinite(c[3])), np.nan)
     if holes and len(holes) == len(cluster) and halvings >= th.cascade_halvings and not startup(start, frm0):
         # fallen across a hole, then steady: how fast it fell is not known
-        return [], probes, [{"after": c[5], "step": c[0], "from": float(c[3]), "to": float(c[4]),
-                             "halvings": c[1], "segment": seg} for c in holes]
+        return ScalerEvents([], probes, [ScaleDrop(c.before, c.step, float(c.scale_from), float(c.scale_to),
+                                                   c.halvings, seg) for c in holes])
     # (the start-up calibration never takes the scale below 1: that is overflow)
     if (max(halvings, skipped) >= th.cascade_halvings or halvings >= 2 and _loss_jumps(
             f, rows, start, cluster[-1][0] + gap, th)) and (
             not startup(start, frm0) or min((c[4] for c in cluster if np.isfinite(c[4])), default=1.0) < 1.0):
-        return [_cascade(cluster, seg, halvings, skipped, th)], probes, []
+        return ScalerEvents([_cascade(cluster, seg, halvings, skipped, th)], probes, [])
     if not startup(start):
         probes.append(int(start))
-    return [], probes, []
+    return ScalerEvents([], probes, [])
 
 
 def _cascade(cluster: list[Mark], seg: int, halvings: float, skipped: float, th: Thresholds) -> Event:
@@ -193,8 +216,7 @@ def _past_probes(cluster: list[Mark], th: Thresholds) -> tuple[list[Mark], list[
     return cluster, []
 
 
-def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | None = None
-                            ) -> tuple[list[Event], list[int], list[dict]]:
+def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | None = None) -> ScalerEvents:
     """`scaler_events` one row at a time (slow: what the property test holds the vectorised
     one to): in each segment, every fall of the logged scale from the row before that has a
     positive scale, and every row's skipped steps, in step order, taken together while each
@@ -206,11 +228,11 @@ def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | Non
         skips = np.maximum(skip_counts(log), overflow_rows(log))
     scale = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else np.full(len(f), np.nan)
     if np.isnan(scale).all() and not skips.any():
-        return [], [], []
+        return ScalerEvents([], [], [])
     steps, segments = f.step.to_numpy(), f.segment.to_numpy()
     cascades: list[Event] = []
     probes: list[int] = []
-    drops: list[dict] = []
+    drops: list[ScaleDrop] = []
     for seg in sorted(set(segments.tolist())):
         rows = [r for r in range(len(f)) if segments[r] == seg]
         gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(steps[rows]))) if len(rows) > 1 else 0)
@@ -229,4 +251,4 @@ def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | Non
                 cluster.append(marks.pop(0))
             cascade, probe, drop = _judge(cluster, seg, gap, f, np.array(rows), int(steps[0]), th)
             cascades, probes, drops = cascades + cascade, probes + probe, drops + drop
-    return cascades, probes, drops
+    return ScalerEvents(cascades, probes, drops)
