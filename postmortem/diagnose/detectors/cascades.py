@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from postmortem.diagnose.detectors.event import Event, Notes
-from postmortem.diagnose.detectors.helpers import segment_ids
+from postmortem.diagnose.detectors.windows import segment_ids
 from postmortem.diagnose.nan import overflow_rows, skip_counts
 from postmortem.diagnose.series import interval, segment_rows
 from postmortem.diagnose.thresholds import Thresholds

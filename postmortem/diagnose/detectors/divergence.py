@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from postmortem.diagnose.detectors.event import Event, Notes
-from postmortem.diagnose.detectors.helpers import block, rolling_mean, segment_ids
+from postmortem.diagnose.detectors.windows import block, rolling_mean, segment_ids
 from postmortem.diagnose.series import interval, segment_rows, spacing, step_noise, widen
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog

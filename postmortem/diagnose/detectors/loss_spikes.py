@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from postmortem.diagnose.detectors.event import Event, Notes
-from postmortem.diagnose.detectors.helpers import (
+from postmortem.diagnose.detectors.windows import (
     History,
     block,
     could_stand_out,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from postmortem.diagnose.detectors.helpers import segment_ids
+from postmortem.diagnose.detectors.windows import segment_ids
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
