@@ -37,3 +37,12 @@ def screen_lines(app) -> list[str]:
             if int(row) < height and col + i < width:
                 lines[int(row)][col + i] = ch
     return ["".join(line).rstrip() for line in lines]
+
+
+async def footer_line(app, pilot, seconds=30.0) -> str:
+    """The footer's line once Textual has drawn it: the footer composes its keys after the
+    screen's bindings settle, a frame or more after the run is painted on a loaded machine."""
+    start = time.monotonic()
+    while not (line := screen_lines(app)[-1]) and time.monotonic() - start < seconds:
+        await pilot.pause(0.05)
+    return line

@@ -4,7 +4,7 @@ the footer) at 80x24, for the incident highlighted in the incidents table."""
 from pathlib import Path
 
 import pytest
-from pilots import opened, screen_lines
+from pilots import footer_line, opened, screen_lines
 from test_tui import spiky_run
 
 from postmortem.tui.app import PostmortemApp
@@ -68,7 +68,7 @@ async def test_at_80x24_the_causes_are_one_key_away_named_in_the_footer():
         await opened(app, pilot)
         await pilot.pause()
         assert not app.screen.query_one("#causes").display          # no room: the key instead
-        footer = screen_lines(app)[-1]
+        footer = await footer_line(app, pilot)
         assert "c Causes" in footer and "f1 Help" in footer, footer
         await pilot.press("c")
         assert isinstance(app.screen, CausesScreen)
