@@ -11,6 +11,7 @@ lines and HF console dicts, which keep their own line readers.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -54,7 +55,13 @@ KV_EQUALS = re.compile(r"([A-Za-z_][\w./]*)=(" + NUM + r")")
 # family -> the patterns of its progress and eval lines, whose hits vote for it: the
 # catalogue's (run/dialects/progress/, one module per framework); LINE_READERS keep a reader
 # of their own, the other families are read by the general reader.
-SNIFF = {**progress.families(), "metric-lines": ()}
+SNIFF = (*progress.family_names(), "metric-lines")
+
+
+@functools.cache
+def _sniff_table() -> dict[str, tuple[re.Pattern[str], ...]]:
+    """SNIFF's patterns, compiled the first time a text log is sniffed (not at import)."""
+    return {**progress.families(), "metric-lines": ()}
 MIN_HITS = 3
 # Dialects read by a line reader of their own; every other one by the general reader.
 LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe")
@@ -151,7 +158,7 @@ def _hits(groups: list[Group]) -> dict[str, int]:
     hits["fairseq-json"] = 0
     for g in groups:
         line = clean(g.text)
-        for dialect, patterns in SNIFF.items():
+        for dialect, patterns in _sniff_table().items():
             if any(p.search(line) for p in patterns):
                 hits[dialect] += len(g.rows)
         if FAIRSEQ_JSON.search(line) or FAIRSEQ_V09.search(line):

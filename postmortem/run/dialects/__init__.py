@@ -18,6 +18,7 @@ import importlib
 import pkgutil
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 Kind = Literal["progress", "eval", "overflow", "scale", "skipped", "resume", "checkpoint",
@@ -33,12 +34,19 @@ class Dialect:
     kind: Kind
     source: str                   # "microsoft/DeepSpeed v0.14.0 deepspeed/runtime/fp16/loss_scaler.py"
     format: str                   # the format string as the source writes it
-    pattern: re.Pattern[str]      # what matches a line it printed (named groups carry the values)
+    regex: str                    # what matches a line it printed (named groups carry the values)
+    flags: int = 0                # the regex's flags
     keywords: tuple[str, ...] = ()   # a cheap test before the pattern: one of them is in the line
     examples: tuple[str, ...] = field(default=())  # lines built from `format`, for the tests
     # a scaler message that prints only the scale after its change: the one before it is this
     # times that (apex amp halves: `self._loss_scale/2.`); None: not known, or printed (`prev_scale`)
     prev_factor: float | None = None
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """`regex` compiled, the first time a reader asks: the catalogue's ~100 patterns cost
+        tens of milliseconds to compile, and a run that is no text log needs none of them."""
+        return re.compile(self.regex, self.flags)
 
     def search(self, line: str) -> re.Match[str] | None:
         if self.keywords and not any(k in line for k in self.keywords):

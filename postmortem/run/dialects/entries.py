@@ -13,8 +13,6 @@ splices one of two number grammars into its patterns:
 
 from __future__ import annotations
 
-import re
-
 from postmortem.run.dialects import Dialect, Kind
 
 NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
@@ -31,7 +29,8 @@ def scale(name: str) -> str:
 def entry(id: str, framework: str, kind: Kind, source: str, format: str, pattern: str,
           examples: tuple[str, ...], keywords: tuple[str, ...] = (), flags: int = 0,
           prev_factor: float | None = None) -> Dialect:
-    """One dialect: `pattern` compiled with `flags`; `examples` are lines built from `format`."""
+    """One dialect: `pattern` (compiled with `flags` when first used); `examples` are lines
+    built from `format`."""
     return Dialect(id=id, framework=framework, kind=kind, source=source, format=format,
-                   pattern=re.compile(pattern, flags), keywords=keywords, examples=examples,
+                   regex=pattern, flags=flags, keywords=keywords, examples=examples,
                    prev_factor=prev_factor)

@@ -38,7 +38,7 @@ def entries() -> list[Dialect]:
     global _ENTRIES, _KEYWORDS
     if _ENTRIES is None:
         found = [d for d in catalogue() if d.kind in EVENT_KINDS]
-        _ENTRIES = sorted(found, key=lambda d: -len(d.pattern.pattern))
+        _ENTRIES = sorted(found, key=lambda d: -len(d.regex))
         progress = [e for d in catalogue() if d.kind in ("progress", "eval") for e in d.examples]
         _KEYWORDS = stems(sorted({k for d in found for k in d.keywords}), progress)
     return _ENTRIES

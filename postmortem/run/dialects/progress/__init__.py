@@ -20,6 +20,12 @@ def family(d: Dialect) -> str:
     return d.id.rsplit(".", 1)[0]
 
 
+def family_names() -> tuple[str, ...]:
+    """The families, in id order (the names a text log's format takes), nothing compiled."""
+    return tuple(dict.fromkeys(family(d) for d in sorted(catalogue("progress") + catalogue("eval"),
+                                                         key=lambda d: d.id)))
+
+
 def families() -> dict[str, tuple[re.Pattern[str], ...]]:
     """Family -> the patterns of its progress and eval lines, families in id order."""
     out: dict[str, list[re.Pattern[str]]] = {}
