@@ -13,10 +13,8 @@ from textual.binding import Binding
 
 from postmortem.tui import focus
 from postmortem.tui.dialogs import HelpScreen
-from postmortem.tui.help import describe
 from postmortem.tui.loader import Loader
 from postmortem.tui.screens.dashboard import DashboardScreen
-from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
 from postmortem.tui.session import Session
 
 if TYPE_CHECKING:
@@ -65,6 +63,7 @@ class PostmortemApp(App):
         session = self.session
         self.sub_title = session.run_path
         if self.picking:
+            from postmortem.tui.screens.picker import PickerScreen  # a store's runs only
             self.push_screen(PickerScreen(session.run_path, self.picking), self.picked)
             return
         if session.view is None and self.loader is None:
@@ -117,6 +116,7 @@ class PostmortemApp(App):
     def action_help(self, key: str = "f1") -> None:
         if isinstance(self.screen, HelpScreen):
             return
+        from postmortem.tui.help import describe  # on F1: not on the first frame's path
         self.push_screen(HelpScreen(describe(self.screen, self.focused)))
 
     def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
@@ -160,6 +160,7 @@ def run(path: str, format: str | None = None, device: str = "auto", against: Seq
     picking = None
     if loader is not None and why is not None:
         loader.close()
+        from postmortem.tui.screens.picker import runs_to_pick  # reads the settings, the store
         picking = runs_to_pick(path, format, why)          # a store of several runs: pick one
         if picking is None:
             print(f"postmortem: error: {why}", file=sys.stderr)
