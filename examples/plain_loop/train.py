@@ -237,6 +237,10 @@ def train(args) -> None:
         rec.close()
         tinydata.finished(out)                  # where it wrote, and what to type next
     if world > 1:
+        # only once every rank is through (rank 0 closes the record last): a rank that tears
+        # gloo down while another still works can abort at exit ("terminate called without an
+        # active exception", seen once in CI), as the replay's ranks wait too
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
