@@ -15,14 +15,14 @@ from postmortem.run.dialects.entries import entry
 
 register(
     entry("detectron2.checkpoint", "detectron2", "checkpoint",
-          "facebookresearch/fvcore fvcore/common/checkpoint.py (Checkpointer.load)",
+          "facebookresearch/fvcore v0.1.5 (the release detectron2 v0.6 pins) fvcore/common/checkpoint.py (Checkpointer.load)",
           'self.logger.info("[Checkpointer] Loading from {} ...".format(path))',
           r"\[Checkpointer\] Loading from (?P<path>\S+) \.\.\.",
           ("[Checkpointer] Loading from output/model_0004999.pth ...",),
           ("[Checkpointer] Loading from",)),
     # each checkpointable the file holds, after the model (DefaultTrainer: optimizer, scheduler)
     entry("detectron2.checkpointable", "detectron2", "checkpoint",
-          "facebookresearch/fvcore fvcore/common/checkpoint.py (Checkpointer.load, the checkpointables)",
+          "facebookresearch/fvcore v0.1.5 fvcore/common/checkpoint.py (Checkpointer.load, the checkpointables)",
           'self.logger.info("Loading {} from {} ...".format(key, path))',
           r"\bLoading (?P<what>\w+) from (?P<path>\S+) \.\.\.",
           # DefaultTrainer's checkpointables (engine/defaults.py: the optimizer, the scheduler,
@@ -33,7 +33,7 @@ register(
     # the loop's start: iteration N >= 1 after `resume_or_load(resume=True)` found a checkpoint
     # (`checkpoint.get("iteration", -1) + 1`); 0 is a fresh start and no event
     entry("detectron2.start_iter", "detectron2", "resume",
-          "facebookresearch/detectron2 detectron2/engine/train_loop.py (TrainerBase.train); "
+          "facebookresearch/detectron2 v0.6 detectron2/engine/train_loop.py (TrainerBase.train); "
           "tools/plain_train_net.py (do_train)",
           'logger.info("Starting training from iteration {}".format(self.start_iter))',
           r"Starting training from iteration (?P<step>[1-9]\d*)",

@@ -30,7 +30,7 @@ register(
 
 register(
     entry("mmengine.load_checkpoint", "mmengine", "checkpoint",
-          "open-mmlab/mmengine mmengine/runner/runner.py (Runner.load_checkpoint); open-mmlab/mmcv v1.x "
+          "open-mmlab/mmengine v0.x mmengine/runner/runner.py (Runner.load_checkpoint); open-mmlab/mmcv v1.x "
           "mmcv/runner/base_runner.py (BaseRunner.load_checkpoint)",
           "self.logger.info(f'Load checkpoint from {filename}')  |  "
           "self.logger.info('load checkpoint from %s', filename)",
