@@ -116,7 +116,7 @@ def entries(which: str, log=print) -> list[Entry]:
     for lab in json.loads((HERE / "labels" / "real_runs.json").read_text())["runs"]:
         if lab["section"] in sections:
             out.append(Entry(lab["run"], "real", SHARED / lab["path"], lab))
-    if sets.get("fresh_labels"):      # the fresh set: its own labels, paths under this repo
+    if sets.get("fresh_labels"):      # the fresh sets: their own labels, paths under this repo
         for lab in json.loads((HERE / sets["fresh_labels"]).read_text())["runs"]:
             out.append(Entry(lab["run"], "fresh", ROOT / lab["path"], lab))
     if sets.get("lab2_seeds"):
@@ -208,7 +208,7 @@ def table(rows: list[dict], tot: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", choices=["tuning", "reporting", "fresh"], required=True)
+    ap.add_argument("--set", choices=["tuning", "reporting", "fresh", "fresh2"], required=True)
     ap.add_argument("--json", action="store_true", help="also write benchmarks/results/accuracy-<set>.json")
     ap.add_argument("--only", default="", help="score only runs whose name contains this")
     args = ap.parse_args(argv)
