@@ -5,12 +5,14 @@ registry for the hook of each run's format; a format with none is dated by its f
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from postmortem.run import mlflow, wandb
+from postmortem.run.protowire import ProtoError, fields, records
 from postmortem.run.store import StoredRun, from_stamp
 
 
@@ -88,11 +90,50 @@ def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.name = wandb.run_name(f) or f.parent.name
     run.aliases |= {run.name, f.parent.name}
     run.start = from_stamp(f.parent.name) or mtime(f)
+    run.steps = wandb.history_steps(f)
     return run
+
+
+def event_steps(files: Sequence[Path], limit: int = 64 << 20) -> int | None:
+    """The distinct steps of the events that carry a summary (what the run logged), from each
+    record's step field alone; None for event files too large to be worth the read here."""
+    try:
+        if sum(p.stat().st_size for p in files) > limit:
+            return None
+        steps: set[int] = set()
+        for p in files:
+            for rec in records(p.read_bytes()):
+                step, logged = 0, False           # proto3 leaves a step 0 out
+                try:
+                    for number, wire, value in fields(rec):
+                        if number == 2 and wire == 0 and isinstance(value, int):
+                            step = value
+                        elif number == 5:          # Event.summary
+                            logged = True
+                except ProtoError:
+                    continue                      # a torn record: the reader says so, not the listing
+                if logged:
+                    steps.add(step)
+        return len(steps)
+    except OSError:
+        return None
 
 
 def _tensorboard(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.start = min((from_stamp(p.name) or mtime(p) or 0.0) for p in c.files)
+    run.steps = event_steps(c.files)
+    return run
+
+
+def _trainer_state(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    """An HF output dir: the steps its latest trainer_state.json logged (small files: read)."""
+    run = _dated(c, base, run)
+    try:
+        if c.files[0].stat().st_size <= 64 << 20:
+            history = json.loads(c.files[0].read_bytes()).get("log_history") or []
+            run.steps = len({h.get("step") for h in history if isinstance(h, dict)})
+    except (OSError, ValueError, AttributeError):
+        pass            # the listing is a courtesy: the reader says what is wrong with the file
     return run
 
 
@@ -124,3 +165,4 @@ mlflow_file_store = each(_mlflow)
 wandb_run = each(_wandb)
 tensorboard_run = each(_tensorboard)
 lightning_run = each(_lightning)
+trainer_state = each(_trainer_state)
