@@ -120,7 +120,7 @@ def tasks_of(store: str) -> list[dict]:
     """One task per run of the store (run/store.py's rule: the runs `--run` picks from)."""
     if mlflowserver.is_uri(store):
         return [dict(address=store, path=store, candidate=None, **_listed(r))
-                for r in mlflowserver.server_runs(store)]
+                for r in mlflowserver.server_runs(store, count_steps=False)]   # counted as read
     path = Path(store)
     cands = runs_in(path)
     out = []

@@ -235,7 +235,7 @@ def read_run(path: str | Path, format: str | None = None, *, loss: str | None = 
 
 def _read_server(uri: str, run: str | None, loss: str | None) -> RunLog:
     """A run of an MLflow tracking server: the one it holds, or the one `run` names."""
-    runs = mlflowserver.server_runs(uri)
+    runs = mlflowserver.server_runs(uri, count_steps=run is None)     # counted for a listing only
     if not runs:
         raise RunReadError(uri, "the MLflow server holds no runs")
     if run is None and len(runs) > 1:
