@@ -202,3 +202,34 @@ def test_new_writes_the_run_asked_for(store, tmp_path, monkeypatch, capsys):
     assert main(["new", str(store.path), "--run", rid, "--learner", "ada", "--json"]) == 0
     said = json.loads(capsys.readouterr().out)
     assert said["run_in_store"] == rid
+
+
+@pytest.mark.slow           # the dashboard's loader process
+@pytest.mark.asyncio
+async def test_the_tui_picker_and_tui_run_open_the_run_asked_for(store):
+    """`postmortem tui STORE`: the picker lists the runs newest first and enter opens the one
+    highlighted; `postmortem tui STORE --run ID` (the columns cmd_tui hands over) opens that one."""
+    from pilots import opened
+
+    from postmortem.tui.app import PostmortemApp
+    from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
+    picking = runs_to_pick(str(store.path), None, f"{store.path}: holds ... --run ID ...")
+    assert picking is not None and sorted(r.id for r in picking) == sorted(store.truth)
+    at = [r.id for r in picking].index(store.incident)
+    app = PostmortemApp(str(store.path), picking=picking)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        assert app.screen.query_one("#runs").row_count == len(store.truth)
+        await pilot.press(*["down"] * at, "enter")
+        await opened(app, pilot)
+        assert app.session.error is None, app.session.error
+        log = app.session.log
+        assert log.source.extras["store_run"] == store.incident
+        same(np.sort(loss_points(log)), np.sort(store.truth[store.incident]))
+    other = next(rid for rid in store.truth if rid != store.incident)
+    app = PostmortemApp(str(store.path), columns={"run": other})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await opened(app, pilot)
+        assert app.session.error is None, app.session.error
+        assert app.session.log.source.extras["store_run"] == other
