@@ -125,7 +125,7 @@ def tasks_of(store: str) -> list[dict]:
     cands = runs_in(path)
     out = []
     # a file's runs (a database's, or the log itself) are named from the folder it sits in
-    for cand, r in zip(cands, listing.describe(cands, path if path.is_dir() else path.parent)):
+    for cand, r in zip(cands, listing.describe(cands, path if path.is_dir() else path.parent, steps=False)):
         # a run with a folder or file of its own is read as that; a database's run in its store
         own = cand.root if cand.format != "mlflow-db" else path
         out.append(dict(address=str(path), path=str(own), candidate=cand, **_listed(r)))

@@ -106,14 +106,14 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
     pool, cands = _runs_of(cands, path, fmt)
     if run is not None:
         try:
-            described = listing.describe(pool, path)
+            described = listing.describe(pool, path, steps=False)        # picking needs no steps
             chosen = pool[at := store.pick(described, run, path)]
         except RunReadError:
             # a log the default passes over (a text log beside structured ones) is still a run
             others = [c for c in cands if c not in pool]
             if not others:
                 raise
-            described = listing.describe(others, path)
+            described = listing.describe(others, path, steps=False)
             if not any(run in (r.id, r.name) or run in r.aliases for r in described):
                 raise
             chosen = others[at := store.pick(described, run, path)]

@@ -29,9 +29,16 @@ class CandidateView(Protocol):
     def run_id(self) -> str | None: ...
 
 
-# The rows of one format's runs, given each run's usual row (its id, its folder's names): a
-# batch, so that a database's runs table is read once for all its runs.
-Describe = Callable[[Sequence[CandidateView], Path, list[StoredRun]], list[StoredRun]]
+class Describe(Protocol):
+    """The rows of one format's runs, given each run's usual row (its id, its folder's names): a
+    batch, so that a database's runs table is read once for all its runs. `steps`: count each
+    run's steps too (a listing shown to a person); a scan leaves them out, as its analysis
+    counts them, so that a rescan reads no run's data."""
+
+    def __call__(self, cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+                 steps: bool = True) -> list[StoredRun]: ...
+
+
 OneRow = Callable[[CandidateView, Path, StoredRun], StoredRun]
 
 
@@ -62,10 +69,15 @@ def rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def each(one: OneRow) -> Describe:
-    """A hook of one run at a time as a hook of a batch."""
-    def describe(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
-        return [one(c, base, run) for c, run in zip(cands, rows)]
+def each(one: OneRow, count: OneRow | None = None) -> Describe:
+    """A hook of one run at a time as a hook of a batch; `count` counts a run's steps, which
+    reads its data: asked only where the listing is shown."""
+    def describe(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+                 steps: bool = True) -> list[StoredRun]:
+        out = [one(c, base, run) for c, run in zip(cands, rows)]
+        if count is not None and steps:
+            out = [count(c, base, run) for c, run in zip(cands, out)]
+        return out
     return describe
 
 
@@ -75,8 +87,7 @@ def _dated(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     return run
 
 
-def _jsonl(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
-    run = _dated(c, base, run)
+def _jsonl_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.steps = lines(c.files[0])
     return run
 
@@ -85,12 +96,21 @@ def _mlflow(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     return mlflow.file_store_listing(c.files[0]) or run
 
 
+def _mlflow_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.steps = mlflow.file_store_steps(c.files[0])
+    return run
+
+
 def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     f = c.files[0]
     run.name = wandb.run_name(f) or f.parent.name
     run.aliases |= {run.name, f.parent.name}
     run.start = from_stamp(f.parent.name) or mtime(f)
-    run.steps = wandb.history_steps(f)
+    return run
+
+
+def _wandb_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.steps = wandb.history_steps(c.files[0])
     return run
 
 
@@ -121,13 +141,16 @@ def event_steps(files: Sequence[Path], limit: int = 64 << 20) -> int | None:
 
 def _tensorboard(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.start = min((from_stamp(p.name) or mtime(p) or 0.0) for p in c.files)
+    return run
+
+
+def _tensorboard_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.steps = event_steps(c.files)
     return run
 
 
-def _trainer_state(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+def _trainer_state_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     """An HF output dir: the steps its latest trainer_state.json logged (small files: read)."""
-    run = _dated(c, base, run)
     try:
         if c.files[0].stat().st_size <= 64 << 20:
             history = json.loads(c.files[0].read_bytes()).get("log_history") or []
@@ -141,14 +164,20 @@ def _lightning(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.name = "+".join(d.name for d in c.files) if len(c.files) > 1 else ""
     run.aliases |= {d.name for d in c.files}
     run.start = mtime(c.files[0] / "hparams.yaml") or mtime(c.files[0] / "metrics.csv")
+    return run
+
+
+def _lightning_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     rows = [lines(d / "metrics.csv") for d in c.files]
     counted = [n for n in rows if n is not None]
     run.steps = max(0, sum(counted) - len(rows)) if len(counted) == len(rows) else None
     return run
 
 
-def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
-    """A database's runs from its runs table, read once a database (not from their folders)."""
+def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+              steps: bool = True) -> list[StoredRun]:
+    """A database's runs from its runs table, read once a database (not from their folders);
+    its steps come with the points and last time the cache keys on, in the same query."""
     tables: dict[Path, dict[str, StoredRun]] = {}
     out = []
     for c in cands:
@@ -160,9 +189,9 @@ def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun])
 
 
 dated = each(_dated)
-jsonl = each(_jsonl)
-mlflow_file_store = each(_mlflow)
-wandb_run = each(_wandb)
-tensorboard_run = each(_tensorboard)
-lightning_run = each(_lightning)
-trainer_state = each(_trainer_state)
+jsonl = each(_dated, _jsonl_steps)
+mlflow_file_store = each(_mlflow, _mlflow_steps)
+wandb_run = each(_wandb, _wandb_steps)
+tensorboard_run = each(_tensorboard, _tensorboard_steps)
+lightning_run = each(_lightning, _lightning_steps)
+trainer_state = each(_dated, _trainer_state_steps)
