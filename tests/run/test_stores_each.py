@@ -1,16 +1,17 @@
 """Issue 27, store by store: each kind of store, holding several runs and written by its
-framework's own library (or, for mmengine, which does not install here, from mmengine's real
-output laid out as its work dir), lists its runs (id, name, start, steps, status) when no run is
-named, opens the run `--run ID` names from the CLI (`analyze`, `info`, `export`, `new`) and the
-TUI (the picker, and `tui STORE --run ID`), and reads the same values as the framework's own
-reader gives back (TensorBoard's EventAccumulator, MLflow's client, HF's TrainerState, the
-CSV Lightning wrote, the values W&B logged, mmengine's JSON lines)."""
+framework's own library (mmengine's by its Runner outside .venv, as it needs OpenCV, and
+committed as tests/data/stores/mmengine-work-dir), lists its runs (id, name, start, steps,
+status) when no run is named, opens the run `--run ID` names from the CLI (`analyze`, `info`,
+`export`, `new`) and the TUI (the picker, and `tui STORE --run ID`), and reads the same values
+as the framework's own reader gives back (TensorBoard's EventAccumulator, MLflow's client, HF's
+TrainerState, the CSV Lightning wrote, the values W&B logged, mmengine's JSON lines)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,6 @@ from test_stores_frameworks import lightning_two_fits, log_mlflow_runs, tb_write
 from postmortem.cli.parser import main
 from postmortem.run import read_run
 from postmortem.run.store import SeveralRuns
-
-REAL_RUNS = Path(__file__).resolve().parents[3] / "shared" / "real_runs"
 
 
 @dataclass
@@ -96,21 +95,18 @@ def _mlflow_files(root: Path) -> Store:
         return _mlflow(log_mlflow_runs(store.as_uri()), store)
 
 
+MMENGINE = Path(__file__).resolve().parents[1] / "data" / "stores" / "mmengine-work-dir"
+
+
 def _mmengine(root: Path) -> Store:
-    src = next((REAL_RUNS / "issue-mmengine-963-scalars-json").rglob("*.json"))
-    lines = src.read_text().strip().splitlines()
+    """mmengine's own work dir (its Runner, twice; tests/data/stores/make_mmengine_work_dir.py):
+    <timestamp>/vis_data/scalars.json and its identical <timestamp>.json, beside the text log."""
+    work_dir = Path(shutil.copytree(MMENGINE, root / "work_dir"))
     truth = {}
-    spiked = json.loads(lines[5])
-    spiked["loss"] *= 40                  # the second run: a spike, in mmengine's own line
-    for stamp, kept in (("20240101_120000", lines), ("20240102_090000", [*lines[:5], json.dumps(spiked), *lines[6:]])):
-        vis = root / "work_dir" / stamp / "vis_data"
-        vis.mkdir(parents=True)
-        text = "\n".join(kept) + "\n"
-        (vis / "scalars.json").write_text(text)
-        (vis / f"{stamp}.json").write_text(text)          # mmengine's identical copy
-        rows = [json.loads(x) for x in kept]
-        truth[stamp] = np.array([r["loss"] for r in rows if "loss" in r])
-    return Store(root / "work_dir", truth, {}, "20240102_090000")
+    for run in sorted(p for p in work_dir.iterdir() if p.is_dir()):
+        rows = [json.loads(x) for x in (run / "vis_data" / "scalars.json").read_text().splitlines()]
+        truth[run.name] = np.array([r["loss"] for r in rows if "loss" in r])     # Infinity read as inf
+    return Store(work_dir, truth, {}, "20261126_225606")      # lr 2.0: it diverges
 
 
 def _hf(root: Path) -> Store:
