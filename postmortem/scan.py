@@ -121,7 +121,9 @@ def tasks_of(store: str) -> list[dict]:
     if mlflowserver.is_uri(store):
         return [dict(address=store, path=store, candidate=None, **_listed(r))
                 for r in mlflowserver.server_runs(store, count_steps=False)]   # counted as read
-    path = Path(store)
+    # by its whole path: the cache's slots and keys name the store and its files, so a rescan
+    # from another folder, or spelled another way, finds the rows of the first scan
+    path = Path(store).absolute()
     cands = runs_in(path)
     out = []
     # a file's runs (a database's, or the log itself) are named from the folder it sits in
