@@ -159,3 +159,26 @@ def test_a_rescan_of_unchanged_runs_reads_none_of_their_data(tmp_path, cache, mo
     again, figures = scan(str(store), jobs=1)
     assert figures["cached"] == 2 and again == first
     assert sum(read) < size / 20, (sum(read), size)
+
+
+def test_the_table_names_runs_whose_store_names_them(tmp_path, cache, capsys):
+    """An MLflow store's ids are 32 hex digits: the table shows each run's name beside its id."""
+    from postmortem.cli.parser import main
+    store = tmp_path / "mlruns"
+    mlflow_file_store_runs(store)
+    assert main(["runs", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["ID", "NAME", "START"]
+    assert [line.split()[1] for line in lines[1:]] == ["r1", "r0"]       # newest first
+
+
+def test_the_cache_knows_a_store_however_its_path_is_spelled(tmp_path, cache, monkeypatch):
+    """A rescan from another folder, or with the store's whole path, is still a rescan."""
+    store = make_store(tmp_path / "logs", n=2)
+    monkeypatch.chdir(tmp_path)
+    scan("logs", jobs=1)
+    _, figures = scan(str(store), jobs=1)
+    assert figures["cached"] == 2 and figures["analyzed"] == 0
+    monkeypatch.chdir(store)
+    _, figures = scan(".", jobs=1)
+    assert figures["cached"] == 2 and figures["analyzed"] == 0
