@@ -120,12 +120,14 @@ def tasks_of(store: str) -> list[dict]:
     """One task per run of the store (run/store.py's rule: the runs `--run` picks from)."""
     if mlflowserver.is_uri(store):
         return [dict(address=store, path=store, candidate=None, **_listed(r))
-                for r in mlflowserver.server_runs(store)]
-    path = Path(store)
+                for r in mlflowserver.server_runs(store, count_steps=False)]   # counted as read
+    # by its whole path: the cache's slots and keys name the store and its files, so a rescan
+    # from another folder, or spelled another way, finds the rows of the first scan
+    path = Path(store).absolute()
     cands = runs_in(path)
     out = []
     # a file's runs (a database's, or the log itself) are named from the folder it sits in
-    for cand, r in zip(cands, listing.describe(cands, path if path.is_dir() else path.parent)):
+    for cand, r in zip(cands, listing.describe(cands, path if path.is_dir() else path.parent, steps=False)):
         # a run with a folder or file of its own is read as that; a database's run in its store
         own = cand.root if cand.format != "mlflow-db" else path
         out.append(dict(address=str(path), path=str(own), candidate=cand, **_listed(r)))

@@ -28,7 +28,11 @@ def cmd_runs(args) -> int:
             for r in rows]})
         return 0
     width = max([len(r["id"]) for r in rows] + [2])
-    print(f"{'ID':<{width}}  {'START':16}  {'STEPS':>7}  {'STATUS':9}  FOUND")
+    # a tracker's ids are opaque (32 hex): its runs' names, where the store keeps them, beside
+    named = max([len(r.get("name") or "") for r in rows] + [0])
+    names = min(max(named, 4), 30)
+    print(f"{'ID':<{width}}  " + (f"{'NAME':<{names}}  " if named else "")
+          + f"{'START':16}  {'STEPS':>7}  {'STATUS':9}  FOUND")
     for r in rows:
         if r.get("error"):
             found = f"unreadable: {r['error']}"
@@ -38,7 +42,8 @@ def cmd_runs(args) -> int:
             found = (f"{r['incidents']} incident(s); {r['kind']} at step {r['step']}, "
                      f"likely {r['top_cause'] or '-'}")
         steps = "?" if r.get("steps") is None else r["steps"]
-        print(f"{r['id']:<{width}}  {_when(r['start']):16}  {steps:>7}  {(r.get('status') or '-'):9}  {found}")
+        name = f"{(r.get('name') or '-')[:names]:<{names}}  " if named else ""
+        print(f"{r['id']:<{width}}  {name}{_when(r['start']):16}  {steps:>7}  {(r.get('status') or '-'):9}  {found}")
     return 0
 
 

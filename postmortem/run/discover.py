@@ -106,14 +106,14 @@ def _choose(cands: list[Candidate], path: Path, fmt: str | None, run: str | None
     pool, cands = _runs_of(cands, path, fmt)
     if run is not None:
         try:
-            described = listing.describe(pool, path)
+            described = listing.describe(pool, path, steps=False)        # picking needs no steps
             chosen = pool[at := store.pick(described, run, path)]
         except RunReadError:
             # a log the default passes over (a text log beside structured ones) is still a run
             others = [c for c in cands if c not in pool]
             if not others:
                 raise
-            described = listing.describe(others, path)
+            described = listing.describe(others, path, steps=False)
             if not any(run in (r.id, r.name) or run in r.aliases for r in described):
                 raise
             chosen = others[at := store.pick(described, run, path)]
@@ -235,7 +235,7 @@ def read_run(path: str | Path, format: str | None = None, *, loss: str | None = 
 
 def _read_server(uri: str, run: str | None, loss: str | None) -> RunLog:
     """A run of an MLflow tracking server: the one it holds, or the one `run` names."""
-    runs = mlflowserver.server_runs(uri)
+    runs = mlflowserver.server_runs(uri, count_steps=run is None)     # counted for a listing only
     if not runs:
         raise RunReadError(uri, "the MLflow server holds no runs")
     if run is None and len(runs) > 1:

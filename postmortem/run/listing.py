@@ -19,8 +19,9 @@ def _entry(fmt: str) -> readers.Reader | None:
         return None
 
 
-def describe(cands: Sequence[CandidateView], base: Path) -> list[StoredRun]:
-    """One listing row per candidate, in the candidates' order."""
+def describe(cands: Sequence[CandidateView], base: Path, steps: bool = True) -> list[StoredRun]:
+    """One listing row per candidate, in the candidates' order; `steps`: each run's steps
+    counted too (for a person's listing; picking a run or scanning a store needs none)."""
     folders = [c.root.parent if c.root.is_file() else c.root for c in cands]
     out: list[StoredRun] = []
     for c, folder in zip(cands, folders):
@@ -35,7 +36,7 @@ def describe(cands: Sequence[CandidateView], base: Path) -> list[StoredRun]:
     for fmt, ix in by_format.items():
         entry = _entry(fmt)
         hook = entry.describe if entry is not None and entry.describe is not None else storerows.dated
-        for i, row in zip(ix, hook([cands[i] for i in ix], base, [out[i] for i in ix])):
+        for i, row in zip(ix, hook([cands[i] for i in ix], base, [out[i] for i in ix], steps)):
             out[i] = row
     ids = [r.id for r in out]
     for r, c in zip(out, cands):

@@ -42,8 +42,23 @@ def _fail(uri: str, err: Exception) -> RunReadError:
     return RunReadError(uri, f"the MLflow server did not answer as expected: {first[:200]}")
 
 
-def server_runs(uri: str) -> list[StoredRun]:
-    """Every run of every experiment on the server, newest first."""
+# a listing of this many runs or fewer counts each run's steps (one request a run); more are
+# listed without (`postmortem runs URI` counts them as it reads them)
+COUNTED = 41
+
+
+def _steps(client: MlflowClient, run: Run) -> int | None:
+    """The distinct steps of the run's loss (else its first metric), as its history says."""
+    keys = list(run.data.metrics)
+    if not keys:
+        return 0
+    key = next((k for k in keys if "loss" in k.lower()), keys[0])
+    return len({m.step for m in client.get_metric_history(run.info.run_id, key)})
+
+
+def server_runs(uri: str, count_steps: bool = True) -> list[StoredRun]:
+    """Every run of every experiment on the server, newest first; each one's steps counted when
+    `count_steps` and the server holds no more than COUNTED runs."""
     client = _client(uri)
     try:
         exps = {e.experiment_id: e.name for e in client.search_experiments()}
@@ -56,6 +71,7 @@ def server_runs(uri: str) -> list[StoredRun]:
             token = page.token
             if not token:
                 break
+        steps = {r.info.run_id: _steps(client, r) for r in runs} if count_steps and len(runs) <= COUNTED else {}
     except Exception as err:            # the client's errors: connection, HTTP, MlflowException
         raise _fail(uri, err) from None
     out: list[StoredRun] = []
@@ -63,7 +79,7 @@ def server_runs(uri: str) -> list[StoredRun]:
         name = r.info.run_name or ""
         out.append(StoredRun(r.info.run_id, name="/".join(x for x in (exps.get(r.info.experiment_id), name) if x),
                              start=r.info.start_time / 1000 if r.info.start_time else None,
-                             steps=None, status=_STATUS.get(r.info.status, str(r.info.status).lower()),
+                             steps=steps.get(r.info.run_id), status=_STATUS.get(r.info.status, str(r.info.status).lower()),
                              aliases={name} if name else set(),
                              stamp="" if r.info.status == "RUNNING" else f"{r.info.status}-{r.info.end_time}"))
     return out

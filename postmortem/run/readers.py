@@ -195,7 +195,7 @@ REGISTRY: list[Reader] = [
           describe=storerows.tensorboard_run, shown=5, listed=1),
     Entry("side-files", recognise.is_side_file, _side_file, formats=()),
     Entry("hf-trainer-state", recognise.is_trainer_state, built(_trainer_state),
-          group=grouping.trainer_state_runs, shown=3, listed=0),
+          group=grouping.trainer_state_runs, describe=storerows.trainer_state, shown=3, listed=0),
     Entry("jsonl", recognise.is_jsonl, _table(tables.read_jsonl), table=True, describe=storerows.jsonl,
           copies_beside=True, record_name="metrics.jsonl", shown=0),
     Entry("lightning", recognise.is_lightning, _lightning, group=grouping.lightning_runs,

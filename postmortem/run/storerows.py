@@ -5,12 +5,14 @@ registry for the hook of each run's format; a format with none is dated by its f
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from postmortem.run import mlflow, wandb
+from postmortem.run.protowire import ProtoError, fields, records
 from postmortem.run.store import StoredRun, from_stamp
 
 
@@ -27,9 +29,16 @@ class CandidateView(Protocol):
     def run_id(self) -> str | None: ...
 
 
-# The rows of one format's runs, given each run's usual row (its id, its folder's names): a
-# batch, so that a database's runs table is read once for all its runs.
-Describe = Callable[[Sequence[CandidateView], Path, list[StoredRun]], list[StoredRun]]
+class Describe(Protocol):
+    """The rows of one format's runs, given each run's usual row (its id, its folder's names): a
+    batch, so that a database's runs table is read once for all its runs. `steps`: count each
+    run's steps too (a listing shown to a person); a scan leaves them out, as its analysis
+    counts them, so that a rescan reads no run's data."""
+
+    def __call__(self, cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+                 steps: bool = True) -> list[StoredRun]: ...
+
+
 OneRow = Callable[[CandidateView, Path, StoredRun], StoredRun]
 
 
@@ -60,10 +69,15 @@ def rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def each(one: OneRow) -> Describe:
-    """A hook of one run at a time as a hook of a batch."""
-    def describe(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
-        return [one(c, base, run) for c, run in zip(cands, rows)]
+def each(one: OneRow, count: OneRow | None = None) -> Describe:
+    """A hook of one run at a time as a hook of a batch; `count` counts a run's steps, which
+    reads its data: asked only where the listing is shown."""
+    def describe(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+                 steps: bool = True) -> list[StoredRun]:
+        out = [one(c, base, run) for c, run in zip(cands, rows)]
+        if count is not None and steps:
+            out = [count(c, base, run) for c, run in zip(cands, out)]
+        return out
     return describe
 
 
@@ -73,14 +87,18 @@ def _dated(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     return run
 
 
-def _jsonl(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
-    run = _dated(c, base, run)
+def _jsonl_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.steps = lines(c.files[0])
     return run
 
 
 def _mlflow(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     return mlflow.file_store_listing(c.files[0]) or run
+
+
+def _mlflow_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.steps = mlflow.file_store_steps(c.files[0])
+    return run
 
 
 def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
@@ -91,8 +109,54 @@ def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     return run
 
 
+def _wandb_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.steps = wandb.history_steps(c.files[0])
+    return run
+
+
+def event_steps(files: Sequence[Path], limit: int = 64 << 20) -> int | None:
+    """The distinct steps of the events that carry a summary (what the run logged), from each
+    record's step field alone; None for event files too large to be worth the read here."""
+    try:
+        if sum(p.stat().st_size for p in files) > limit:
+            return None
+        steps: set[int] = set()
+        for p in files:
+            for rec in records(p.read_bytes()):
+                step, logged = 0, False           # proto3 leaves a step 0 out
+                try:
+                    for number, wire, value in fields(rec):
+                        if number == 2 and wire == 0 and isinstance(value, int):
+                            step = value
+                        elif number == 5:          # Event.summary
+                            logged = True
+                except ProtoError:
+                    continue                      # a torn record: the reader says so, not the listing
+                if logged:
+                    steps.add(step)
+        return len(steps)
+    except OSError:
+        return None
+
+
 def _tensorboard(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.start = min((from_stamp(p.name) or mtime(p) or 0.0) for p in c.files)
+    return run
+
+
+def _tensorboard_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    run.steps = event_steps(c.files)
+    return run
+
+
+def _trainer_state_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
+    """An HF output dir: the steps its latest trainer_state.json logged (small files: read)."""
+    try:
+        if c.files[0].stat().st_size <= 64 << 20:
+            history = json.loads(c.files[0].read_bytes()).get("log_history") or []
+            run.steps = len({h.get("step") for h in history if isinstance(h, dict)})
+    except (OSError, ValueError, AttributeError):
+        pass            # the listing is a courtesy: the reader says what is wrong with the file
     return run
 
 
@@ -100,14 +164,20 @@ def _lightning(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     run.name = "+".join(d.name for d in c.files) if len(c.files) > 1 else ""
     run.aliases |= {d.name for d in c.files}
     run.start = mtime(c.files[0] / "hparams.yaml") or mtime(c.files[0] / "metrics.csv")
+    return run
+
+
+def _lightning_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
     rows = [lines(d / "metrics.csv") for d in c.files]
     counted = [n for n in rows if n is not None]
     run.steps = max(0, sum(counted) - len(rows)) if len(counted) == len(rows) else None
     return run
 
 
-def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun]) -> list[StoredRun]:
-    """A database's runs from its runs table, read once a database (not from their folders)."""
+def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun],
+              steps: bool = True) -> list[StoredRun]:
+    """A database's runs from its runs table, read once a database (not from their folders);
+    its steps come with the points and last time the cache keys on, in the same query."""
     tables: dict[Path, dict[str, StoredRun]] = {}
     out = []
     for c in cands:
@@ -119,8 +189,9 @@ def mlflow_db(cands: Sequence[CandidateView], base: Path, rows: list[StoredRun])
 
 
 dated = each(_dated)
-jsonl = each(_jsonl)
-mlflow_file_store = each(_mlflow)
-wandb_run = each(_wandb)
-tensorboard_run = each(_tensorboard)
-lightning_run = each(_lightning)
+jsonl = each(_dated, _jsonl_steps)
+mlflow_file_store = each(_mlflow, _mlflow_steps)
+wandb_run = each(_wandb, _wandb_steps)
+tensorboard_run = each(_tensorboard, _tensorboard_steps)
+lightning_run = each(_lightning, _lightning_steps)
+trainer_state = each(_dated, _trainer_state_steps)

@@ -113,6 +113,27 @@ def run_name(path: Path, head: int = 1 << 18) -> str | None:
     return None
 
 
+def history_steps(path: Path, limit: int = 64 << 20) -> int | None:
+    """The distinct steps of the run's history records (for a listing): each record's step
+    number alone, no value decoded; None for a log too large to be worth the read here."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        steps: set[int] = set()
+        for rec in _records(path.read_bytes(), path, Source("wandb", str(path))):
+            for history in submessages(rec, _REC_HISTORY):
+                for history_step in submessages(history, 2):        # HistoryRecord.step
+                    num = 0                                         # proto3 leaves a 0 out
+                    for field in fields(history_step):
+                        match field:
+                            case (1, 0, int() as n):
+                                num = n
+                    steps.add(num)
+        return len(steps)
+    except (OSError, ProtoError, RunReadError):
+        return None
+
+
 def _step(value: object) -> int | None:
     """A history row's step: a whole number that fits in 64 bits, else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:

@@ -97,3 +97,88 @@ def test_a_store_that_is_one_unreadable_file_is_refused_not_scanned(tmp_path, ca
         scan(str(note))
     with pytest.raises(RunReadError, match="no such file"):
         scan(str(tmp_path / "nothing"))
+
+
+def tensorboard_runs(store):
+    for k in range(2):
+        tb_write(store / f"run-{k}", [(s, "train/loss", 3.0 * 0.999 ** s) for s in range(20_000)])
+    return "tfevents"
+
+
+def mlflow_file_store_runs(store):
+    """Two runs laid out as MLflow's file store writes them (meta.yaml, metrics/<key>)."""
+    for k in range(2):
+        run = store / "0" / f"{k:032x}"
+        (run / "metrics").mkdir(parents=True)
+        (run / "meta.yaml").write_text(f"run_id: {run.name}\nrun_name: r{k}\nstart_time: {1_700_000_000_000 + k}\n"
+                                       "status: 3\nlifecycle_stage: active\n")
+        (run / "metrics" / "loss").write_text("".join(f"{1_700_000_000_000 + s} {3.0 * 0.999 ** s} {s}\n"
+                                                      for s in range(20_000)))
+    return "metrics"
+
+
+@pytest.mark.parametrize("write", [tensorboard_runs, mlflow_file_store_runs])
+def test_a_rescan_of_unchanged_runs_reads_none_of_their_data(tmp_path, cache, monkeypatch, write):
+    """The listing a scan makes counts no steps (each row's steps come from its analysis, or the
+    cache): a rescan of runs that did not change reads no more of their files than the heads
+    that recognise them, whatever their size."""
+    import builtins
+    import io
+    store = tmp_path / "logs"
+    data = write(store)
+    size = sum(p.stat().st_size for p in store.rglob("*") if data in str(p) and p.is_file())
+    first, _ = scan(str(store), jobs=1)
+    read = []
+    real_open = io.open
+
+    class Counted:
+        """A file whose reads are counted (what the listing and the cache lookups read)."""
+
+        def __init__(self, f):
+            self.f = f
+
+        def read(self, *args):
+            data = self.f.read(*args)
+            read.append(len(data))
+            return data
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    def watched(file, *args, **kwargs):
+        f = real_open(file, *args, **kwargs)
+        return Counted(f) if data in str(file) else f
+    monkeypatch.setattr(io, "open", watched)
+    monkeypatch.setattr(builtins, "open", watched)
+    again, figures = scan(str(store), jobs=1)
+    assert figures["cached"] == 2 and again == first
+    assert sum(read) < size / 20, (sum(read), size)
+
+
+def test_the_table_names_runs_whose_store_names_them(tmp_path, cache, capsys):
+    """An MLflow store's ids are 32 hex digits: the table shows each run's name beside its id."""
+    from postmortem.cli.parser import main
+    store = tmp_path / "mlruns"
+    mlflow_file_store_runs(store)
+    assert main(["runs", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["ID", "NAME", "START"]
+    assert [line.split()[1] for line in lines[1:]] == ["r1", "r0"]       # newest first
+
+
+def test_the_cache_knows_a_store_however_its_path_is_spelled(tmp_path, cache, monkeypatch):
+    """A rescan from another folder, or with the store's whole path, is still a rescan."""
+    store = make_store(tmp_path / "logs", n=2)
+    monkeypatch.chdir(tmp_path)
+    scan("logs", jobs=1)
+    _, figures = scan(str(store), jobs=1)
+    assert figures["cached"] == 2 and figures["analyzed"] == 0
+    monkeypatch.chdir(store)
+    _, figures = scan(".", jobs=1)
+    assert figures["cached"] == 2 and figures["analyzed"] == 0

@@ -82,6 +82,53 @@ def test_every_run_reads_the_points_the_client_logged(server):
     assert len(read_run(uri, run="baseline-1").segments()) == 2      # the resumed stretch
 
 
+def test_the_listing_says_each_runs_name_start_steps_and_status(server):
+    uri, made = server
+    with pytest.raises(SeveralRuns) as err:
+        read_run(uri)
+    rows = {r.name: r for r in err.value.runs}
+    assert sorted(rows) == ["baseline/baseline-0", "baseline/baseline-1", "fp16/fp16-0", "fp16/fp16-1"]
+    # 40 steps each; the resumed run logged 30-34 again: still 40 distinct steps
+    assert all(r.steps == 40 and r.status == "finished" and r.start for r in rows.values()), rows
+    assert str(err.value).count(" 40 steps  finished") == 4
+
+
+def test_export_of_a_run_asked_for(server, tmp_path):
+    import csv
+    uri, made = server
+    rid = next(iter(made))
+    r = pm("export", uri, "--run", rid, "-o", tmp_path / "run.csv")
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "run.csv", newline="") as f:
+        got = sorted(float(x["loss"]) for x in csv.DictReader(f) if x["loss"] not in ("", "nan"))
+    want = sorted(v for _, v in made[rid]["train/loss"] if v == v)
+    np.testing.assert_array_equal(np.array(got) * 1.0, np.where(np.abs(want) >= np.finfo(float).max,
+                                                                np.sign(want) * np.inf, want))
+
+
+@pytest.mark.asyncio
+async def test_the_tui_picker_opens_a_server_run(server):
+    """`postmortem tui URI`: the picker lists the server's runs; enter opens the one highlighted."""
+    from pilots import opened
+
+    from postmortem.tui.app import PostmortemApp
+    from postmortem.tui.screens.picker import PickerScreen, runs_to_pick
+    uri, made = server
+    picking = runs_to_pick(uri, None, f"{uri}: holds 4 ... --run ID ...")
+    assert picking is not None and sorted(r.id for r in picking) == sorted(made)
+    app = PostmortemApp(uri, picking=picking)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        table = app.screen.query_one("#runs")
+        second = table.get_row_at(1)
+        assert table.row_count == 4 and second[3] == "40" and second[4] == "finished"
+        await pilot.press("down", "enter")
+        await opened(app, pilot)
+        assert app.session.error is None, app.session.error
+        assert app.session.log.source.extras["store_run"] == second[0] == picking[1].id
+
+
 def test_cli_lists_picks_and_scans(server, tmp_path):
     uri, made = server
     r = pm("analyze", uri)

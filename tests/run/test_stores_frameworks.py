@@ -68,7 +68,7 @@ def test_one_event_file_takes_wall_times_from_the_most_logged_tag(tmp_path):
 
 # --- Lightning: two fit() calls, two versions -------------------------------------------------
 
-def lightning_two_fits(root):
+def lightning_two_fits(root, lrs=(0.1, 0.1)):
     import lightning as L
     import torch
 
@@ -84,15 +84,17 @@ def lightning_two_fits(root):
             return loss
 
         def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
+            return torch.optim.SGD(self.parameters(), lr=self.lr)
 
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
-    for _ in range(2):
+    for lr in lrs:
         trainer = L.Trainer(max_steps=30, logger=L.pytorch.loggers.CSVLogger(root, name="lightning_logs"),
                             log_every_n_steps=1, enable_checkpointing=False, enable_progress_bar=False,
                             enable_model_summary=False, accelerator="cpu")
-        trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=4))
+        model = Tiny()
+        model.lr = lr
+        trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=4))
     return root / "lightning_logs"
 
 
