@@ -1,0 +1,97 @@
+"""Judging what the loss-scale families print: a real GradScaler cascade (13 skips from step
+350, the loss from 1 to ~47) written in each framework's own words must be an fp16-overflow
+incident at its first skip with fp16-overflow as the top cause; the same scaler's routine
+probes (one skip and one halving after each growth) must stay quiet. And the shapes a log
+gives the judgement: a scale logged less often than it grows (only net falls seen), messages
+placed at the end of their logging interval, the scale at its floor."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.diagnose.detectors.cascades import scaler_events, scaler_events_reference
+from postmortem.diagnose.thresholds import Thresholds
+from postmortem.run import read_run
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from scale_logs import CASCADE_AT, FAMILIES, record, write  # noqa: E402
+
+
+def _incidents(log):
+    return [(i.kind, i.step, i.hypotheses[0].pattern if i.hypotheses else None) for i in analyze(log).incidents]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_real_cascade_is_an_fp16_overflow_at_its_first_skip(family, tmp_path):
+    every = FAMILIES[family].__defaults__[0]
+    log = read_run(write(tmp_path, FAMILIES[family](record("overflow"))))
+    found = _incidents(log)
+    assert len(found) == 1, (family, found)
+    kind, step, top = found[0]
+    assert top == "fp16-overflow", (family, found)
+    # at the first skip, as finely as the log can place it: a message between two lines is on
+    # one of the interval's steps, a scale logged every N steps fell somewhere in those N
+    assert CASCADE_AT - every < step <= CASCADE_AT + every // 2, (family, found)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_same_scaler_probing_is_quiet(family, tmp_path):
+    log = read_run(write(tmp_path, FAMILIES[family](record("healthy"))))
+    assert _incidents(log) == [], family
+
+
+def _deepspeed(rows, every):
+    return FAMILIES["deepspeed_stage1"](rows, every=every)
+
+
+def test_a_cascade_whose_first_skip_opens_the_interval_is_no_probe(tmp_path):
+    """The cascade's first skip (350) is on the line at 350; its next six messages, printed before
+    the next line, are placed on that interval's last steps: no line between says the steps in
+    between ran clean, so 350 is the cascade's start, not a routine probe before it."""
+    log = read_run(write(tmp_path, _deepspeed(record("overflow"), 10)))
+    th = Thresholds()
+    events = scaler_events(log, th)
+    assert [e.step for e in events.cascades] == [CASCADE_AT]
+    assert scaler_events_reference(log, th).cascades == events.cascades
+
+
+def test_a_probe_with_a_clean_line_after_it_is_still_a_probe(tmp_path):
+    """A skip and its halving, then a line that says the steps after it ran clean, then the
+    cascade: the cascade starts after the probe."""
+    rows = record("overflow")
+    for r in rows:                      # a probe 4 steps before the cascade, logged every step
+        if r["step"] == CASCADE_AT - 4:
+            r["skipped"] = 1
+    lines = FAMILIES["mindspore"](rows)
+    log = read_run(write(tmp_path, lines))
+    cascades = scaler_events(log, Thresholds()).cascades
+    assert [c.step for c in cascades] == [CASCADE_AT]
+
+
+def test_a_scale_logged_less_often_than_it_grows(tmp_path):
+    """icefall logs every 50 batches, GradScaler grows every 40: between two lines the scale may
+    have doubled and halved; only the net fall shows (262144 at 350 -> 1024 at 400). The fall
+    after the probe-sized one at 350 is the cascade; dated at 350, not at the line that saw it."""
+    log = read_run(write(tmp_path, FAMILIES["icefall"](record("overflow"))))
+    cascades = scaler_events(log, Thresholds()).cascades
+    assert [c.step for c in cascades] == [CASCADE_AT]
+    assert cascades[0].notes.scale_to == 1024.0
+
+
+def test_a_scale_driven_to_its_floor_and_the_run_stops(tmp_path):
+    """icefall's warnings while the scale keeps halving, then its exit: a persistent overflow."""
+    lines = []
+    scale = 1.0
+    for b in range(0, 2000, 50):
+        if b >= 1000:
+            scale /= 4
+        lines.append(f"Epoch 1, batch {b}, loss[loss=0.5, over 3000.00 frames. ], tot_loss[loss=0.5, over 600000.00 "
+                     f"frames. ], batch size: 32, lr: 4.50e-02, grad_scale: {scale}")
+        if scale < 0.01:
+            lines.append(f"Grad scale is small: {scale}")
+    lines.append(f"RuntimeError: grad_scale is too small, exiting: {scale / 4}")
+    log = read_run(write(tmp_path, lines))
+    found = _incidents(log)
+    assert found and found[0][2] == "fp16-overflow" and 1000 <= found[0][1] <= 1050, found
