@@ -80,8 +80,10 @@ def colossalai(rows, every=10):
 
 
 def internlm(rows, every=10):
-    """InternLM's DynamicGradScaler (hysteresis 2), HybridZeroOptimizer's skip, and its
-    `key=value` metrics line (`step=`, `loss=`, `loss_scale=`)."""
+    """InternLM's DynamicGradScaler (hysteresis 2), HybridZeroOptimizer's skip, and its metrics
+    line (InternLM v0.2 train.py `record_current_batch_training_metrics`: `f"{key}={value} "` for
+    tflops, step, loss, `tgs (tokens/gpu/second)`, lr, loss_scale, grad_norm (a float before the
+    per-group dict), micro_num, ...)."""
     for r, did, scale in hysteresis(rows):
         if did == "backoff":
             yield f"2023-07-01 10:00:00,000\tWARNING hybrid_zero_optim.py:582 in step -- Overflow occurs, the loss scale is adjusted to {scale}"
@@ -89,8 +91,9 @@ def internlm(rows, every=10):
             yield "2023-07-01 10:00:00,000\tWARNING hybrid_zero_optim.py:590 in step -- Overflow occurs, please check it."
         if r["step"] % every == 0:
             yield (f"2023-07-01 10:00:00,000\tINFO train.py:317 in record_current_batch_training_metrics -- "
-                   f"tflops=180.5 step={r['step']} loss={r['loss']} lr=0.0003 loss_scale={scale} grad_norm=1.2 "
-                   f"micro_num=4 num_consumed_tokens={r['step'] * 8192}")
+                   f"tflops=180.5 step={r['step']} loss={r['loss']} tgs (tokens/gpu/second)=3012.45 lr=0.0003 "
+                   f"loss_scale={scale} grad_norm=1.2 micro_num=4 num_consumed_tokens={r['step'] * 8192} "
+                   f"inf_nan_skip_batches=0")
 
 
 def espnet(rows, every=20):

@@ -95,3 +95,29 @@ def test_a_scale_driven_to_its_floor_and_the_run_stops(tmp_path):
     log = read_run(write(tmp_path, lines))
     found = _incidents(log)
     assert found and found[0][2] == "fp16-overflow" and 1000 <= found[0][1] <= 1050, found
+
+
+def _megatron(it, loss, scale, skipped):
+    """Megatron-LM's training_log fields (`loss scale: {:.1f}`, `number of skipped iterations: {:3d}`:
+    the skips since the line before, the counter reset at every line)."""
+    return (" iteration {:8d}/{:8d} |".format(it, 500) + " elapsed time per iteration (ms): 800.1 |"
+            + " learning rate: {:.3E} |".format(1e-4) + " lm loss: {:.6E} |".format(loss)
+            + " loss scale: {:.1f} |".format(scale) + " number of skipped iterations: {:3d} |".format(skipped))
+
+
+def test_a_cascade_that_grows_until_the_run_stops_is_counted_per_line(tmp_path):
+    """1, 2, 4, 8 and then 10 skips per line at the floor until the log ends: Megatron's counter
+    is per line, not a cumulative one to difference (which read 1, 1, 2, 4, 2, 0, 0 and lost the
+    steps skipped at the floor: the persistent overflow)."""
+    from postmortem.diagnose.nan import skip_counts
+    from postmortem.diagnose.scaler import persistent
+
+    per_line = [0] * 30 + [1, 2, 4, 8, 10, 10, 10]
+    lines, scale = [], 65536.0
+    for i, k in enumerate(per_line):
+        scale = max(scale / 2 ** k, 1.0)
+        lines.append(_megatron((i + 1) * 10, 2.0 - 0.01 * i + (5.0 if k >= 8 else 0.0), scale, k))
+    log = read_run(write(tmp_path, lines))
+    assert skip_counts(log).tolist() == [float(k) for k in per_line]
+    floor = [e for e in persistent(log, Thresholds(), skip_counts(log)) if e.notes.persistent == "floor"]
+    assert [e.step for e in floor] == [350] and floor[0].notes.skipped == 30      # 10 a line at 1
