@@ -121,3 +121,42 @@ def test_a_cascade_that_grows_until_the_run_stops_is_counted_per_line(tmp_path):
     assert skip_counts(log).tolist() == [float(k) for k in per_line]
     floor = [e for e in persistent(log, Thresholds(), skip_counts(log)) if e.notes.persistent == "floor"]
     assert [e.step for e in floor] == [350] and floor[0].notes.skipped == 30      # 10 a line at 1
+
+
+def _deepspeed_bleed(scales: list[float], every: int = 100, stop: bool = True) -> list[str]:
+    """A DeepSpeed run (v0.10+ loss_scaler.py's OVERFLOW line, the engine's log_dist step line and
+    the HF Trainer's dict) overflowing once every `every` steps at the scales given (the scale each
+    overflow attempted), then, where `stop`, its exit at the minimum."""
+    lines, skipped, k = [], 0, 0
+    for s in range(1, every * (len(scales) + 2)):
+        if s % every == every // 2 and k < len(scales):
+            lines.append("[2024-01-01 10:00:00,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+                         f"Rank 0 Skipping step. Attempted loss scale: {int(scales[k])}, reducing to "
+                         f"{int(max(scales[k] / 2, 1))}")
+            skipped, k = skipped + 1, k + 1
+        if s % 10 == 0:
+            lines.append(f"[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, "
+                         f"skipped={skipped}, lr=[0.0001], mom=[(0.9, 0.999)]")
+            lines.append(str({"loss": round(2.0 - s * 2e-4, 4), "learning_rate": 0.0001, "epoch": 0.1}))
+    if stop:
+        lines.append("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.")
+    return lines
+
+
+def test_a_scale_bled_to_its_floor_one_overflow_at_a_time(tmp_path):
+    """One overflow every 100 steps, never a growth between them (DeepSpeed's window is 1000):
+    each looks like a routine probe, but the scale falls 65536 -> 1 and the run stops. A
+    persistent overflow where the scale reached its floor."""
+    log = read_run(write(tmp_path, _deepspeed_bleed([2.0 ** (16 - i) for i in range(16)])))
+    found = _incidents(log)
+    assert found == [("spike", 1550, "fp16-overflow")], found
+    b3 = next(c for c in analyze(log).checks if c.id == "B3")
+    assert b3.status == "fail" and "never grew back" in b3.detail and "65536" in b3.detail
+
+
+@pytest.mark.parametrize("scales,stop", [
+    ([65536.0] * 16, False),                                    # probes, the scale regrown before each
+    ([2.0 ** (16 - i) for i in range(6)], False),               # a drift down to 2048 that holds
+])
+def test_probes_and_a_drift_that_holds_are_quiet(scales, stop, tmp_path):
+    assert _incidents(read_run(write(tmp_path, _deepspeed_bleed(scales, stop=stop)))) == []
