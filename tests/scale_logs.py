@@ -130,6 +130,15 @@ def mindspore(rows, every=1):
                    .format("2022-03-01 10:00:00", 0, 1, r["step"], r["loss"], bool(r["skipped"]), r["after"]))
 
 
+def mindspore_bert(rows, every=1):
+    """The MindSpore BERT recipe's LossCallBack: `str(net_outputs)`, (loss, overflow, scale) Tensors."""
+    for r in rows:
+        if r["step"] % every == 0:
+            yield ("epoch: {}, step: {}, outputs are {}".format(
+                1, r["step"], f"(Tensor(shape=[1], dtype=Float32, value= [ {r['loss']:.8e}]), Tensor(shape=[], "
+                f"dtype=Bool, value= {bool(r['skipped'])}), Tensor(shape=[], dtype=Float32, value= {int(r['after'])}))"))
+
+
 def deepspeed_stage1(rows, every=10):
     """DeepSpeed v0.3's ZeRO stage 1 overflow line and the engine's `step=, skipped=` line (no loss)."""
     skipped = 0
@@ -170,6 +179,6 @@ def paddlefleetx(rows, every=10):
 
 FAMILIES: dict[str, Callable] = {
     "bmtrain": bmtrain, "colossalai": colossalai, "internlm": internlm, "espnet": espnet,
-    "icefall": icefall, "mindspore": mindspore, "deepspeed_stage1": deepspeed_stage1,
+    "icefall": icefall, "mindspore": mindspore, "mindspore_bert": mindspore_bert, "deepspeed_stage1": deepspeed_stage1,
     "megatron_v1": megatron_v1, "paddlefleetx": paddlefleetx,
 }
