@@ -48,7 +48,12 @@ def skip_counts(log: RunLog) -> np.ndarray:
         s = f["skipped"].to_numpy(dtype=float, na_value=np.nan)
         fin = np.isfinite(s)
         v = s[fin]
-        if len(v) > 2 and v[-1] > v[0] and np.all(np.diff(v) >= 0) and (v[v > 0].size == v[np.argmax(v > 0):].size):
+        # a text log's counter is per interval as the reader gives it (it differences DeepSpeed's
+        # own cumulative one; Megatron's resets every line): a cascade that grows until the run
+        # stops (1, 2, 4, 8 skips per line) is no cumulative count
+        read = bool((log.source.extras.get("series_dialects") or {}).get("skipped")) if log.source else False
+        if (not read and len(v) > 2 and v[-1] > v[0] and np.all(np.diff(v) >= 0)
+                and (v[v > 0].size == v[np.argmax(v > 0):].size)):
             d = np.diff(v, prepend=v[0])        # a counter that only grows: cumulative
             s = np.zeros(len(f))
             s[fin] = d

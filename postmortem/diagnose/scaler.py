@@ -69,10 +69,11 @@ def regime(log: RunLog, skips: np.ndarray) -> Regime:
 
 def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
     """Persistent overflow, per segment: the scale below 1 (the scaler has halved from its
-    usual 2^16 at least 16 times; a log that begins there has done so before it), or steps
+    usual 2^16 at least 16 times; a log that begins there has done so before it), steps
     still skipped at the scale's floor (it cannot halve any further: DeepSpeed's 'already at
-    minimum'). Dated where the scale first went below 1 (the log's first line when it begins
-    there), or at the first skip at the floor."""
+    minimum'), or a scale that fell to its floor without growing back once (`_bled`).
+    Dated where the scale first went below 1 (the log's first line when it begins there), at
+    the first skip at the floor, or where the fall reached the floor."""
     f = log.frame
     if "loss_scale" not in f:
         return []
@@ -113,7 +114,34 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
                                  skipped=float(sk[held].sum()), after=None, persistent="floor",
                                  at_start=False, sparse=False),
                              severity=float(th.spike_sigma * sk[held].sum() / th.cascade_halvings)))
+            continue
+        bled = _bled(sc, low, th)
+        if bled is not None:
+            start, i = bled
+            halvings = float(np.log2(sc[start] / sc[i]))
+            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]), float(sc[i]), float(sc[start]),
+                             notes=Notes(scale_from=float(sc[start]), scale_to=float(sc[i]), halvings=halvings,
+                                         skipped=float(sk[start:i + 1].sum()) or None, after=int(st[start]),
+                                         persistent="bled", at_start=False, sparse=False),
+                             severity=float(th.spike_sigma * halvings / th.cascade_halvings)))
     return out
+
+
+def _bled(sc: np.ndarray, low: float, th: Thresholds) -> tuple[int, int] | None:
+    """(where the fall began, where it reached the floor) for a scale that fell to its floor
+    (`low`) in at least `cascade_halvings` falls without ever growing back between them: each
+    overflow came before the scaler's growth window was out (a routine probe follows a growth),
+    however far apart they were; the run bled its scale away (DeepSpeed then stops: 'already at
+    minimum'). None where it did not."""
+    at = np.flatnonzero((sc > 0) & (sc <= low))
+    if not len(at):
+        return None
+    i = int(at[0])
+    start = i
+    while start > 0 and 0 < sc[start] <= sc[start - 1]:
+        start -= 1                              # back while the scale held or fell: no growth
+    falls = int((np.diff(sc[start:i + 1]) < 0).sum())
+    return (start, i) if falls >= th.cascade_halvings and sc[start] > low else None
 
 
 def cascade_words(e: Event, *, listed: bool = False) -> str:
@@ -145,6 +173,11 @@ def persistent_words(e: Event) -> str:
                 "persistent overflow, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
+    if n.persistent == "bled":
+        return (f"loss scale {number(n.scale_from)} at step {n.after} -> {number(n.scale_to)} at step {e.step}, its "
+                f"floor, in {n.halvings:.0f} halvings that it never grew back from: persistent overflow, every "
+                "overflow came before the scaler's growth window was out, so none was a routine probe; the "
+                "scale cannot go lower: find the overflowing module, or train in bf16")
     return (f"{n.skipped:.0f} step(s) skipped at the scale's floor ({number(n.scale_to)}) from step {e.step}: "
             "persistent overflow, the scale cannot go lower; activations overflow fp16 at any scale: "
             "find the overflowing module, or train in bf16")

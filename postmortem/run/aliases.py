@@ -27,13 +27,31 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "loss_scale", "train/samples/loss_scale", "scaler/scale", "grad_scale",
         "train/loss_scale",
     ),
-    "skipped": ("skipped", "skipped_iterations", "number_of_skipped_iterations"),
+    "skipped": ("skipped", "skipped_iterations", "number_of_skipped_iterations", "skipped_iter", "skipped_iters",
+                "skipped_steps", "num_skipped", "num_skipped_steps", "num_skipped_iterations", "skipped_updates",
+                "overflow_steps", "num_overflows"),
+    # a flag per logged row (one step, not an interval): the scaler overflowed on it
+    "overflows": ("overflow", "overflows", "found_inf", "has_overflow", "is_overflow", "grad_overflow",
+                  "overflow_cond"),
     "batch_index": ("batch_index", "batch_idx"),
     "batch_hash": ("batch_hash",),
     "wall_time": ("wall_time", "_timestamp", "timestamp", "walltime"),
 }
 
 _LOOKUP = {name: canon for canon, names in ALIASES.items() for name in names}
+# What a loss scale is called after a logger's prefix (`optim/loss_scale`, `fp16/loss_scale`,
+# `train/grad_scale`, `trainer.scaler`): the last `/` or `.` segment, normalized. The table's own
+# full names stay exact (`loss_scale vs samples` is keyed by samples, so it is no alias).
+_SCALE_TAILS = frozenset((
+    "loss_scale", "lossscale", "grad_scale", "gradscale", "loss_scaler", "grad_scaler", "scaler",
+    "amp_scale", "cur_scale", "current_scale", "current_loss_scale", "dynamic_loss_scale", "fp16_scale",
+    "loss_scale_value", "scaler_scale", "scale_loss", "lossscale_value", "amp_loss_scale",
+))
+# a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
+_SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))
+_SKIP_TAILS = frozenset(("skipped", "skipped_steps", "skipped_iterations", "skipped_iter", "num_skipped",
+                         "num_skipped_steps", "skipped_updates"))
+_PARTS = re.compile(r"[/.]")
 _SEP = re.compile(r"[\s\-]+")
 # Per-layer grad norms: Lightning's `grad_2.0_norm/<param>` and friends.
 _PER_LAYER = re.compile(r"^(?:train/)?(?:grad_2\.0_norm|grad_norm|gnorm)/(.+)$")
@@ -50,6 +68,9 @@ def canonical_name(name: str) -> str:
     norm = normalize(name)
     if norm in _LOOKUP:
         return _LOOKUP[norm]
+    tail = _tail(norm)
+    if tail is not None:
+        return tail
     m = _PER_LAYER.match(norm)
     if m and m.group(1) not in ("total",):
         return f"grad_norm/{m.group(1)}"
@@ -57,3 +78,18 @@ def canonical_name(name: str) -> str:
     if re.fullmatch(r"lr-[A-Za-z0-9]+(?:/group0)?", name.strip()):     # Composer: lr-DecoupledAdamW/group0
         return "lr"
     return name
+
+
+def _tail(norm: str) -> str | None:
+    """`loss_scale` / `skipped` for a name whose last segment says it behind a logger's prefix
+    (`optim/loss_scale`, `fp16/loss-scale`, `amp/scale`, `train/num_skipped`), else None."""
+    parts = [p for p in _PARTS.split(norm) if p]
+    if len(parts) < 2:
+        # one word: the table's own, or a spelling without separators (`lossscale`, `amp_scale`)
+        return "loss_scale" if parts and parts[0] in _SCALE_TAILS else None
+    last = parts[-1]
+    if last in _SCALE_TAILS or last == "scale" and parts[-2] in _SCALER_PREFIXES:
+        return "loss_scale"
+    if last in _SKIP_TAILS:
+        return "skipped"
+    return None

@@ -141,7 +141,7 @@ def _judge(cluster: list[Mark], seg: int, gap: float, f: pd.DataFrame, rows: sli
     def startup(step: int, frm: float = np.nan) -> bool:
         return _startup(step, first_step, th, frm)
 
-    cluster, early = _past_probes(cluster, th)
+    cluster, early = _past_probes(cluster, th, f.step.to_numpy()[rows])
     probes = [int(c[0]) for c in early if not startup(c[0])][:1]
     halvings = sum(c[1] for c in cluster)
     skipped = sum(c[2] for c in cluster)
@@ -195,10 +195,13 @@ def _loss_jumps(f: pd.DataFrame, rows: slice | np.ndarray, start: int, end: floa
                 and during.max() >= th.cascade_loss_jump * np.median(before))
 
 
-def _past_probes(cluster: list[Mark], th: Thresholds) -> tuple[list[Mark], list[Mark]]:
+def _past_probes(cluster: list[Mark], th: Thresholds, logged: np.ndarray) -> tuple[list[Mark], list[Mark]]:
     """A cascade's marks without the routine probe just before it: the leading burst (marks on
     consecutive steps: a skip and its halving) of one halving or one skip, where the rest is
-    still a cascade.
+    still a cascade, and a line of the log between the two says the steps there ran clean
+    (`logged`: the segment's steps). Without one, the steps between are not seen: messages
+    placed at the end of a logging interval (k of them on N-k+1..N), a scale logged every 50
+    steps, leave a hole after the cascade's first skip that is no calm.
     Returns (the cascade's marks, the probe's)."""
     bursts, cur = [], [cluster[0]]
     for m in cluster[1:]:
@@ -212,7 +215,9 @@ def _past_probes(cluster: list[Mark], th: Thresholds) -> tuple[list[Mark], list[
         return max(sum(c[1] for c in b), sum(c[2] for c in b))
 
     if len(bursts) > 1 and size(bursts[0]) <= 1 and size([c for b in bursts[1:] for c in b]) >= th.cascade_halvings:
-        return [c for b in bursts[1:] for c in b], bursts[0]
+        calm = bool(((logged > bursts[0][-1][0]) & (logged < bursts[1][0][0])).any())
+        if calm:
+            return [c for b in bursts[1:] for c in b], bursts[0]
     return cluster, []
 
 

@@ -31,7 +31,7 @@ class Notes:
     skipped: float | None = None
     across_gap: bool = False
     after: int | None = None
-    # a persistent overflow (scaler.persistent): "below-1" or "floor", whether the log began
+    # a persistent overflow (scaler.persistent): "below-1", "floor" or "bled", whether the log began
     # there, the scale's floor, the step it was found at when it marks another cascade, and
     # the cascades counted on it while the scale stayed below 1
     persistent: str | None = None

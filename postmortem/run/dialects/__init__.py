@@ -41,6 +41,9 @@ class Dialect:
     # a scaler message that prints only the scale after its change: the one before it is this
     # times that (apex amp halves: `self._loss_scale/2.`); None: not known, or printed (`prev_scale`)
     prev_factor: float | None = None
+    # the framework prints it from one rank only (rank 0's logger, `ranks=[0]`): the same words
+    # said again right after themselves are the next skipped steps, not the other ranks'
+    one_rank: bool = False
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:

@@ -30,6 +30,10 @@ _PREFIXES = [
     re.compile(r"\s*+[\w.-]+:\d+\s++(?=[\w.]+:\d+\s++(?:INFO|WARN))"),   # OLMo's host:rank
     re.compile(r"\s*+[\w.]+:\d+\s++(?=INFO|WARN)"),
     re.compile(r"\s*+\[Rank 0\]\s*+(?=\S)"),
+    # ESPnet's `[%(hostname)s] %(asctime)s (%(module)s:%(lineno)d) %(levelname)s: ` (espnet2/tasks/
+    # abs_task.py): the host before the date, the module and line before the level
+    re.compile(r"\s*+\[[\w.-]+\]\s*+(?=\d{4}-\d\d-\d\d[ T])"),
+    re.compile(r"\s*+\([\w.]+:\d+\)\s*+(?=(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\b)"),
 ]
 # Anywhere in the line: dates, clock times and durations are never metrics.
 _DATETIME = re.compile(r"\d{2,4}[-/]\d{1,2}[-/]\d{1,4}[ T_]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")

@@ -116,7 +116,8 @@ def merge_repeats(events: list[Event], adjacent: list[bool]) -> tuple[list[Event
     values (every rank printing it, without a rank of its own) is one; DeepSpeed's
     `Grad overflow on iteration N` is the first of the messages its scaler prints for one
     overflow, and `Reducing ... from X to Y` beside `Attempted loss scale: X, reducing to Y`
-    is the same halving. `adjacent[i]`: nothing but messages between event i-1 and i.
+    is the same halving; a message its framework prints from one rank only (`one_rank`) said
+    again is the next skip. `adjacent[i]`: nothing but messages between event i-1 and i.
     Returns the events kept, and how many were other ranks' and repeats."""
     ranks = [e.rank for e in events if not math.isnan(e.rank)]
     low = min(ranks) if ranks else math.nan
@@ -134,12 +135,16 @@ def merge_repeats(events: list[Event], adjacent: list[bool]) -> tuple[list[Event
         same = (prev is not None and near and prev.kind == e.kind
                 and _eq(prev.scale, e.scale) and _eq(prev.prev, e.prev) and _eq(prev.step, e.step)
                 and (prev.dialect == e.dialect or not math.isnan(e.scale)))
-        if same and not pending_marker and math.isnan(e.rank):
+        if same and not pending_marker and math.isnan(e.rank) and e.dialect not in _one_rank():
             repeats += 1
             continue
         pending_marker = False
         kept.append(e)
     return kept, others, repeats
+
+
+def _one_rank() -> frozenset[str]:
+    return frozenset(d.id for d in entries() if d.one_rank)
 
 
 def _eq(a: float, b: float) -> bool:

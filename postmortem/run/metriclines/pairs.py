@@ -97,6 +97,13 @@ _COUNTERS = [
     # `Iteration [100/3877]`, mmcv's `Iter [100/3877]`, `iter [ 100/3877]`)
     ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(?:\[\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
     ("iter", re.compile(r"\biter\b['\"]?\s*[:=]?\s*(?:\[\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    # icefall's batch lines (k2-fsa/icefall egs/*/train.py `train_one_epoch`): `Epoch {e}, batch
+    # {batch_idx}, ...` (the batch within the epoch), later also `global_batch_idx: {N}` (the run's)
+    ("global_step", re.compile(r"\bglobal_batch_idx: (\d+)(?!\d|\.\d)")),
+    ("iter", re.compile(r"\bEpoch \d+, batch (\d+)(?!\d|\.\d)")),
+    # ESPnet2's reporter (espnet/espnet espnet2/train/reporter.py `log_message`):
+    # `{epoch}epoch:{key}:{start}-{end}batch: ...`, the last batch of the interval within the epoch
+    ("iter", re.compile(r"(?<!\d)\d+epoch:train:\d+-(\d+)batch:")),
     ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),     # the last bar: `_last_bar`
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
@@ -109,6 +116,9 @@ _EPOCH_BATCH = [
                re.I),
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
+    # PaddleFleetX's `[train] epoch: [%d/%d], batch: [%d/%d], loss: ...` (ppfleetx/core/module/basic_module.py,
+    # the language modules' training_step_end)
+    re.compile(r"\bepoch:\s*\[(\d+)/\d+\],\s*batch:\s*\[(\d+)/(\d+)\]"),
 ]
 _TQDM = dict(_COUNTERS)["tqdm"]
 # MetricLogger.log_every's `{header}  [{i}/{N}]  eta:` (DeiT, DETR, dinov2, LAVIS); an eval's

@@ -28,6 +28,18 @@ register(
           r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + scale("scale"),
           ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",),
           ("Gradient overflow",)),
+    entry("apex.fp16_utils.attempted", "apex", "overflow",
+          "NVIDIA/Megatron-LM 22c0e30 (v1.x) megatron/fp16/fp16.py (FP16_Optimizer.step, maybe_print; "
+          "also `OVERFLOW within closure!`), EleutherAI/gpt-neox 8b6d515 megatron/fp16/fp16.py (the same "
+          "copy); apex's 2018 fp16_utils/fp16_optimizer.py printed the first half alone",
+          'self.maybe_print("OVERFLOW! Skipping step. Attempted loss scale: {}, reducing to {}".format('
+          'scale, self.loss_scale))  |  print("OVERFLOW! Skipping step. Attempted loss scale: {}".format(scale))',
+          r"OVERFLOW(?: within closure)?! Skipping step\. Attempted loss scale: " + scale("prev_scale")
+          + r"(?:, reducing to " + scale("scale") + r")?",
+          ("OVERFLOW! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0",
+           "OVERFLOW! Skipping step. Attempted loss scale: 4096.0",
+           "OVERFLOW within closure! Skipping step. Attempted loss scale: 1024.0, reducing to 512.0"),
+          ("OVERFLOW! Skipping", "OVERFLOW within closure!")),
     entry("apex.fp16_utils.bare", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
           "print('OVERFLOW!')",

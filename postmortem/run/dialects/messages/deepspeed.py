@@ -4,7 +4,8 @@ Read from microsoft/DeepSpeed at v0.3.0, v0.5.0, v0.8.0, v0.10.0 and v0.16.4 (38
 deepspeed/runtime/fp16/loss_scaler.py (`DynamicLossScaler.update_scale`, used by ZeRO 1/2/3
 since v0.10), fp16/fused_optimizer.py and fp16/unfused_optimizer.py (`step`,
 `_update_scale`), zero/stage2.py / stage_1_and_2.py / stage3.py (before v0.10).
-`[deepscale]` is the v0.3-v0.5 ZeRO wording.
+`[deepscale]` is the v0.3-v0.5 ZeRO wording; v0.3's ZeRO stage 1 (zero/stage1.py) wrote
+`[deepspeed] fp16 dynamic loss scale overflow! Rank N Skipping step. ...`.
 """
 
 from postmortem.run.dialects import register
@@ -45,6 +46,15 @@ register(
            "65536.0, reducing to 32768.0",
            "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648"),
           ("overflow! Skipping", "OVERFLOW! Skipping")),
+    entry("deepspeed.overflow.fp16_rank", "DeepSpeed", "overflow",
+          f"{_DS} v0.3.0..v0.3.16 deepspeed/runtime/zero/stage1.py (FP16_DeepSpeedZeroOptimizer_Stage1.step)",
+          '"[deepspeed] fp16 dynamic loss scale overflow! Rank {} Skipping step. Attempted loss scale: {}, '
+          'reducing to {}".format(dist.get_rank(), prev_scale, self.loss_scale)',
+          r"\[deepspeed\] fp16 dynamic loss scale overflow! Rank (?P<rank>\d+) Skipping step\. Attempted loss "
+          r"scale: " + scale("prev_scale") + r", reducing to " + scale("scale"),
+          ("[deepspeed] fp16 dynamic loss scale overflow! Rank 0 Skipping step. Attempted loss scale: "
+           "65536, reducing to 32768.0",),
+          ("overflow! Rank",)),
     entry("deepspeed.overflow.log_dist", "DeepSpeed", "overflow",
           f"{_DS} v0.5.0..v0.16.4 deepspeed/runtime/fp16/fused_optimizer.py (step, log_dist ranks=[0])",
           'Overflow detected. Skipping step. Attempted loss scale: {prev_scale}, reducing to {self.cur_scale}',
