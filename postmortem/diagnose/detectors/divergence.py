@@ -81,19 +81,22 @@ def _after_slow(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg:
     before = [e for e in level_shifts(steps, loss, lr, seg, th) if e.step < slow.step]
     if back >= len(steps) - 1:
         return before
-    later = level_shifts(steps[back:], loss[back:], None if lr is None else lr[back:], seg, th)
+    later = level_shifts(steps[back:], loss[back:], None if lr is None else lr[back:], seg, th, jumps_only=True)
     return before + later
 
 
 def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg: int,
-                 th: Thresholds) -> list[Event]:
+                 th: Thresholds, jumps_only: bool = False) -> list[Event]:
     """A jump to a higher level that stays: the loss leaves the band of the points before it
     (their median + the larger of `divergence_min_rise` of it and `divergence_sigma` robust
     step noises) and the points after it stay above, until the log ends or the LR is cut (an
     intervention: ReduceLROnPlateau, an annealing script). One that comes back down by itself
     is a spike that took long to recover, not this. Dated at the first point above the
     band's tighter core (the median + `spike_sigma` noises). Judged on any length of log:
-    `spike_min_history` points before, `recovery_points` (or `recovery_window` steps) after."""
+    `spike_min_history` points before, `recovery_points` (or `recovery_window` steps) after.
+    `jumps_only`: only a jump from the band's lower half (one of the 3 points before it), not a
+    climb that crosses the band's top (after a slow divergence came back: a climb there is
+    that one going on)."""
     n = len(loss)
     k, need_before = th.spike_min_points, th.spike_min_history
     if n < need_before + th.recovery_points + 1 or loss.min() <= 0:
@@ -105,7 +108,8 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
     d_all = np.diff(loss)
     noise_all = 1.4826 * float(np.median(np.abs(d_all - np.median(d_all)))) / np.sqrt(2)
     gap = max(interval(steps), 1e-9)
-    stay = max(th.recovery_points, int(np.ceil(th.recovery_window / gap)))
+    # (a log shorter than four recovery windows, an epoch log's 16 rows, stays for a quarter of it)
+    stay = max(th.recovery_points, min(int(np.ceil(th.recovery_window / gap)), n // 4))
     # cheap superset: above (1 + min_rise) x the lowest of the k before
     maybe = np.flatnonzero(far_above_min(loss, k, 1 + th.divergence_min_rise))
     maybe = maybe[(maybe >= need_before) & (maybe + stay < n)]
@@ -123,6 +127,8 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
         top = level + max(th.divergence_min_rise * abs(level), th.divergence_sigma * noise)
         after = loss[i:i + stay + 1]
         if not (loss[i] > top and np.median(after) > top and np.mean(after > top) >= th.divergence_rising_share):
+            continue
+        if jumps_only and loss[max(0, i - 3):i].min() > (level + top) / 2:
             continue
         back = _back_at(loss, i + stay, top)
         if back is not None and not _lr_cut(lr, max(0, i - k), i, back):
