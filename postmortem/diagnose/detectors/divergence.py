@@ -113,15 +113,19 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
     # cheap superset: above (1 + min_rise) x the lowest of the k before
     maybe = np.flatnonzero(far_above_min(loss, k, 1 + th.divergence_min_rise))
     maybe = maybe[(maybe >= need_before) & (maybe + stay < n)]
+    holes = np.flatnonzero(np.diff(steps) > 3 * gap) + 1       # the first point after each hole
     out: list[Event] = []
     done = -1
     for i in maybe.tolist():
-        if i <= done:
+        # its past: the points since the last hole in the log (more than 3 intervals), if enough
+        since = int(holes[np.searchsorted(holes, i, side="right") - 1]) if len(holes) and holes[0] <= i else 0
+        if i <= done or i - since < need_before:
             continue
-        pre = loss[max(0, i - k):i]
+        pre = loss[max(since, i - k):i]
         # (with fewer than k points before, a sparse log's, each is its stretch's level)
-        level = min(float(np.median(pre)), float(lowest[i - 1]), float(pre.min()) if len(pre) < k else np.inf)
-        d = np.diff(loss[max(0, i - 3 * k):i])
+        low = float(lowest[i - 1]) if not since else float(med3[since + 2:i].min()) if i - since > 2 else np.inf
+        level = min(float(np.median(pre)), low, float(pre.min()) if len(pre) < k else np.inf)
+        d = np.diff(loss[max(since, i - 3 * k):i])
         # the step noise of the points before, or of the whole segment where they are few
         noise = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2) if len(d) >= k else noise_all
         top = level + max(th.divergence_min_rise * abs(level), th.divergence_sigma * noise)
@@ -136,7 +140,7 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
             continue
         core = level + th.spike_sigma * noise
         first = int(i)
-        while first - 1 >= 1 and loss[first - 1] > core and loss[first - 1] > level:
+        while first - 1 >= max(since, 1) and loss[first - 1] > core and loss[first - 1] > level:
             first -= 1
         end = back - 1 if back is not None else n - 1      # (the last point still up: not the cut)
         peak = first + int(np.argmax(loss[first:end + 1]))
