@@ -91,7 +91,8 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
     (their median + the larger of `divergence_min_rise` of it and `divergence_sigma` robust
     step noises) and the points after it stay above, until the log ends or the LR is cut (an
     intervention: ReduceLROnPlateau, an annealing script). One that comes back down by itself
-    is a spike that took long to recover, not this. Dated at the first point above the
+    is a spike that took long to recover, not this; nor is a jump back to the run's median so
+    far from a dip below it (a repeated batch learnt by heart, then fresh data). Dated at the first point above the
     band's tighter core (the median + `spike_sigma` noises). Judged on any length of log:
     `spike_min_history` points before, `recovery_points` (or `recovery_window` steps) after.
     `jumps_only`: only a jump from the band's lower half (one of the 3 points before it), not a
@@ -134,6 +135,8 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
             continue
         if jumps_only and loss[max(0, i - 3):i].min() > (level + top) / 2:
             continue
+        if np.median(after) <= np.median(loss[since:i]):
+            continue            # back to where the run has been, from a dip below it: a return
         back = _back_at(loss, i + stay, top)
         if back is not None and not _lr_cut(lr, max(0, i - k), i, back):
             done = back            # it came down by itself: a slow spike's recovery
