@@ -33,6 +33,15 @@ def test_a_blow_up_to_a_plateau_that_the_lr_cut_ends_is_a_divergence_of_its_own(
     assert b4.status == "fail" and "to 17.34 from step 10749 and stayed above" in b4.detail, b4.detail
 
 
+@pytest.mark.skipif(not (SHARED / "issue-simmim-15-gradnorm-avg-nan").exists(), reason="shared real runs not here")
+def test_two_pasted_excerpts_far_apart_are_no_jump():
+    # SimMIM #15: lines 8406-8857 (loss 0.44-0.47), then 13761-14361 (0.49-0.53), 4,900 steps
+    # later: the later window is not a jump from the earlier one, and by itself it is flat
+    analysis = analyze(read_run(SHARED / "issue-simmim-15-gradnorm-avg-nan"))
+    assert [i for i in analysis.incidents if i.kind == "divergence"] == []
+    assert next(c for c in analysis.checks if c.id == "B4").status == "pass"
+
+
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "accuracy"))
 
