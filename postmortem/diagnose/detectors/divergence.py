@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from postmortem.diagnose.detectors.event import Event, Notes
-from postmortem.diagnose.detectors.windows import block, far_above_min, rolling_mean, segment_ids
+from postmortem.diagnose.detectors.windows import _two_block_min, block, rolling_mean, segment_ids
 from postmortem.diagnose.series import interval, segment_rows, spacing, step_noise, widen
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
@@ -104,15 +104,20 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
         return []
     # the lowest level so far, as the median of 3 (one lucky batch is no level): a loss that
     # fell fast (warmup) and climbs back is judged from its lowest, not the points above it
-    med3 = np.median(np.lib.stride_tricks.sliding_window_view(np.r_[loss[:1], loss[:1], loss], 3), axis=1)
+    a, b, c = np.r_[loss[:2], loss[:-2]], np.r_[loss[:1], loss[:-1]], loss
+    med3 = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
     lowest = np.minimum.accumulate(med3)
-    d_all = np.diff(loss)
-    noise_all = 1.4826 * float(np.median(np.abs(d_all - np.median(d_all)))) / np.sqrt(2)
+    # the step noise, robust (the MAD of the differences: a jump is a few of them): the
+    # segment's, or the points' before a candidate where that is larger
+    noise_all = _mad_noise(loss)
     gap = max(interval(steps), 1e-9)
     # (a log shorter than four recovery windows, an epoch log's 16 rows, stays for a quarter of it)
     stay = max(th.recovery_points, min(int(np.ceil(th.recovery_window / gap)), n // 4))
-    # cheap superset: above (1 + min_rise) x the lowest of the k before
-    maybe = np.flatnonzero(far_above_min(loss, k, 1 + th.divergence_min_rise))
+    # cheap superset: above the band over a lower bound of the level (the lowest median of 3
+    # so far, or the lowest of the blocks that hold the k points before)
+    floor = np.minimum(np.r_[np.inf, lowest[:-1]], _two_block_min(loss, k))
+    bar = floor + np.maximum(th.divergence_min_rise * np.abs(floor), th.divergence_sigma * noise_all)
+    maybe = np.flatnonzero(loss > bar)
     maybe = maybe[(maybe >= need_before) & (maybe + stay < n)]
     holes = np.flatnonzero(np.diff(steps) > 3 * gap) + 1       # the first point after each hole
     out: list[Event] = []
@@ -126,9 +131,8 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
         # (with fewer than k points before, a sparse log's, each is its stretch's level)
         low = float(lowest[i - 1]) if not since else float(med3[since + 2:i].min()) if i - since > 2 else np.inf
         level = min(float(np.median(pre)), low, float(pre.min()) if len(pre) < k else np.inf)
-        d = np.diff(loss[max(since, i - 3 * k):i])
-        # the step noise of the points before, or of the whole segment where they are few
-        noise = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2) if len(d) >= k else noise_all
+        before = loss[max(since, i - 3 * k):i]
+        noise = max(noise_all, _mad_noise(before)) if len(before) > k else noise_all
         top = level + max(th.divergence_min_rise * abs(level), th.divergence_sigma * noise)
         after = loss[i:i + stay + 1]
         if not (loss[i] > top and np.median(after) > top and np.mean(after > top) >= th.divergence_rising_share):
@@ -156,19 +160,33 @@ def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg
     return out
 
 
+def _mad_noise(values: np.ndarray) -> float:
+    """The step noise of a stretch of loss, robust: 1.4826 MAD of its differences / sqrt 2
+    (of at most 65,536 of them, evenly spread: a 1M-step log's MAD costs two partitions)."""
+    d = np.diff(values)
+    d = d[::max(1, len(d) // 65_536)]
+    return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2) if len(d) else 0.0
+
+
 def _back_at(loss: np.ndarray, start: int, top: float) -> int | None:
     """The first index from `start` on where the loss, as the median of it and the 2 after it,
-    is back under `top`: the first of those under it."""
-    rest = loss[start:]
-    if len(rest) < 3:
-        hit = np.flatnonzero(rest <= top)
+    is back under `top`: the first of those under it. Looked for in growing chunks (most come
+    back soon; a 1M-step log is not scanned whole for each candidate)."""
+    if len(loss) - start < 3:
+        hit = np.flatnonzero(loss[start:] <= top)
         return start + int(hit[0]) if len(hit) else None
-    med = np.median(np.lib.stride_tricks.sliding_window_view(rest, 3), axis=1)
-    hit = np.flatnonzero(med <= top)
-    if not len(hit):
-        return None
-    j = int(hit[0])
-    return start + j + int(np.argmax(rest[j:j + 3] <= top))
+    size = 64
+    while start + 2 < len(loss):
+        part = loss[start:start + size + 2]
+        a, b, c = part[:-2], part[1:-1], part[2:]
+        med = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+        hit = np.flatnonzero(med <= top)
+        if len(hit):
+            j = int(hit[0])
+            return start + j + int(np.argmax(part[j:j + 3] <= top))
+        start += len(med)
+        size *= 4
+    return None
 
 
 def _lr_cut(lr: np.ndarray | None, lo: int, i: int, back: int) -> bool:
