@@ -106,6 +106,59 @@ def judge_specs(seed: int):
     ]
 
 
+# the divergence shapes (issue 25b): what each is as an incident (kind, metric, cause, whether
+# it is a slow one dated at the smoothed loss's lowest point); None: a control
+SHAPES = {
+    "warmup-diverge": ("divergence", "loss", "lr-too-high", True),
+    "collapse": ("divergence", "loss", "lr-discontinuity", False),
+    "slow-climb": ("divergence", "loss", "schedule-misconfigured", True),
+    "warmup-bump-healthy": None,
+    "data-mix-healthy": None,
+    "overfit-healthy": None,
+    "noisy-long-healthy": None,
+}
+
+
+def shape_specs(seed: int):
+    """(run name, Spec, formats, data) of the divergence shapes and their controls; `data`: the
+    trainer's other data source (`trainer2.DATA`) or None. Settings and formats move with the
+    seed."""
+    from trainer2 import Spec
+
+    rng = np.random.default_rng(seed + 900)
+    lr = float(rng.choice([3e-3, 4e-3, 5e-3]))
+    at = int(rng.choice([250, 300, 350]))
+    base = dict(seed=seed, lr=lr, min_lr=lr / 10, corpus_seed=seed % 3)
+    pick = lambda options, k=2: [options[j] for j in rng.permutation(len(options))[:k]]  # noqa: E731
+    sparse = lambda: [(f, int(rng.choice([5, 10]))) for f in pick(["megatron", "nanogpt", "hf-console"], 1)]  # noqa: E731
+    dense = lambda k=1: [(f, 1) for f in pick(["jsonl", "llm.c", "csv", "tensorboard"], k)]  # noqa: E731
+    sgd_lr = float(rng.choice([3.5, 4.0, 5.0]))
+    return [
+        # SGD configured with an LR too high: the loss falls through warmup, then climbs to the
+        # unigram plateau (about 3 nats) and stays: a divergence as the LR nears its peak
+        ("warmup-diverge", Spec(kind="lr-too-high", optimizer="sgd", steps=800, warmup=100,
+                                **{**base, "lr": sgd_lr, "min_lr": sgd_lr / 10}),
+         dense() + sparse() + [("epochs", 50)], None),
+        # the same at half that LR: a bump as warmup ends, that comes back
+        ("warmup-bump-healthy", Spec(kind="healthy", optimizer="sgd", steps=800, warmup=100,
+                                     **{**base, "lr": 2.0, "min_lr": 0.2}), dense() + sparse(), None),
+        # the LR x80-150 from `at` on, for good: a jump to the unigram plateau that stays (collapse)
+        ("collapse", Spec(kind="lr-discontinuity", steps=700, at=at, length=10_000,
+                          factor=float(rng.choice([80, 100, 150])), **base), dense() + sparse(), None),
+        # the LR climbing against its config over 3000 steps: a slow climb logged every 10, 50, 100
+        ("slow-climb", Spec(kind="schedule-misconfigured", steps=3000, factor=float(rng.choice([25, 30])), **base),
+         [("jsonl", 100), ("megatron", 10), ("epochs", 100)], None),
+        # a data-mix change at `at` (a fifth of each batch from another corpus): the loss jumps
+        # and comes back
+        ("data-mix-healthy", Spec(kind="healthy", steps=700, at=at, factor=0.2, **base), dense() + sparse(), "shifted"),
+        # a corpus learnt by heart: the train loss falls, the validation loss rises from step ~200
+        ("overfit-healthy", Spec(kind="healthy", steps=1500, hidden=512, eval_every=50, **base),
+         dense() + sparse(), "small"),
+        # batch 8, 1500 steps: a loss noisy by about half a nat
+        ("noisy-long-healthy", Spec(kind="healthy", steps=1500, batch=8, **base), dense() + sparse(), None),
+    ]
+
+
 def _formats(i: int, seed: int, spec) -> list[tuple[str, int]]:
     """Three formats per run, cycling; the logging interval is the trainer's habit (llm.c every
     step, Megatron/HF/nanoGPT every 5 or 10), tables every step or every 5. fp16 runs are also
@@ -132,8 +185,11 @@ def _smoothed_min(loss: np.ndarray, start: int, w: int = 25) -> int:
     return start + int(np.argmin(sm[start:len(sm) - w // 2]))
 
 
-def true_incidents(spec, records: list[dict]) -> list[dict]:
-    """Each true incident as record indices: onset and the range it may be found in."""
+def true_incidents(spec, records: list[dict], shape: str | None = None) -> list[dict]:
+    """Each true incident as record indices: onset and the range it may be found in. `shape`:
+    a divergence shape's name (`SHAPES`), whose truth is its own."""
+    if shape is not None:
+        return _shape_incidents(spec, records, shape)
     if spec.kind == "short":
         return _short_incidents(spec, records)
     if spec.kind not in TRUTH:
@@ -172,6 +228,24 @@ def true_incidents(spec, records: list[dict]) -> list[dict]:
                     "range": [hi, len(records) - 1], "wide": True,
                     "optional": True})
     return out
+
+
+def _shape_incidents(spec, records: list[dict], shape: str) -> list[dict]:
+    """A divergence shape's one incident: a slow one from the smoothed loss's lowest point after
+    warmup's first steps to the log's end, a collapse from the LR's jump."""
+    truth = SHAPES[shape]
+    if truth is None:
+        return []
+    kind, metric, cause, slow = truth
+    if slow:
+        loss = np.array([r["loss"] for r in records])
+        onset = _smoothed_min(loss, 13)
+        lo, hi = max(0, onset - 50), len(records) - 1
+    else:
+        onset = lo = spec.at
+        hi = spec.at + 30
+    return [{"kind": kind, "metric": metric, "cause": cause, "onset": onset, "range": [lo, min(hi, len(records) - 1)],
+             "wide": slow, "optional": False}]
 
 
 def _short_incidents(spec, records: list[dict]) -> list[dict]:
@@ -225,10 +299,10 @@ def _segments(rows) -> list[int]:
     return out
 
 
-def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
+def label_for(name: str, fmt: str, interval: int, spec, records, rows, shape: str | None = None) -> dict:
     segs = _segments(rows)
     incidents = []
-    for inc in true_incidents(spec, records):
+    for inc in true_incidents(spec, records, shape):
         k0 = _row_of(rows, inc["onset"])
         a, b = _row_of(rows, inc["range"][0]), _row_of(rows, inc["range"][1], after=False)
         b = b if b is not None else len(rows) - 1
@@ -248,7 +322,7 @@ def label_for(name: str, fmt: str, interval: int, spec, records, rows) -> dict:
                           "segment": segs[k0] if segs[-1] else None,
                           "tolerance": tol, "step_tolerance": tol if inc["wide"] else unit})
     return {"run": name, "format": fmt, "interval": interval, "seed": spec.seed,
-            "trainer": "charmlp-lab2", "dtype": spec.dtype, "injected": spec.kind,
+            "trainer": "charmlp-lab2", "dtype": spec.dtype, "injected": shape or spec.kind,
             "incidents": incidents, "control": not incidents,
             "probes": [rows[k][0] for k in (_row_of(rows, i, after=False) for i in probes(records))
                        if k is not None] if fmt in ("jsonl", "csv", "llm.c") and interval == 1 else [],
@@ -280,25 +354,27 @@ def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
     code = _code_hash()
     out = []
     bases = {}
-    runs = [(seed, i, kind, spec, _formats(i, seed, spec)) for seed in seeds
+    runs = [(seed, i, kind, spec, _formats(i, seed, spec), None, None) for seed in seeds
             for i, (kind, spec) in enumerate(specs(seed))]
-    runs += [(seed, 100 + i, kind, spec, fmts) for seed in seeds
+    runs += [(seed, 100 + i, kind, spec, fmts, None, None) for seed in seeds
              for i, (kind, spec, fmts) in enumerate(judge_specs(seed))]
-    for seed, _i, kind, spec, fmts in runs:
+    runs += [(seed, 200 + i, kind, spec, fmts, data, kind) for seed in seeds
+             for i, (kind, spec, fmts, data) in enumerate(shape_specs(seed))]
+    for seed, _i, kind, spec, fmts, data, shape in runs:
         name = f"lab2-{kind}-s{seed}"
-        key = hashlib.sha256(json.dumps([code, asdict(spec), fmts], default=str).encode()).hexdigest()[:12]
+        key = hashlib.sha256(json.dumps([code, asdict(spec), fmts, data], default=str).encode()).hexdigest()[:12]
         dirs = [cache / "runs" / f"{name}-{f.replace('.', '')}" for f, _ in fmts]
         if all(label_path(d).exists() and json.loads(label_path(d).read_text()).get("key") == key
                for d in dirs):
             out += dirs
             continue
-        result = _trained(spec, seed, cache, bases, log, name, fmts)
+        result = _trained(spec, seed, cache, bases, log, name, fmts, data)
         meta = {**result.meta, "seed": seed}
         for (fmt, interval), d in zip(fmts, dirs):
             tmp = d.with_name(d.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             rows = WRITERS[fmt](result.records, meta, tmp, interval=interval)
-            label = {**label_for(d.name, fmt, interval, spec, result.records, rows), "key": key}
+            label = {**label_for(d.name, fmt, interval, spec, result.records, rows, shape), "key": key}
             shutil.rmtree(d, ignore_errors=True)
             os.replace(tmp, d)
             label_path(d).parent.mkdir(parents=True, exist_ok=True)
@@ -307,14 +383,24 @@ def generate(seeds, cache: Path = CACHE, log=print) -> list[Path]:
     return out
 
 
-def _trained(spec, seed: int, cache: Path, bases: dict, log, name: str, fmts):
+def _trainer_source(data: str | None) -> bytes:
+    """What a run's cached records depend on: the trainer above its shapes' mark (so the runs
+    trained before the shapes keep their records), and that part too for a run on other data."""
+    from trainer2 import SHAPES_MARK
+
+    src = (HERE / "trainer2.py").read_bytes()
+    core = src[:src.index(SHAPES_MARK.encode())].rstrip(b"\n") + b"\n"
+    return src + (data or "").encode() if data else core
+
+
+def _trained(spec, seed: int, cache: Path, bases: dict, log, name: str, fmts, data: str | None = None):
     """The trained run's records, cached by the trainer's source and the spec (training is the
     slow part; writing the formats and the labels again is not)."""
     import pickle
 
-    from trainer2 import Result, train
+    from trainer2 import Result, train, train_on
 
-    h = hashlib.sha256((HERE / "trainer2.py").read_bytes())
+    h = hashlib.sha256(_trainer_source(data))
     h.update(json.dumps(asdict(spec), default=str).encode())
     path = cache / "records" / f"{name}-{h.hexdigest()[:12]}.pkl"
     if path.exists():
@@ -327,7 +413,7 @@ def _trained(spec, seed: int, cache: Path, bases: dict, log, name: str, fmts):
             bases[seed] = train(replace(spec, kind="healthy", steps=spec.base_steps, seed=seed + 1000,
                                         dtype="fp32", warmup=30, lr=spec.lr * 4, min_lr=spec.lr / 2.5)).model
         base = bases[seed]
-    result = train(spec, base)
+    result = train_on(spec, data) if data else train(spec, base)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps((result.records, result.meta)))

@@ -107,8 +107,10 @@ def incident_events(ctx: Context, checks: list[Check]) -> list[Merged]:
     for e in lead:
         # A spike inside a divergence (a slow one from its start on; a blow-up until the loss
         # is back), or a NaN run inside a spike, belongs to it.
+        # (a slow one spans until its smoothed loss is back where it rose from: a blow-up
+        # after that is an incident of its own)
         host = next((m for m in merged if m.event.segment == e.segment and not slow(e) and (
-            slow(m.event) and e.step >= m.event.step
+            slow(m.event) and m.event.step <= e.step <= m.event.last + _reach(ctx, m.event, e)
             or e.step <= m.event.last + _reach(ctx, m.event, e))), None)
         if host is None:
             merged.append(Merged(e))

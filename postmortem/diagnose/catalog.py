@@ -187,6 +187,8 @@ def _lr_high(ctx, *, ev, f, e) -> None:
     elif ev.kind == "divergence":
         e.add(True, "w_divergence", "loss", f"smoothed loss rising {ev.notes.rise or 0:.0%} from step "
               f"{ev.step} to step {ev.peak_step if ev.notes.confirmed_at is None else ev.notes.confirmed_at}")
+    if ev.kind == "divergence":
+        _lr_cut_after(ctx, ev, e)
     if ev.kind == "divergence" and f.gn_ratio is not None:
         # the grad norm's jump with the loss: the step the LR allows is too large for it
         jump = f.gn_ratio >= ctx.th.long_tail_grad_ratio / 3
@@ -200,6 +202,24 @@ def _lr_high(ctx, *, ev, f, e) -> None:
     if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
         e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth.first}"
               f"-{f.lr_smooth.last})")
+
+
+def _lr_cut_after(ctx, ev, e) -> None:
+    """The LR cut (to under 0.7x) at the first logged line after the divergence, and the loss
+    back under where it rose from there: the LR was what held it up (ReduceLROnPlateau, an
+    annealing script)."""
+    if not ctx.has("lr") or ev.end_step is None:
+        return
+    steps, lr = ctx.finite("lr", ev.segment)
+    before, after = lr[steps <= ev.end_step], (steps > ev.end_step).nonzero()[0]
+    if not len(before) or not len(after):
+        return
+    cut_at, cut = int(steps[after[0]]), float(lr[after[0]])
+    ls, loss = ctx.finite("loss", ev.segment)
+    then = loss[(ls >= cut_at) & (ls <= cut_at + ctx.recovery_reach(ev.segment))]
+    if cut < 0.7 * before[-1] and len(then) and float(sorted(then)[len(then) // 2]) <= ev.window_mean:
+        e.add(True, "w_divergence", "lr", f"the LR cut to {number(cut)} (x{cut / before[-1]:.2f}) at step {cut_at} "
+              f"brought the loss back under {number(ev.window_mean)}: the LR held it up")
 
 
 def _schedule(ctx, *, ev, f, e) -> None:

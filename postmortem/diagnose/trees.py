@@ -17,6 +17,7 @@ from postmortem.diagnose.detectors.divergence import divergence_too_short, diver
 from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import cascade_words, persistent_words
 from postmortem.diagnose.series import interval
+from postmortem.numbers import number
 
 # (status, detail), or (status, detail, leaf) where a failure leads elsewhere than the
 # node's own leaf
@@ -405,9 +406,18 @@ def b_divergence(ctx: Context) -> Outcome:
         window = divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
         return "pass", (f"no sustained rise of the smoothed loss over {window} steps "
                         f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)")
-    e = ev[0]
-    return "fail", (f"smoothed loss rising from step {e.step} (+{e.notes.rise:.0%} by step "
-                    f"{e.notes.confirmed_at}, {e.notes.rising_share:.0%} of its steps up)")
+    said = [_divergence_said(e) for e in ev]
+    more = f"; and {len(said) - 2} more" if len(said) > 2 else ""
+    return "fail", "; ".join(said[:2]) + more
+
+
+def _divergence_said(e) -> str:
+    """One divergence in B4's words: a slow rise, or a jump to a level that stayed up."""
+    if e.notes.confirmed_at is None:
+        return (f"loss jumped from {number(e.window_mean)} to {number(e.peak)} from step {e.step} and stayed "
+                f"above the band before it (+{e.notes.rise or 0:.0%}) to step {e.last}")
+    return (f"smoothed loss rising from step {e.step} (+{e.notes.rise:.0%} by step "
+            f"{e.notes.confirmed_at}, {e.notes.rising_share:.0%} of its steps up)")
 
 
 def _trend(ctx: Context, name: str, start: int) -> float | None:

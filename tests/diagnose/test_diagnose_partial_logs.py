@@ -28,8 +28,9 @@ def test_a_divergence_that_peaks_then_anneals_names_the_step_of_its_peak(tmp_pat
 
 
 def test_the_wordlm_divergence_peaks_at_step_11349_not_at_the_last_step(real_runs):
+    # (the climb of epochs 1-2 came back by epoch 4: a divergence of its own, before this one)
     [inc] = [i for i in analyze(read_run(real_runs / "pytorch-wordlm-rnntanh-diverge-anneal")).incidents
-             if i.kind == "divergence"]
+             if i.kind == "divergence" and i.step > 9149]
     assert inc.symptoms.peak_loss == pytest.approx(17.34, abs=0.01)
     assert inc.symptoms.peak_step == 11349
 

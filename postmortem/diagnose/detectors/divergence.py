@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from postmortem.diagnose.detectors.event import Event, Notes
-from postmortem.diagnose.detectors.windows import block, rolling_mean, segment_ids
+from postmortem.diagnose.detectors.windows import _two_block_min, block, rolling_mean, segment_ids
 from postmortem.diagnose.series import interval, segment_rows, spacing, step_noise, widen
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
@@ -63,9 +63,145 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         if s is None:
             continue
         rise = _first_confirmed(s, th)
-        if rise is not None:
-            events.append(_event(s, rise, int(seg), th))
+        slow = _event(s, rise, int(seg), th) if rise is not None else None
+        if slow is not None:
+            events.append(slow)
+        lr = f.lr.to_numpy(dtype=float, na_value=np.nan)[rows][finite] if "lr" in f else None
+        events += _after_slow(steps, loss, lr, int(seg), th, slow)
     return events
+
+
+def _after_slow(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg: int, th: Thresholds,
+                slow: Event | None) -> list[Event]:
+    """The segment's level shifts outside its slow divergence: before it, or judged from
+    where it came back (its own levels from there: the loss it came back to)."""
+    if slow is None:
+        return level_shifts(steps, loss, lr, seg, th)
+    back = int(np.searchsorted(steps, slow.last, side="right"))
+    before = [e for e in level_shifts(steps, loss, lr, seg, th) if e.step < slow.step]
+    if back >= len(steps) - 1:
+        return before
+    later = level_shifts(steps[back:], loss[back:], None if lr is None else lr[back:], seg, th, jumps_only=True)
+    return before + later
+
+
+def level_shifts(steps: np.ndarray, loss: np.ndarray, lr: np.ndarray | None, seg: int,
+                 th: Thresholds, jumps_only: bool = False) -> list[Event]:
+    """A jump to a higher level that stays: the loss leaves the band of the points before it
+    (their median + the larger of `divergence_min_rise` of it and `divergence_sigma` robust
+    step noises) and the points after it stay above, until the log ends or the LR is cut (an
+    intervention: ReduceLROnPlateau, an annealing script). One that comes back down by itself
+    is a spike that took long to recover, not this; nor is a jump back to the run's median so
+    far from a dip below it (a repeated batch learnt by heart, then fresh data). Dated at the first point above the
+    band's tighter core (the median + `spike_sigma` noises). Judged on any length of log:
+    `spike_min_history` points before, `recovery_points` (or `recovery_window` steps) after.
+    `jumps_only`: only a jump from the band's lower half (one of the 3 points before it), not a
+    climb that crosses the band's top (after a slow divergence came back: a climb there is
+    that one going on)."""
+    n = len(loss)
+    k, need_before = th.spike_min_points, th.spike_min_history
+    if n < need_before + th.recovery_points + 1 or loss.min() <= 0:
+        return []
+    # the lowest level so far, as the median of 3 (one lucky batch is no level): a loss that
+    # fell fast (warmup) and climbs back is judged from its lowest, not the points above it
+    a, b, c = np.r_[loss[:2], loss[:-2]], np.r_[loss[:1], loss[:-1]], loss
+    med3 = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+    lowest = np.minimum.accumulate(med3)
+    # the step noise, robust (the MAD of the differences: a jump is a few of them): the
+    # segment's, or the points' before a candidate where that is larger
+    noise_all = _mad_noise(loss)
+    gap = max(interval(steps), 1e-9)
+    # (a log shorter than four recovery windows, an epoch log's 16 rows, stays for a quarter of it)
+    stay = max(th.recovery_points, min(int(np.ceil(th.recovery_window / gap)), n // 4))
+    # cheap superset: above the band over a lower bound of the level (the lowest median of 3
+    # so far, or the lowest of the blocks that hold the k points before)
+    floor = np.minimum(np.r_[np.inf, lowest[:-1]], _two_block_min(loss, k))
+    bar = floor + np.maximum(th.divergence_min_rise * np.abs(floor), th.divergence_sigma * noise_all)
+    maybe = np.flatnonzero(loss > bar)
+    maybe = maybe[(maybe >= need_before) & (maybe + stay < n)]
+    holes = np.flatnonzero(np.diff(steps) > 3 * gap) + 1       # the first point after each hole
+    out: list[Event] = []
+    done = -1
+    for i in maybe.tolist():
+        # its past: the points since the last hole in the log (more than 3 intervals), if enough
+        since = int(holes[np.searchsorted(holes, i, side="right") - 1]) if len(holes) and holes[0] <= i else 0
+        if i <= done or i - since < need_before:
+            continue
+        pre = loss[max(since, i - k):i]
+        # (with fewer than k points before, a sparse log's, each is its stretch's level)
+        low = float(lowest[i - 1]) if not since else float(med3[since + 2:i].min()) if i - since > 2 else np.inf
+        level = min(float(np.median(pre)), low, float(pre.min()) if len(pre) < k else np.inf)
+        before = loss[max(since, i - 3 * k):i]
+        noise = max(noise_all, _mad_noise(before)) if len(before) > k else noise_all
+        top = level + max(th.divergence_min_rise * abs(level), th.divergence_sigma * noise)
+        after = loss[i:i + stay + 1]
+        if not (loss[i] > top and np.median(after) > top and np.mean(after > top) >= th.divergence_rising_share):
+            continue
+        if jumps_only and loss[max(0, i - 3):i].min() > (level + top) / 2:
+            continue
+        if np.median(after) <= np.median(loss[since:i]):
+            continue            # back to where the run has been, from a dip below it: a return
+        back = _back_at(loss, i + stay, top)
+        if back is not None and not _lr_cut(lr, max(0, i - k), i, back):
+            done = back            # it came down by itself: a slow spike's recovery
+            continue
+        core = level + th.spike_sigma * noise
+        first = int(i)
+        while first - 1 >= max(since, 1) and loss[first - 1] > core and loss[first - 1] > level:
+            first -= 1
+        end = back - 1 if back is not None else n - 1      # (the last point still up: not the cut)
+        peak = first + int(np.argmax(loss[first:end + 1]))
+        out.append(Event("divergence", "loss", int(steps[first]), seg, int(steps[peak]), float(loss[peak]),
+                         level, noise, notes=Notes(rise=float(loss[peak] / level - 1), from_spike=True,
+                                                   points=len(pre), sparse=len(pre) < k),
+                         severity=float((np.median(after) - level) / noise) if noise > 0 else th.spike_sigma,
+                         end_step=int(steps[end])))
+        done = end
+    return out
+
+
+def _mad_noise(values: np.ndarray) -> float:
+    """The step noise of a stretch of loss, robust: 1.4826 MAD of its differences / sqrt 2
+    (of at most 65,536 of them, evenly spread: a 1M-step log's MAD costs two partitions)."""
+    d = np.diff(values)
+    d = d[::max(1, len(d) // 65_536)]
+    return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2) if len(d) else 0.0
+
+
+def _back_at(loss: np.ndarray, start: int, top: float) -> int | None:
+    """The first index from `start` on where the loss, as the median of it and the 2 after it,
+    is back under `top`: the first of those under it. Looked for in growing chunks (most come
+    back soon; a 1M-step log is not scanned whole for each candidate)."""
+    if len(loss) - start < 3:
+        hit = np.flatnonzero(loss[start:] <= top)
+        return start + int(hit[0]) if len(hit) else None
+    size = 64
+    while start + 2 < len(loss):
+        part = loss[start:start + size + 2]
+        a, b, c = part[:-2], part[1:-1], part[2:]
+        med = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+        hit = np.flatnonzero(med <= top)
+        if len(hit):
+            j = int(hit[0])
+            return start + j + int(np.argmax(part[j:j + 3] <= top))
+        start += len(med)
+        size *= 4
+    return None
+
+
+def _lr_cut(lr: np.ndarray | None, lo: int, i: int, back: int) -> bool:
+    """The LR cut by a step (to under 0.7x the line before) between the jump and the loss's
+    return, to at most half what it was before the jump (the points from `lo` to `i`): the
+    return is the user's doing, not a recovery. (An LR jump that ends is no cut: it is back
+    where it was; nor is a schedule's decay.)"""
+    if lr is None:
+        return False
+    before = lr[lo:i]
+    before = before[np.isfinite(before)]
+    seen = lr[i:back + 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dropped = bool((seen[1:] < 0.7 * seen[:-1]).any())
+    return bool(dropped and len(before) and np.isfinite(lr[back]) and lr[back] <= 0.5 * np.median(before))
 
 
 @dataclass(frozen=True)
@@ -184,9 +320,15 @@ def _event(s: _Smoothed, r: _Rise, seg: int, th: Thresholds) -> Event:
     with np.errstate(invalid="ignore", divide="ignore"):
         rise = r.up / np.abs(smooth[start])
     share = (s.rising[end] - s.rising[start]) / max(end - start, 1)
-    peak = start + int(np.argmax(loss[start:]))     # where the highest loss is
+    # it spans until the smoothed loss is back at the level it rose from (within half the
+    # margin it had to rise by), or to the log's end: what comes after is judged on its own
+    with np.errstate(invalid="ignore"):
+        home = np.flatnonzero(smooth[end:] <= smooth[start] + max(s.need[end], th.divergence_min_rise / 2
+                                                                   * abs(smooth[start])))
+    last = end + int(home[0]) if len(home) else len(steps) - 1
+    peak = start + int(np.argmax(loss[start:last + 1]))     # where the highest loss is
     return Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]),
-                 float(loss[peak]), float(smooth[start]), end_step=int(steps[-1]),
+                 float(loss[peak]), float(smooth[start]), end_step=int(steps[last]),
                  notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[end])),
                  severity=float(r.up / s.noise[end]) if s.noise[end] > 0 else th.spike_sigma)
 
@@ -203,10 +345,12 @@ def divergence_reference(log: RunLog, th: Thresholds) -> list[Event]:
     f = log.frame
     for seg in sorted(set(f.segment.to_numpy().tolist())):
         rows = f[(f.segment == seg).to_numpy()]
-        loss = rows.loss.to_numpy(dtype=float, na_value=np.nan)
-        steps, loss = rows.step.to_numpy()[np.isfinite(loss)], loss[np.isfinite(loss)]
+        loss_all = rows.loss.to_numpy(dtype=float, na_value=np.nan)
+        steps, loss = rows.step.to_numpy()[np.isfinite(loss_all)], loss_all[np.isfinite(loss_all)]
         if len(steps) >= th.short_log_points:
-            events += _segment_reference(steps, loss, int(seg), th)
+            slow = _segment_reference(steps, loss, int(seg), th)
+            lr = rows.lr.to_numpy(dtype=float, na_value=np.nan)[np.isfinite(loss_all)] if "lr" in rows else None
+            events += slow + _after_slow(steps, loss, lr, int(seg), th, slow[0] if slow else None)
     return events
 
 
@@ -249,12 +393,15 @@ def _segment_reference(steps: np.ndarray, loss: np.ndarray, seg: int, th: Thresh
         # where it began: the lowest smoothed loss from a window before its start on
         start = min(start, max(lowest[i], int(np.searchsorted(steps, steps[start] - window))))
         start += int(np.argmin(smooth[start:i + 1]))
-        peak = start + int(np.argmax(loss[start:]))
+        # its span: to the first point from its confirmation on back near where it rose from
+        margin = max(need[i], th.divergence_min_rise / 2 * abs(smooth[start]))
+        last = next((j for j in range(i, n) if smooth[j] <= smooth[start] + margin), n - 1)
+        peak = start + int(np.argmax(loss[start:last + 1]))
         with np.errstate(invalid="ignore", divide="ignore"):
             rise = up / np.abs(smooth[start])
         share = (rising[i] - rising[start]) / max(i - start, 1)
         return [Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]), float(loss[peak]),
-                      float(smooth[start]), end_step=int(steps[-1]),
+                      float(smooth[start]), end_step=int(steps[last]),
                       notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[i])),
                       severity=float(up / noise[i]) if noise[i] > 0 else th.spike_sigma)]
     return []
