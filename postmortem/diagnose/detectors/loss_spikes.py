@@ -57,8 +57,8 @@ def short_noise(loss: np.ndarray, own: np.ndarray, i: int, level: float, excursi
     1.4826 MAD of the step-to-step differences between the segment's own points no higher
     than point `i` (less the two that touch it), over sqrt 2; its bound, sqrt(k / chi2_(1-q)(k)) times it for k
     differences (Wilson-Hilferty's chi2). NaN where the log holds `spike_short_log` points
-    or more (its windows hold enough), where the loss is not back by the next point (a rise
-    that holds is no batch noise), or from fewer than 2 differences."""
+    or more (its windows hold enough), where the loss does not come back (a rise that holds
+    is no batch noise), or from fewer than 2 differences."""
     if len(loss) >= th.spike_short_log or not excursion:
         return ShortNoise(math.nan, math.nan, 0)
     mine = np.flatnonzero(own)
@@ -81,10 +81,13 @@ def held_back(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, leve
               seg: int, th: Thresholds) -> Rise | None:
     """The rise at point `i` over `level`, where a short log's noise holds it back (under
     `spike_sigma_big_rise` times that noise's bound); None where it stands out of it. Only
-    a one-batch excursion is held: the next point, a logging interval on, is back under
-    half the rise."""
+    a one-batch excursion is held: the loss is back under half the rise within
+    `recovery_points` lines, each a logging interval after the one before."""
     rise = float(loss[i] - level)
-    back = i + 1 < len(loss) and steps[i + 1] - steps[i] <= gap and loss[i + 1] <= level + rise / 2
+    # back under half the rise within `recovery_points` lines, each a logging interval on
+    nxt = np.arange(i + 1, min(i + 1 + th.recovery_points, len(loss)))
+    nxt = nxt[: int(np.argmin(np.r_[np.diff(steps[np.r_[i, nxt]]) <= gap, False]))]
+    back = bool((loss[nxt] <= level + rise / 2).any())
     sn = short_noise(loss, own, i, level, bool(back), th)
     if not math.isfinite(sn.widened) or not rise < th.spike_sigma_big_rise * sn.widened:
         return None
