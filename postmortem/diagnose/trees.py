@@ -318,6 +318,9 @@ def b_loss_spike(ctx: Context) -> Outcome:
     ev = ctx.loss_spikes
     rises = [u for u in ctx.unjudged_rises if not any(e.step == u.step for e in ev)]
     early = [u for u in rises if not math.isfinite(u.rise)]
+    # (a point held back inside a spike found is that spike's, not a rise of its own)
+    rises = [u for u in rises if not math.isfinite(u.rise) or not any(
+        e.segment == u.segment and e.step <= u.step <= e.peak_step + ctx.th.merge_gap for e in ev)]
     big = ctx.th.spike_sigma_big_rise
     # held back by a short log's noise: over it as estimated, under its bound (cannot tell),
     # or under the noise itself (batch noise)
