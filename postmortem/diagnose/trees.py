@@ -114,10 +114,22 @@ def a_schedule_applies(ctx: Context) -> Outcome:
     c = ctx.facts
     planned = c.schedule not in (None, "constant") or (c.warmup_steps or 0) > 0
     if lr.max() > lr.min():
-        return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}"
+        return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}" + _still_climbing(ctx)
     if not planned:
         return "pass", f"LR constant at {_fmt(lr[0])}; no schedule configured (manifest.json or the log's config)"
     return "fail", f"LR constant at {_fmt(lr[0])} although the config plans a {c.schedule or 'warmup'} schedule"
+
+
+def _still_climbing(ctx: Context, rows: int = 3) -> str:
+    """Said where the LR is higher on each of the log's last `rows` rows or more: a warmup
+    (or a schedule) still rising where the log ends, which the ranking weighs at an incident."""
+    steps, lr = ctx.finite("lr")
+    up = np.diff(lr) > 0
+    n = len(up) - int(np.flatnonzero(~up)[-1]) if (~up).any() else len(up)    # rises at the end, in a row
+    if n + 1 < rows:
+        return ""
+    return (f"; still climbing where the log ends: higher on each of its last {n + 1} rows "
+            f"({_fmt(lr[-n - 1])} at step {steps[-n - 1]} -> {_fmt(lr[-1])} at step {steps[-1]})")
 
 
 def a_warmup(ctx: Context) -> Outcome:

@@ -123,6 +123,8 @@ def test_a_nan_while_the_lr_is_still_climbing_points_at_the_schedule_and_the_lr(
     assert top.score > second.score > 0 and inc.no_cause is None
     assert top.supported_by[0].observation.startswith("the LR is still climbing at the NaN: ")
     assert "and on after it: warmup (or the schedule) has not reached its peak" in top.supported_by[0].observation
+    # A3 says it too
+    assert "; still climbing where the log ends: higher on each of its last 12 rows" in check(result, "A3").detail
     # the same log with the LR flat at the NaN: no such evidence
     flat = [tf2_examples(s, 0.0006, float("nan") if s >= nan_at else 8.3) for s in steps]
     (tmp_path / "flat.log").write_text("\n".join(flat) + "\n")
