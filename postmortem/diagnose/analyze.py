@@ -44,11 +44,12 @@ def _nan_events(ctx: Context) -> list[Event]:
 
 
 def _what(f: pd.DataFrame, row: int | np.integer) -> str:
-    """The metric that went non-finite at `row`: the loss first, then the grad norm."""
+    """The metric that went non-finite at `row`: the loss first, then the grad norm (a loss
+    printed as 0.0 beside a NaN grad norm: the grad norm is what is not a number)."""
     for name in ("loss", "grad_norm"):
         if name in f:
             v = f[name].iloc[row]
-            if v != v or v in (np.inf, -np.inf) or (name == "loss" and v == 0.0):
+            if v != v or v in (np.inf, -np.inf):
                 return name
     return "nan_iterations" if "nan_iterations" in f else "loss"
 

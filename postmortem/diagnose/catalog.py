@@ -120,6 +120,10 @@ def _fp16(ctx, *, ev, f, e) -> None:
         e.add(True, "w_skipped", "loss-scale", f"{f.skipped:.0f} skipped step(s) from step {ev.step}")
     if ev.kind == "nan" and f.recovers:
         e.add(True, "w_finite_again", "loss", "finite again after the non-finite steps (skipped, not corrupted)")
+    if f.zero_loss_nan_grad and dtype not in ("bf16", "fp32"):
+        # fp16 overflows to inf in the backward pass; a logger that drops the step prints 0.0
+        e.add(True, "w_dtype", "loss", _zero_loss(f) + " (an fp16 overflow in the backward pass does this)",
+              half=dtype is None)
 
 
 def _lr_disc(ctx, *, ev, f, e) -> None:
@@ -150,12 +154,25 @@ def _opt_reset(ctx, *, ev, f, e) -> None:
         e.add(True, "w_moments", "optimizer-moments", f"Adam moments are recorded ({cols[0]}): compare them across the restart")
 
 
+def _kind(ev) -> str:
+    return {"nan": "NaN", "spike": "spike", "divergence": "divergence"}.get(ev.kind, "incident")
+
+
+def _zero_loss(f) -> str:
+    return (f"the loss is printed as exactly 0.0 on the {f.zero_loss_nan_grad} row(s) from the incident on where the "
+            "grad norm is NaN: not a loss the model reached")
+
+
 def _numerics(ctx, *, ev, f, e) -> None:
     if ev.kind != "nan":
         e.add(False, "w_all_finite", "loss", "every value around the incident is finite")
         return
     if f.first_nonfinite == "+inf":
         e.add(True, "w_inf_first", "loss", f"the loss is +inf at step {ev.step} before any NaN: log(0) or exp overflow")
+    if f.zero_loss_nan_grad:
+        # a mean over no unmasked token is 0/0: NaN gradients while the logged loss reads 0
+        e.add(True, "w_never_finite", "loss", _zero_loss(f) + " (a loss masked to nothing, 0/0 in its mean, "
+              "or an op overflowing)")
     if f.recovers is False:
         e.add(True, "w_never_finite", "loss", "never finite again: the weights were corrupted")
     elif f.recovers:
@@ -199,6 +216,13 @@ def _lr_high(ctx, *, ev, f, e) -> None:
         # only a failure that leads here (a dead gradient leads to bad-init)
         if cid in checks and checks[cid].status == "fail" and checks[cid].leaf == "lr-too-high":
             e.add(True, "w_grad_regime", "grad-norm", checks[cid].detail)
+    if f.lr_climb is not None and not any(checks.get(k) and checks[k].status == "fail" for k in ("B4.1", "A4.1")):
+        # (where the LR climbs against the configured decay, that is the schedule's finding)
+        c = f.lr_climb
+        # a quarter: a warmup still climbing is the usual start of a run; the LR it reached
+        # is a suspect, not a finding
+        e.add(True, ctx.th.w_lr_rising / 4, "lr", f"the {_kind(ev)} came with the LR at its highest yet: "
+              f"{number(c.lr_at)} at step {c.at}, higher on each of the {c.rows} rows from step {c.first}")
     if ev.kind == "spike" and f.lr_smooth is not None and f.lr_jump is None:
         e.add(False, "w_lr_smooth_spike", "lr", f"the LR is smooth through the spike (steps {f.lr_smooth.first}"
               f"-{f.lr_smooth.last})")
@@ -240,6 +264,15 @@ def _schedule(ctx, *, ev, f, e) -> None:
               f"(x{rise.ratio:.2f}) over the incident" + ("" if rising else ": not rising"))
     if f.lr_vs_schedule is not None and abs(f.lr_vs_schedule - 1) <= 0.2 and ev.kind != "divergence":
         e.add(False, "w_lr_schedule_on", "lr", f"the logged LR follows the configured schedule at step {ev.step}")
+    c = f.lr_climb
+    if c is not None and c.on_after is not False and not ctx.facts.warmup_steps and not any(
+            checks.get(k) and checks[k].status == "fail" for k in ("B4.1", "A4.1")):
+        # the schedule had not reached its peak: a warmup longer than the run, or an LR that
+        # only rises (no warmup is configured that would end later and explain it)
+        e.add(True, "w_lr_rising", "lr", f"the LR is still climbing at the {_kind(ev)}: {number(c.lr_first)} at step "
+              f"{c.first} -> {number(c.lr_at)} at step {c.at}, higher on each of the {c.rows} rows"
+              + (" and on after it" if c.on_after else "") + ": warmup (or the schedule) has not reached its peak",
+              half=True)
 
 
 def _weight_decay(ctx, *, ev, f, e) -> None:

@@ -18,6 +18,21 @@ def _listed(words: list[str], last: str) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
 
+def history_said(ctx: Context, ev: Event) -> str:
+    """What went non-finite at a NaN incident, and how much finite loss the log has before
+    it to judge from ('' for other incidents)."""
+    if ev.kind != "nan":
+        return ""
+    before = 0
+    if "loss" in ctx.frame:
+        steps, _ = ctx.finite("loss", ev.segment)
+        before = int((steps < ev.step).sum())
+    what = {"grad_norm": "grad norm", "nan_iterations": "iteration count"}.get(ev.metric, ev.metric)
+    until = "to the log's last row" if ev.last >= int(ctx.frame.step.iloc[-1]) else f"to step {ev.last}"
+    had = "no finite loss before it" if not before else f"{before} finite loss row{'s' if before != 1 else ''} before it"
+    return f"the {what} is not a number from step {ev.step} {until}" + (f", with {had}" if "loss" in ctx.frame else "")
+
+
 def why_no_cause(ctx: Context, ev: Event, hypotheses: Sequence[Hypothesis]) -> str | None:
     """Why none of the hypotheses is supported (None where one is): what the log lacks
     among the LR, the grad norm and the loss scale, or holds only non-finite."""
@@ -45,5 +60,6 @@ def why_no_cause(ctx: Context, ev: Event, hypotheses: Sequence[Hypothesis]) -> s
     if ctx.facts.dtype is None and "loss scale" in missing:
         missing[missing.index("loss scale")] = "loss scale (in fp16)"
     log = f"; log the {_listed(missing, 'and')} to tell them apart" if missing else ""
-    return (", ".join(said) + ": " if said else "") + why + few \
-        + "; the hypotheses stand in the catalog's order at 0.0, not ranked by evidence" + log
+    history = history_said(ctx, ev)
+    return (history + "; " if history else "") + (", ".join(said) + ": " if said else "") + why + few \
+        + "; the hypotheses stand unranked at 0.0 (what the log contradicts last), not ranked by evidence" + log

@@ -78,6 +78,18 @@ class LRRise(NamedTuple):
     lr_last: float
 
 
+class LRClimb(NamedTuple):
+    """An LR higher on every logged row from `first` up to the incident's `at` (and on
+    after it, `on_after`, where rows are logged after it): a warmup or schedule still rising."""
+
+    first: int
+    at: int
+    rows: int
+    lr_first: float
+    lr_at: float
+    on_after: bool | None
+
+
 class Restart(NamedTuple):
     """A restart shortly before the incident: how many steps before it, at which step, how."""
 
@@ -104,6 +116,8 @@ class Features:
     lr_jump: LRJump | None = None          # an LR off its trend
     lr_smooth: StepSpan | None = None      # the steps of an LR judged on its trend
     lr_rise: LRRise | None = None          # the LR over the incident
+    lr_climb: LRClimb | None = None        # the LR still climbing, row after row, at the incident
+    zero_loss_nan_grad: int = 0            # rows from the incident on with a loss of 0.0 and a NaN grad norm
     lr_vs_schedule: float | None = None    # logged / configured LR at the spike
     after_resume: Restart | None = None    # a near restart
     cascade: Event | None = None
@@ -185,6 +199,11 @@ def measure(ctx: Context, ev: Event) -> Features:
     _batches(f, ctx, ev, h)
     if ev.kind == "nan" and "loss" in h:
         _nonfinite(f, ctx, ev, h)
+    if ev.kind == "nan" and "loss" in h and "grad_norm" in h:
+        # a loss printed as exactly 0.0 beside a grad norm printed NaN (not merely unlogged)
+        fr = ctx.frame
+        on = (fr.segment.to_numpy() == ev.segment) & (fr.step.to_numpy() >= ev.step)
+        f.zero_loss_nan_grad = int((on & (fr.loss.to_numpy() == 0.0) & ctx.log.nan_mask("grad_norm")).sum())
     _other_runs(f, ctx, ev)
     return f
 
@@ -212,10 +231,29 @@ def _lr_around(f: Features, ctx: Context, ev: Event, h: pd.DataFrame) -> None:
         a, b = np.flatnonzero(span)[[0, -1]]
         f.lr_rise = LRRise(int(s[a]), int(s[b]), float(lr[b] / lr[a]) if lr[a] > 0 else 1.0, float(lr[a]),
                            float(lr[b]))
+    if f.lr_jump is None:
+        f.lr_climb = lr_climbing(s, lr, ev.step, ev.last)
     sched = ctx.scheduled_lr(ev.step)
     at = rows[rows.step == ev.step].lr
     if sched and len(at):
         f.lr_vs_schedule = float(at.iloc[-1] / sched)
+
+
+def lr_climbing(s: np.ndarray, lr: np.ndarray, step: int, last: int, rows: int = 3) -> LRClimb | None:
+    """The LR higher on each of at least `rows` logged rows up to the incident at `step` (a
+    warmup or schedule not yet at its peak when the incident came), and whether it rises on
+    through the incident's span (None where nothing is logged after it)."""
+    at = int(np.searchsorted(s, step, side="right")) - 1
+    if at < rows - 1:
+        return None
+    k = at
+    while k > 0 and lr[k - 1] < lr[k]:
+        k -= 1
+    if at - k + 1 < rows:
+        return None
+    after = lr[at:int(np.searchsorted(s, last, side="right"))]
+    on = bool(np.all(np.diff(after) > 0)) if len(after) > 1 else None
+    return LRClimb(int(s[k]), int(s[at]), at - k + 1, float(lr[k]), float(lr[at]), on)
 
 
 def restart_before(ctx: Context, ev: Event) -> Restart | None:
@@ -279,7 +317,10 @@ def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
         minus = sum(w for w, _ in e.against)
         score = plus / (plus + minus + 1.0)
         scored.append(Scored(score, -order, pattern, e, plus))
-    scored.sort(key=lambda t: t[:2], reverse=True)
+    # at a score of 0, the catalog's order is no ranking: what the run contradicts goes last
+    # (a cause ruled out is below one nothing speaks to), so none is listed first as if ranked
+    scored.sort(key=lambda t: (t.score, -sum(w for w, _ in t.weighing.against) if t.score == 0 else 0.0, t.order),
+                reverse=True)
     hyps = [Hypothesis(pattern=p.id, rank=i + 1, score=round(s, 3),
                        supported_by=[o for _, o in e.support], contradicted_by=[o for _, o in e.against],
                        discriminate=p.discriminate)

@@ -46,6 +46,11 @@ class Thresholds(BaseModel):
     spike_min_points: int = 10               # a sparse log's window widens to hold these
     sparse_rise: float = 0.3                 # too few points for a std: 30% above their median
     spike_min_history: int = 3               # fewer points before a rise: it cannot be judged
+    # a log shorter than a window: its noise is the whole log's, estimated from few points, so
+    # widened to the 90% upper bound of a std from that many differences (a rise must stand
+    # `spike_sigma_big_rise` of it out); 4 points at least, else it cannot be told from the noise
+    spike_short_log: int = 100
+    spike_short_quantile: float = 0.9
     recovery_window: int = 50
     recovery_points: int = 3                 # ... or this many logged points (a sparse log)
     recovery_sigma: float = 0.5

@@ -6,6 +6,7 @@ returns every node as pass, fail (with the leaf it leads to) or skipped with why
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -114,10 +115,22 @@ def a_schedule_applies(ctx: Context) -> Outcome:
     c = ctx.facts
     planned = c.schedule not in (None, "constant") or (c.warmup_steps or 0) > 0
     if lr.max() > lr.min():
-        return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}"
+        return "pass", f"LR from {_fmt(lr.min())} to {_fmt(lr.max())}" + _still_climbing(ctx)
     if not planned:
         return "pass", f"LR constant at {_fmt(lr[0])}; no schedule configured (manifest.json or the log's config)"
     return "fail", f"LR constant at {_fmt(lr[0])} although the config plans a {c.schedule or 'warmup'} schedule"
+
+
+def _still_climbing(ctx: Context, rows: int = 3) -> str:
+    """Said where the LR is higher on each of the log's last `rows` rows or more: a warmup
+    (or a schedule) still rising where the log ends, which the ranking weighs at an incident."""
+    steps, lr = ctx.finite("lr")
+    up = np.diff(lr) > 0
+    n = len(up) - int(np.flatnonzero(~up)[-1]) if (~up).any() else len(up)    # rises at the end, in a row
+    if n + 1 < rows:
+        return ""
+    return (f"; still climbing where the log ends: higher on each of its last {n + 1} rows "
+            f"({_fmt(lr[-n - 1])} at step {steps[-n - 1]} -> {_fmt(lr[-1])} at step {steps[-1]})")
 
 
 def a_warmup(ctx: Context) -> Outcome:
@@ -316,24 +329,50 @@ def b_loss_spike(ctx: Context) -> Outcome:
     if not ctx.has("loss"):
         return skip("no training loss")
     ev = ctx.loss_spikes
-    early = [u for u in ctx.unjudged_rises if not any(e.step == u[0] for e in ev)]
+    rises = [u for u in ctx.unjudged_rises if not any(e.step == u.step for e in ev)]
+    early = [u for u in rises if not math.isfinite(u.rise)]
+    # (a point held back inside a spike found is that spike's, not a rise of its own)
+    rises = [u for u in rises if not math.isfinite(u.rise) or not any(
+        e.segment == u.segment and e.step <= u.step <= e.peak_step + ctx.th.merge_gap for e in ev)]
+    big = ctx.th.spike_sigma_big_rise
+    # held back by a short log's noise: over it as estimated, under its bound (cannot tell),
+    # or under the noise itself (batch noise)
+    doubt = [u for u in rises if math.isfinite(u.rise) and u.rise >= big * u.noise]
+    calm = [u for u in rises if math.isfinite(u.rise) and u.rise < big * u.noise]
     cannot = "; cannot tell at " + ", ".join(
-        f"step {s} ({n} step(s) before it, needs {ctx.th.spike_min_history})" for s, n, _ in early[:3]) if early else ""
+        f"step {s} ({n} step(s) before it, needs {ctx.th.spike_min_history})" for s, n, *_ in early[:3]) if early else ""
+    cannot += ("; cannot tell: " + _short_noise(doubt, ctx)) if doubt else ""
+    noise = "; within the batch noise: " + _short_noise(calm, ctx) if calm else ""
     yet = "; ".join(_unfinished(e) for e in ctx.unfinished_rises[:3])
     if not ev:
         if yet:
             return skip("cannot tell yet: " + yet + cannot)
         if early:
             return skip(f"cannot tell: a rise of {ctx.th.sparse_rise:.0%} over the median before it at step "
-                        f"{early[0][0]} with {early[0][1]} step(s) before it, needs {ctx.th.spike_min_history}")
+                        f"{early[0].step} with {early[0].points} step(s) before it, needs {ctx.th.spike_min_history}"
+                        + ("; " + _short_noise(doubt, ctx) if doubt else "") + noise)
+        if doubt:
+            return skip("cannot tell: " + _short_noise(doubt, ctx) + noise)
         return "pass", (f"no loss {ctx.th.spike_sigma:g} x the noise and {ctx.th.spike_min_rise:.0%} above the mean "
-                        f"of the previous {ctx.th.spike_window} steps")
+                        f"of the previous {ctx.th.spike_window} steps") + noise
     shown, head = ev, f"{len(ev)} spike(s): "
     if len(ev) > 4:           # many: the ones that rose the most over their window's mean
         shown = sorted(ev, key=lambda e: -e.peak / e.window_mean if e.window_mean > 0 else 0)[:4]
         head = f"{len(ev)} spikes, the largest: "
     return "fail", head + ", ".join(f"step {e.step} ({_fmt(e.window_mean)} -> {_fmt(e.peak)})" for e in shown) + cannot \
         + ("; cannot tell yet: " + yet if yet else "")
+
+
+def _short_noise(rises: list, ctx: Context) -> str:
+    """Rises a short log's noise held back, with the numbers: each rise over the level
+    before it, the noise the whole log shows, and the bound a spike must clear given how
+    few differences estimate that noise."""
+    u = rises[0]
+    steps = ", ".join(f"step {r.step} (+{_fmt(r.rise)}, {r.rise / r.noise:.1f} x)" for r in rises[:3]) \
+        + (f" and {len(rises) - 3} more" if len(rises) > 3 else "")
+    return (f"{steps} over the level before, x the batch noise of this short log's other lines (at step {u.step}: "
+            f"{_fmt(u.noise)} from {u.diffs} step-to-step differences, so few that it may be up to {_fmt(u.widened)}, "
+            f"its {ctx.th.spike_short_quantile:.0%} bound); a spike needs {ctx.th.spike_sigma_big_rise:g} x that bound")
 
 
 def _unfinished(e) -> str:
@@ -475,7 +514,7 @@ TREE_B = (
     Node("B0", "Did the run restart (steps or epochs back, a wall-clock gap {resume_gap_factor:g}x a step)?", ("resume_gap_factor",), "optimizer-reset", b_resume),
     Node("B1", "Is any loss or grad norm NaN or Inf?", (), "numerics", b_nonfinite),
     Node("B1.1", "In which dtype regime did it go non-finite?", (), "fp16-overflow", b_nonfinite_dtype),
-    Node("B2", "Is there a loss spike ({spike_sigma:g} x the noise and {spike_min_rise:.0%} over the mean of the previous {spike_window} steps)?", ("spike_window", "spike_sigma", "spike_min_rise", "spike_min_points", "sparse_rise", "spike_min_history"), "long-tail-token", b_loss_spike),
+    Node("B2", "Is there a loss spike ({spike_sigma:g} x the noise and {spike_min_rise:.0%} over the mean of the previous {spike_window} steps)?", ("spike_window", "spike_sigma", "spike_min_rise", "spike_min_points", "sparse_rise", "spike_min_history", "spike_short_log", "spike_short_quantile"), "long-tail-token", b_loss_spike),
     Node("B2.1", "Did each spike recover (mean + {recovery_sigma:g} std within {recovery_window} steps)?", ("recovery_window", "recovery_sigma"), "lr-too-high", b_recovery),
     Node("B2.2", "Is there a grad-norm spike ({grad_spike_sigma:g} robust std and {grad_spike_min_ratio:g}x its recent median)?", ("grad_spike_sigma", "grad_spike_min_ratio"), "long-tail-token", b_grad_spike),
     Node("B3", "Does the loss scale cascade down ({cascade_halvings} halvings, each within {cascade_gap} steps)?", ("cascade_halvings", "cascade_gap"), "fp16-overflow", b_loss_scale),

@@ -79,6 +79,7 @@ thresholds = st.builds(
     Thresholds,
     spike_window=st.sampled_from([100, 100, 30, 400]), spike_min_points=st.sampled_from([10, 10, 3, 20]),
     spike_min_history=st.sampled_from([3, 1]), merge_gap=st.sampled_from([10, 10, 0, 60]),
+    spike_short_log=st.sampled_from([100, 100, 20, 400]), spike_short_quantile=st.sampled_from([0.9, 0.5]),
     grad_spike_min_ratio=st.sampled_from([5.0, 2.0]), divergence_window=st.sampled_from([200, 200, 50, 600]),
     divergence_smooth=st.sampled_from([50, 50, 10]), divergence_min_points=st.sampled_from([20, 8]),
     cascade_gap=st.sampled_from([10, 10, 3, 40]), cascade_halvings=st.sampled_from([3, 3, 2, 5]))

@@ -83,9 +83,12 @@ def test_a_dllogger_rise_on_the_last_row_after_a_calm_one_is_not_judged(tmp_path
 @pytest.mark.parametrize("name, said", [
     ("issue-keras-21-epoch-divergence",
      "no LR, grad norm or loss scale was logged: nothing here tells the causes apart; "),
+    # a NaN says first what is not a number and what finite history the log has before it
     ("issue-mmdet-11893-single-nan-line",
+     "the loss is not a number from step 500 to the log's last row, with no finite loss before it; "
      "no LR, grad norm or loss scale was logged: nothing here tells the causes apart (the log has 1 line); "),
     ("issue-bigsci-mds-396-gradnorm-nan-no-lm-loss",
+     "the grad norm is not a number from step 5426 to the log's last row; "
      "no loss was logged, the grad norm is never finite: the logged LR and loss scale support none of the causes"),
 ])
 def test_causes_with_no_evidence_say_why_none_is_supported(name, said):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -21,7 +23,90 @@ from postmortem.diagnose.series import interval, shifted, spacing, step_noise, w
 from postmortem.diagnose.thresholds import Thresholds
 from postmortem.run import RunLog
 
-Unjudged = list[tuple[int, int, int]]
+
+class Rise(NamedTuple):
+    """A loss rise not called a spike, with why: too few points before it (`points`), or, on a
+    log shorter than `spike_short_log`, a rise under `spike_sigma_big_rise` times the noise
+    that log shows once widened for how few points it was estimated from (`rise`, `noise`,
+    `widened`, from `diffs` differences; NaN where not that)."""
+
+    step: int
+    points: int
+    segment: int
+    rise: float = math.nan
+    noise: float = math.nan
+    widened: float = math.nan
+    diffs: int = 0
+
+
+Unjudged = list[Rise]
+
+
+class ShortNoise(NamedTuple):
+    """The batch noise of a log shorter than `spike_short_log` points, as a rise is judged on it."""
+
+    noise: float           # 1.4826 MAD of its step-to-step differences over sqrt 2
+    widened: float         # its `spike_short_quantile` upper bound from so few differences
+    diffs: int
+
+
+def short_noise(loss: np.ndarray, own: np.ndarray, i: int, level: float, excursion: bool,
+                th: Thresholds) -> ShortNoise:
+    """The batch noise a short log shows around a one-batch excursion at point `i` (a rise
+    over `level`), and how large it could be given that so few differences estimate it:
+    1.4826 MAD of the step-to-step differences between the segment's own points no higher
+    than point `i` (less the two that touch it), over sqrt 2; its bound, sqrt(k / chi2_(1-q)(k)) times it for k
+    differences (Wilson-Hilferty's chi2). NaN where the log holds `spike_short_log` points
+    or more (its windows hold enough), where the loss does not come back (a rise that holds
+    is no batch noise), or from fewer than 2 differences."""
+    if len(loss) >= th.spike_short_log or not excursion:
+        return ShortNoise(math.nan, math.nan, 0)
+    mine = np.flatnonzero(own)
+    j = int(np.searchsorted(mine, i))
+    v = loss[mine]
+    # between points no higher than it (a blow-up elsewhere is not this level's noise)
+    low = (v[:-1] <= loss[i]) & (v[1:] <= loss[i])
+    low[[k for k in (j - 1, j) if 0 <= k < len(low)]] = False
+    d = np.abs(np.diff(v))[low]
+    k = len(d)
+    if k < 2:
+        return ShortNoise(math.nan, math.nan, k)
+    noise = float(np.median(d)) * 1.4826 / math.sqrt(2)
+    c = 2 / (9 * k)
+    chi = k * max(1 - c + NormalDist().inv_cdf(1 - th.spike_short_quantile) * math.sqrt(c), 0.05) ** 3
+    return ShortNoise(noise, noise * math.sqrt(k / chi), k)
+
+
+def held_back(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, level: float, n: int, gap: float,
+              seg: int, th: Thresholds) -> Rise | None:
+    """The rise at point `i` over `level`, where a short log's noise holds it back (under
+    `spike_sigma_big_rise` times that noise's bound); None where it stands out of it. Only
+    a one-batch excursion is held: the loss is back under half the rise within
+    `recovery_points` lines, each a logging interval after the one before."""
+    rise = float(loss[i] - level)
+    # back under half the rise within `recovery_points` lines, each a logging interval on
+    nxt = np.arange(i + 1, min(i + 1 + th.recovery_points, len(loss)))
+    nxt = nxt[: int(np.argmin(np.r_[np.diff(steps[np.r_[i, nxt]]) <= gap, False]))]
+    back = bool((loss[nxt] <= level + rise / 2).any())
+    sn = short_noise(loss, own, i, level, bool(back), th)
+    if not math.isfinite(sn.widened) or not rise < th.spike_sigma_big_rise * sn.widened:
+        return None
+    return Rise(int(steps[i]), n, seg, rise, sn.noise, sn.widened, sn.diffs)
+
+
+def _hold(w: _Windows, at: np.ndarray, levels: np.ndarray, seg: int, th: Thresholds,
+          unjudged: Unjudged) -> np.ndarray:
+    """Which of the points `at` (over `levels`) a short log's noise holds back; each one held
+    goes to `unjudged` with its numbers."""
+    held = np.zeros(len(at), dtype=bool)
+    if len(w.loss) >= th.spike_short_log:
+        return held
+    for k, (i, level) in enumerate(zip(at, levels)):
+        r = held_back(w.loss, w.steps, w.own, int(i), float(level), int(w.n[i]), w.gap, seg, th)
+        if r is not None:
+            held[k] = True
+            unjudged.append(r)
+    return held
 
 
 def loss_spikes(log: RunLog, th: Thresholds, histories: History | None = None,
@@ -40,8 +125,10 @@ def loss_spikes(log: RunLog, th: Thresholds, histories: History | None = None,
         w = _windows(hist, seg, th)
         if w is None:
             continue
+        start = len(unjudged)
         sparse, typical = _thin_rises(w, seg, th, unjudged)
-        judged = _judge(w, sparse, th)
+        judged = _judge(w, sparse, th, unjudged, seg)
+        unjudged[start:] = sorted(unjudged[start:], key=lambda r: r.step)     # in step order, as the reference
         events += _spikes(w, judged, sparse, typical, seg, th)
     return events
 
@@ -116,12 +203,18 @@ def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tu
         back = (loss[nxt] <= t + np.abs(t) * th.sparse_rise) & (w.steps[nxt] - w.steps[thin] <= w.gap)
         pasted &= (thin + 1 == len(loss)) | ~back
     enough = pasted | (w.steps[thin] - w.steps[0] > w.window) | (n[thin] >= th.spike_min_history)
-    unjudged.extend((int(w.steps[i]), int(n[i]), seg) for i in thin[rises & ~enough])
-    return thin[rises & enough], typical
+    # a short log's batch noise, from all of it: a rise under it is not told from that noise,
+    # however few points are before it
+    cand = thin[rises]
+    held = _hold(w, cand, np.array([typical[int(i)] for i in cand]), seg, th, unjudged)
+    unjudged.extend(Rise(int(w.steps[i]), int(n[i]), seg) for i in cand[~held & ~enough[rises]])
+    return cand[~held & enough[rises]], typical
 
 
-def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds) -> _Judged:
-    """Only the points that may stand out are judged against their window's mean and std."""
+def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds, unjudged: Unjudged, seg: int) -> _Judged:
+    """Only the points that may stand out are judged against their window's mean and std
+    (and, on a short log, against the noise the whole log shows; `unjudged` gets those it
+    holds back)."""
     loss, n = w.loss, w.n
     at = could_stand_out(loss, n, w.noise, min(th.spike_sigma, th.spike_sigma_big_rise))
     if len(sparse):
@@ -137,7 +230,9 @@ def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds) -> _Judged:
         # noise; only for a positive loss, where a relative rise means something
         if len(loss) and loss.min() > 0:
             dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
-    return _Judged(at, mean, std, scale, z, dense)
+    held = np.zeros(len(at), dtype=bool)
+    held[dense] = _hold(w, at[dense], mean[dense], seg, th, unjudged)
+    return _Judged(at, mean, std, scale, z, dense & ~held)
 
 
 def _spikes(w: _Windows, j: _Judged, sparse: np.ndarray, typical: dict[int, float], seg: int,
@@ -199,7 +294,11 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                 z = float(np.divide(loss[i] - mean, scale))
             if n < min(th.spike_min_points, 10):
                 typical = float(np.median(before))
-                if own[i] and loss[i] > typical + abs(typical) * th.sparse_rise:
+                held = held_back(loss, steps, own, i, typical, n, interval(steps), seg, th) if own[i] and \
+                    loss[i] > typical + abs(typical) * th.sparse_rise else None
+                if held is not None:
+                    unjudged.append(held)
+                elif own[i] and loss[i] > typical + abs(typical) * th.sparse_rise:
                     back = i + 1 < len(loss) and loss[i + 1] <= typical + abs(typical) * th.sparse_rise \
                         and steps[i + 1] - steps[i] <= interval(steps)
                     pasted = len(loss) < 3 * th.spike_min_points and \
@@ -207,11 +306,14 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                     if pasted or steps[i] - steps[0] > window or n >= th.spike_min_history:
                         flags.append((i, True, typical, mean, std, scale, z))
                     else:
-                        unjudged.append((int(steps[i]), n, seg))
+                        unjudged.append(Rise(int(steps[i]), n, seg))
             elif own[i] and n >= th.spike_min_points:
                 far = z >= th.spike_sigma and loss[i] > mean + abs(mean) * th.spike_min_rise
                 big = loss.min() > 0 and z >= th.spike_sigma_big_rise and loss[i] > mean * (1 + th.spike_big_rise)
-                if far or big:
+                held = held_back(loss, steps, own, i, mean, n, interval(steps), seg, th) if far or big else None
+                if held is not None:
+                    unjudged.append(held)
+                elif far or big:
                     flags.append((i, False, mean, mean, std, scale, z))
         events += _reference_spikes(flags, steps, loss, noise, window, seg, th)
     return events

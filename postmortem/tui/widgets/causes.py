@@ -20,15 +20,18 @@ def ranking(row, most: int | None = None) -> str:
     lines = []
     if row.confidence == "low":
         lines.append("low confidence: the evidence is thin")
-    if not any(c.score > 0 for c in causes):
-        # the analysis says why where it can (what the log lacks), as `analyze` prints it
+    ranked = any(c.score > 0 for c in causes)
+    if not ranked:
+        # the analysis says why where it can (what the log lacks), as `analyze` prints it;
+        # the causes follow unnumbered: at 0.0 their order is no ranking
         lines.append(f"no convincing cause: {row.no_cause or 'none has support in the run'}")
+        lines.append("not ranked (no evidence for any):")
     shown = causes if most is None else causes[:most]
     for rank, c in enumerate(shown, 1):
-        lines.append(f"{rank}. {c.pattern}  {c.score:.2f}")
+        lines.append(f"{rank}. {c.pattern}  {c.score:.2f}" if ranked else f"-  {c.pattern}  0.00")
         lines += [f"   + [{panel}] {seen}" for panel, seen in c.supported_by]
         lines += [f"   - [{panel}] {seen}" for panel, seen in c.contradicted_by]
-        if rank == 2:
+        if rank == 2 and ranked:
             lines.append(apart(causes[0], causes[1]))
     if len(causes) > len(shown):
         lines.append(f"({len(causes) - len(shown)} more: c shows every cause)")
