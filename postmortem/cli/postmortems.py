@@ -287,6 +287,19 @@ def cmd_lessons(args) -> int:
     return 0
 
 
+def _none_similar(root: Path, skip) -> str:
+    """Why `similar` lists nothing: no post-mortem in the knowledge base, or only this
+    incident's own (left out), said with the folder read, so a user who just committed it is
+    not told there is none."""
+    from postmortem.document.lint import listed
+    from postmortem.kb.similar import past_postmortems
+    own = [path for path, pm in past_postmortems(root) if skip(pm)]
+    if own:
+        return (f"no other post-mortem under {root / 'learners'} (this incident's own is left out: "
+                f"{listed([str(p) for p in own])})")
+    return f"no post-mortem under {root / 'learners'} yet"
+
+
 def cmd_similar(args) -> int:
     from postmortem.kb.commit import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
@@ -317,7 +330,7 @@ def cmd_similar(args) -> int:
                      "pattern": m.pm.pattern, "why": m.why} for m in matches], allow_nan=True)
         return 0
     if not matches:
-        print("no past post-mortems under learners/")
+        print(_none_similar(root, skip))
     for m in matches:
         print(f"{m.score:.2f}  {m.path}  ({m.pm.run_id}, {m.pm.pattern})")
         for w in m.why:
