@@ -63,16 +63,17 @@ def cmd_new(args) -> int:
         against = [read_run(other) for other in args.against or []]
         inc = incident_near(log, args.step, against)
     done = None
+    pm = draft(log, learner, inc.step, incidents=[inc])
+    out = Path(args.output or pm.filename)
+    if out.exists() and not args.force:     # refused before a replay of minutes, not after it
+        raise DocumentError(f"{out}: exists; --force overwrites it")
     if args.replay:
         # the replay runs here, and the document is handed its result
         from postmortem.replay.engine import Replayer
         with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on cpu, faithful first") as progress:
             done = Replayer(log, inc, "cpu", progress).replay()
         say(f"replayed {progress.done()}")
-    pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
-    out = Path(args.output or pm.filename)
-    if out.exists() and not args.force:
-        raise DocumentError(f"{out}: exists; --force overwrites it")
+        pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
     from postmortem.document.runpath import stored
     pm = pm.model_copy(update={"run": stored(args.run, out)})     # found again from anywhere
     from postmortem.files import atomic_write
