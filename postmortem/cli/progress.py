@@ -112,7 +112,8 @@ class ArmSteps:
         self.started = time.monotonic()
         self.arms: dict[str, int] = {}
         self.bar: Progress | None = None
-        self.said = threading.Event()          # the heading is said once, by the timer or a step
+        self.said = False                      # the heading is said once, by the timer or a step
+        self.saying = threading.Lock()
         self.timer: threading.Timer | None = None
 
     def __enter__(self) -> "ArmSteps":
@@ -137,9 +138,10 @@ class ArmSteps:
             self.bar = None
 
     def _say_heading(self) -> None:
-        if self.said.is_set():
-            return
-        self.said.set()
+        with self.saying:
+            if self.said:
+                return
+            self.said = True
         if self.bar is not None:
             self.bar.console.print(f"postmortem: {self.heading}", highlight=False)
         else:
