@@ -3,6 +3,8 @@
 # zoom and move the cursor, replay the incident (a real child process), write the
 # post-mortem in the editor (its figure drawn beside the draft), commit both into a fresh
 # git repository, find its lesson in the browser and the figure in its preview, quit. Exits non-zero when the screen or the repository is not what it should be.
+# As the README has it: `postmortem init --kb DIR` names the knowledge base once, and the app
+# runs from another folder (neither the knowledge base nor this checkout) without --kb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v tmux >/dev/null; then
@@ -11,13 +13,13 @@ if ! command -v tmux >/dev/null; then
 fi
 here=$(pwd)
 kb=$(mktemp -d)
+work=$(mktemp -d)    # where the user stands: not the knowledge base, not the checkout
 xdg=$(mktemp -d)     # the settings, drafts and views of whoever runs it stay out of it
 export XDG_CONFIG_HOME="$xdg/config" XDG_STATE_HOME="$xdg/state" XDG_CACHE_HOME="$xdg/cache"
 session="pm-e2e-$$"
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "keepalive-$$" 2>/dev/null || true; rm -rf "$kb" "$xdg"' EXIT
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "keepalive-$$" 2>/dev/null || true; rm -rf "$kb" "$work" "$xdg"' EXIT
 # a session that outlives the app's: when the app's ends, the tmux server stays up for the next
 tmux new-session -d -s "keepalive-$$" "sleep 600"
-git -C "$kb" init -q
 export GIT_AUTHOR_NAME=e2e GIT_AUTHOR_EMAIL=e2e@example.invalid
 export GIT_COMMITTER_NAME=e2e GIT_COMMITTER_EMAIL=e2e@example.invalid
 
@@ -35,11 +37,16 @@ wait_for() {   # text, seconds
 keys() { tmux send-keys -t "$session" "$@"; sleep 0.3; }
 type_text() { tmux send-keys -t "$session" -l "$1"; sleep 0.3; }
 
-tmux new-session -d -s "$session" -x 120 -y 40 -c "$kb" \
+# the knowledge base named once (init makes it a git repository); the learner is left for
+# the commit screen to ask
+checkout_before=$(git -C "$here" status --porcelain)
+(cd "$work" && "$here/.venv/bin/postmortem" init --kb "$kb" >/dev/null 2>&1)
+test -d "$kb/.git" || { echo "e2e_tui: postmortem init --kb made no repository"; exit 1; }
+tmux new-session -d -s "$session" -x 120 -y 40 -c "$work" \
     -e XDG_CONFIG_HOME="$XDG_CONFIG_HOME" -e XDG_STATE_HOME="$XDG_STATE_HOME" -e XDG_CACHE_HOME="$XDG_CACHE_HOME" \
     -e GIT_AUTHOR_NAME=e2e -e GIT_AUTHOR_EMAIL=e2e@example.invalid \
     -e GIT_COMMITTER_NAME=e2e -e GIT_COMMITTER_EMAIL=e2e@example.invalid \
-    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/long-tail-token"
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/long-tail-token"
 wait_for "spike at step 250" 60
 wait_for "long-tail-token" 5
 wait_for "causes of the spike at step 250" 5     # the ranking beside the incidents
@@ -117,7 +124,14 @@ grep -q "^!\[.*\]($png)\$" "$kb"/learners/ada/postmortems/*-19-spike-001.md \
 [ "$(head -c 4 "$kb/learners/ada/postmortems/$png" | od -An -c | tr -d ' ')" = "211PNG" ] \
     || { echo "e2e_tui: $png is not a PNG"; exit 1; }
 test ! -e "$kb"/.postmortem/drafts/19-spike-001-250.png       # the draft's copy went with the draft
-echo "e2e_tui: committed with its figure"
+# every number was checked against the run (a commit without the check records it)
+sed -n '2,/^---$/p' "$kb"/learners/ada/postmortems/*-19-spike-001.md | grep -q "^numbers:" \
+    && { echo "e2e_tui: the numbers were not checked against the run"; exit 1; }
+grep -q '^learner = "ada"' "$XDG_CONFIG_HOME/postmortem/config.toml" \
+    || { echo "e2e_tui: the learner asked for is not kept for next time"; exit 1; }
+[ "$(git -C "$here" status --porcelain)" = "$checkout_before" ] \
+    || { echo "e2e_tui: the checkout was written to"; git -C "$here" status --short; exit 1; }
+echo "e2e_tui: committed with its figure, into the knowledge base init named, from another folder"
 
 # the lesson in the browser, its post-mortem opened: a terminal shows the figure's path
 keys l
@@ -126,7 +140,7 @@ keys Tab
 keys Enter
 wait_for "figure: .*$png" 10
 echo "e2e_tui: the lesson found, its post-mortem names its figure"
-has "$(cd "$kb" && "$here/.venv/bin/postmortem" lessons --pattern long-tail-token)" "look at the batch before the optimizer" \
+has "$(cd "$work" && "$here/.venv/bin/postmortem" lessons --pattern long-tail-token)" "look at the batch before the optimizer" \
     || { echo "e2e_tui: postmortem lessons does not find the lesson"; exit 1; }
 keys Escape
 keys C-q
@@ -137,8 +151,8 @@ done
 tmux has-session -t "$session" 2>/dev/null && { echo "e2e_tui: ctrl+q did not quit"; screen; exit 1; }
 
 # a killed app loses seconds of typing at most: type, pause, SIGKILL, reopen
-tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
-    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/fp16-overflow"
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$work" \
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
 # the editor's sections line (at 100x30 the focus on the first empty section scrolls the
@@ -150,8 +164,8 @@ kill -9 "$(tmux display -p -t "$session" '#{pane_pid}')"
 grep -rq "Typed just before the crash." "$kb/.postmortem/drafts/" \
     || { echo "e2e_tui: the draft lost the typing"; ls -R "$kb/.postmortem"; exit 1; }
 tmux kill-session -t "$session" 2>/dev/null || true
-tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
-    "$here/.venv/bin/postmortem tui --device cpu --kb $kb $here/sample_runs/fp16-overflow"
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$work" \
+    "$here/.venv/bin/postmortem tui --device cpu $here/sample_runs/fp16-overflow"
 wait_for "at step" 60
 keys e
 wait_for "is back" 10
@@ -162,8 +176,8 @@ keys q
 
 # a run that cannot be read: its one line and exit code 2, before any app
 tmux kill-session -t "$session" 2>/dev/null || true
-tmux new-session -d -s "$session" -x 100 -y 30 -c "$kb" \
-    "$here/.venv/bin/postmortem tui $kb/no-such-run; echo \"exit code \$?\"; sleep 30"
+tmux new-session -d -s "$session" -x 100 -y 30 -c "$work" \
+    "$here/.venv/bin/postmortem tui $work/no-such-run; echo \"exit code \$?\"; sleep 30"
 wait_for "exit code 2" 30
 has "$(screen)" "postmortem: error: .*no-such-run" || { echo "e2e_tui: no one-line error"; screen; exit 1; }
 echo "e2e_tui: an unreadable run exits 2 with its reason"

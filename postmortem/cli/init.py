@@ -40,12 +40,26 @@ def cmd_init(args) -> int:
     print(f"learner: {now.learner or 'nobody yet: postmortem init --learner NAME'}"
           + (f"  (from {now.learner_from})" if now.learner_from else ""))
     if not now.chosen:
-        print("post-mortems go to the git repository you stand in: "
-              "`postmortem init --kb DIR` names one for every folder")
+        print(_unnamed(now.kb))
     elif now.learner:
         print(f"next: `postmortem new RUN` drafts a post-mortem, `postmortem commit FILE` puts it in "
               f"learners/{now.learner}/ there, from any folder")
     return 0
+
+
+def _unnamed(folder: Path) -> str:
+    """Where a commit would go with no knowledge base named, as `commit` would do it: the
+    repository you stand in, but never postmortem's own checkout, and nowhere outside one."""
+    from postmortem.kb import settings
+    from postmortem.kb.commit import open_repo
+    name_one = "`postmortem init --kb DIR` names your knowledge base once, for every folder"
+    if settings.is_own_checkout(folder):
+        return f"you stand in postmortem's own checkout, where `commit` writes nothing: {name_one}"
+    try:
+        open_repo(folder)
+    except KBError:
+        return f"you stand in no git repository, so `commit` has nowhere to write: {name_one}"
+    return f"post-mortems go to the git repository you stand in: {name_one}"
 
 
 def register(sub) -> None:

@@ -63,16 +63,17 @@ def cmd_new(args) -> int:
         against = [read_run(other) for other in args.against or []]
         inc = incident_near(log, args.step, against)
     done = None
+    pm = draft(log, learner, inc.step, incidents=[inc])
+    out = Path(args.output or pm.filename)
+    if out.exists() and not args.force:     # refused before a replay of minutes, not after it
+        raise DocumentError(f"{out}: exists; --force overwrites it")
     if args.replay:
         # the replay runs here, and the document is handed its result
         from postmortem.replay.engine import Replayer
         with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on cpu, faithful first") as progress:
             done = Replayer(log, inc, "cpu", progress).replay()
         say(f"replayed {progress.done()}")
-    pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
-    out = Path(args.output or pm.filename)
-    if out.exists() and not args.force:
-        raise DocumentError(f"{out}: exists; --force overwrites it")
+        pm = draft(log, learner, inc.step, incidents=[inc], replayed=done)
     from postmortem.document.runpath import stored
     pm = pm.model_copy(update={"run": stored(args.run, out)})     # found again from anywhere
     from postmortem.files import atomic_write
@@ -287,6 +288,19 @@ def cmd_lessons(args) -> int:
     return 0
 
 
+def _none_similar(root: Path, skip) -> str:
+    """Why `similar` lists nothing: no post-mortem in the knowledge base, or only this
+    incident's own (left out), said with the folder read, so a user who just committed it is
+    not told there is none."""
+    from postmortem.document.lint import listed
+    from postmortem.kb.similar import past_postmortems
+    own = [path for path, pm in past_postmortems(root) if skip(pm)]
+    if own:
+        return (f"no other post-mortem under {root / 'learners'} (this incident's own is left out: "
+                f"{listed([str(p) for p in own])})")
+    return f"no post-mortem under {root / 'learners'} yet"
+
+
 def cmd_similar(args) -> int:
     from postmortem.kb.commit import kb_root
     from postmortem.kb.similar import find_similar, of_document, this_incident
@@ -317,7 +331,7 @@ def cmd_similar(args) -> int:
                      "pattern": m.pm.pattern, "why": m.why} for m in matches], allow_nan=True)
         return 0
     if not matches:
-        print("no past post-mortems under learners/")
+        print(_none_similar(root, skip))
     for m in matches:
         print(f"{m.score:.2f}  {m.path}  ({m.pm.run_id}, {m.pm.pattern})")
         for w in m.why:

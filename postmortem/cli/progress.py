@@ -100,15 +100,21 @@ def _bytes_bar(text: str):
 
 class ArmSteps:
     """A replay's progress, the `progress(arm, step, done, total)` callback of the engine: a bar
-    per arm on a terminal, in a pipe the heading and a line as each arm starts (nothing before
-    the first step: a replay that cannot start says its one line alone)."""
+    per arm on a terminal, in a pipe the heading and a line as each arm starts. The heading
+    comes with the first step, or once the start (importing torch, loading the checkpoint:
+    seconds, tens of them on a loaded machine) has lasted PIPE_AFTER_S: a replay refused at
+    once says its one line alone, and a slow start is not silent."""
 
     def __init__(self, heading: str, enabled: bool = True):
+        import threading
         self.heading, self.enabled = heading, enabled
         self.terminal = enabled and _terminal()
         self.started = time.monotonic()
         self.arms: dict[str, int] = {}
         self.bar: Progress | None = None
+        self.said = False                      # the heading is said once, by the timer or a step
+        self.saying = threading.Lock()
+        self.timer: threading.Timer | None = None
 
     def __enter__(self) -> "ArmSteps":
         if self.terminal:
@@ -117,23 +123,39 @@ class ArmSteps:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
             self.bar.__enter__()
+        if self.enabled:
+            import threading
+            self.timer = threading.Timer(PIPE_AFTER_S, self._say_heading)
+            self.timer.daemon = True
+            self.timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         if self.bar is not None:
             self.bar.__exit__(*exc)
             self.bar = None
+
+    def _say_heading(self) -> None:
+        with self.saying:
+            if self.said:
+                return
+            self.said = True
+        if self.bar is not None:
+            self.bar.console.print(f"postmortem: {self.heading}", highlight=False)
+        else:
+            say(self.heading)
 
     def __call__(self, arm: str, step: int, done: int, total: int) -> None:
         if not self.enabled:
             return
         if arm not in self.arms:
-            if self.bar is not None and not self.arms:
-                self.bar.console.print(f"postmortem: {self.heading}", highlight=False)
+            if self.timer is not None:
+                self.timer.cancel()
+            self._say_heading()
             self.arms[arm] = self.bar.add_task(arm, total=total) if self.bar is not None else 0
             if self.bar is None:
-                if len(self.arms) == 1:
-                    say(self.heading)
                 say(f"arm {len(self.arms)}, {arm}: {total} steps")
         if self.bar is not None:
             self.bar.update(cast("TaskID", self.arms[arm]), completed=done, description=f"{arm:18s} step {step}")

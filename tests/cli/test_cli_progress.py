@@ -155,3 +155,36 @@ def test_a_big_read_on_a_terminal_draws_a_bar_of_the_bytes_scanned(tmp_path):
     # the bar is drawn full then, whatever the frames drawn while it filled
     assert f"{total[:-3]}/{total}" in drawn and "0/? bytes" in drawn, drawn[:2000]
     assert "scanned; putting the columns together" in drawn
+
+
+def test_a_replay_slow_to_start_says_so_once_and_one_refused_at_once_stays_one_line(capsys, monkeypatch):
+    """Importing torch and loading the checkpoint took 20 s before the first step on a loaded
+    machine, in silence: the heading comes once the start has lasted PIPE_AFTER_S, once."""
+    import time
+
+    from postmortem.cli import progress
+    monkeypatch.setattr(progress, "PIPE_AFTER_S", 0.05)
+    with progress.ArmSteps("replaying the spike at step 250 on cpu, faithful first") as steps:
+        time.sleep(0.3)                                     # the checkpoint loading
+        assert capsys.readouterr().err == "postmortem: replaying the spike at step 250 on cpu, faithful first\n"
+        steps("faithful", 201, 1, 61)
+        steps("faithful", 202, 2, 61)
+        steps("swap-batch", 201, 1, 61)
+    assert capsys.readouterr().err.splitlines() == [
+        "postmortem: arm 1, faithful: 61 steps", "postmortem: arm 2, swap-batch: 61 steps"]
+    monkeypatch.setattr(progress, "PIPE_AFTER_S", 5.0)
+    with pytest.raises(RuntimeError), progress.ArmSteps("replaying the spike at step 250 on cpu"):
+        raise RuntimeError("no checkpoint before step 250")  # refused at once: its one line is the error's
+    time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_new_replay_refuses_a_draft_that_exists_before_replaying(tmp_path):
+    """`new --replay -o FILE` over a FILE that exists is refused at once, not after the replay."""
+    out = tmp_path / "draft.md"
+    out.write_text("mine\n")
+    r = subprocess.run([sys.executable, "-m", "postmortem", "new", SAMPLE, "--replay", "--learner", "ada",
+                        "-o", out], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr == f"postmortem: error: {out}: exists; --force overwrites it\n", r.stderr
+    assert out.read_text() == "mine\n"

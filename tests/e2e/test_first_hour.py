@@ -154,6 +154,55 @@ def test_a_fresh_clone_runs_the_readme_as_written(tmp_path):
             assert "TODO" in out, out          # it names what is left to write
         else:                                  # analyze, and `postmortem RUN` in a pipe
             assert "spike of loss at step 250" in out, out[-3000:]
+    _argue_and_commit(clone, prelude, env)
+
+
+ARGUED = {   # sections 3-7 as a user writes them on the sample, in the forms `check` reads
+    "| loss | the run is fp32 (manifest.json says so): no fp16 loss scale to overflow |  | fp16-overflow |":
+        "| loss | the run is fp32 (manifest.json says so): no fp16 loss scale to overflow |  | fp16-overflow |\n"
+        "| batch | the spike goes with the batch when it is swapped | long-tail-token | lr-discontinuity, optimizer-reset |",
+    "TODO: one sentence: what caused the incident.": "Half of the batch of step 250 was long-tail junk.",
+    "- TODO: what changes in the data, config or code.": "- filter the junk documents",
+    "- TODO: seed, epsilon, through step T, and expectations.":
+        "- seed: 1234\n- through step: 249\n- expect: step 250 loss < 2.0",
+    "TODO: one line for the lessons file.": "A spike on one batch with a smooth LR: look at the batch first.",
+}
+
+
+def _argue_and_commit(clone: Path, prelude: list[str], env: dict[str, str]) -> None:
+    """The README's draft argued, then `commit draft.md` as written, from the clone: into the
+    knowledge base `init` named (../kb, another repository), with every number checked
+    against the run the draft names (no --run): a number the run contradicts is refused."""
+    draft = clone / "draft.md"
+    text = draft.read_text()
+    for todo, argued in ARGUED.items():
+        assert todo in text, todo
+        text = text.replace(todo, argued)
+    assert "| lr | 0.001301 |" in text
+    kb = clone.parent / "kb"
+    before = subprocess.run(["git", "-C", str(kb), "rev-list", "--all", "--count"], capture_output=True,
+                            text=True).stdout.strip() or "0"
+    draft.write_text(text.replace("| lr | 0.001301 |", "| lr | 0.01 |"))
+    for command in ("postmortem check draft.md", "postmortem commit draft.md"):
+        done = _run(command, prelude, clone, env)
+        assert done.returncode == 1 and "lr is 0.01 but the run says 0.001301" in done.stdout, done.stdout
+    assert (subprocess.run(["git", "-C", str(kb), "rev-list", "--all", "--count"], capture_output=True,
+                           text=True).stdout.strip() or "0") == before, "a number the run contradicts was committed"
+    draft.write_text(text)
+    done = _run("postmortem check draft.md", prelude, clone, env)
+    assert done.returncode == 0 and "complete and true to the run" in done.stdout, done.stdout
+    done = _run("postmortem commit draft.md", prelude, clone, env)
+    assert done.returncode == 0 and done.stdout.startswith("committed "), done.stdout
+    committed = subprocess.run(["git", "-C", str(kb), "show", "--name-only", "--format=%s", "HEAD"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "post-mortem 19-spike-001 (long-tail-token)" in committed and "learners/ana/lessons.md" in committed
+    doc = next((kb / "learners" / "ana" / "postmortems").glob("*-19-spike-001.md")).read_text()
+    assert f"run: {clone / SAMPLE}" in doc and "numbers:" not in doc.split("\n---\n")[0], doc[:800]
+    assert not subprocess.run(["git", "-C", str(clone), "status", "--porcelain", "--untracked-files=no"],
+                              capture_output=True, text=True).stdout.strip(), "the clone was written to"
+    done = _run(f"cd {shlex.quote(str(clone.parent))} && postmortem lessons --pattern long-tail-token",
+                prelude, clone, env)                 # from another folder: the knowledge base init named
+    assert "look at the batch first" in done.stdout, done.stdout
 
 
 def test_every_file_marked_slow_whole_is_seen_so(tmp_path):

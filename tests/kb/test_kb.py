@@ -181,3 +181,16 @@ def test_lessons_filters_and_similar(kb):
     # the run written up is not like itself: its own post-mortem is left out, as on the lessons screen
     own = json.loads(pm("similar", ROOT / "sample_runs" / "long-tail-token", "--json", cwd=root).stdout)
     assert "19-spike-001" not in [m["run_id"] for m in own]
+
+
+@pytest.mark.slow
+def test_similar_with_nothing_to_list_says_why_and_where_it_looked(kb, tmp_path):
+    """A user who has just committed the run's post-mortem asks for similar ones: told that
+    its own is left out, with the folder read, not that there is no post-mortem at all."""
+    root, _ = kb
+    empty = pm("similar", ROOT / "sample_runs" / "long-tail-token", "--kb", root, cwd=tmp_path)
+    assert empty.returncode == 0 and empty.stdout.strip() == f"no post-mortem under {root / 'learners'} yet"
+    assert pm("commit", EXAMPLE, "--learner", "ada", cwd=root).returncode == 0
+    only_own = pm("similar", ROOT / "sample_runs" / "long-tail-token", "--kb", root, cwd=tmp_path).stdout
+    assert only_own.startswith(f"no other post-mortem under {root / 'learners'} (this incident's own is left out: ")
+    assert "learners/ada/postmortems/2026-11-22-19-spike-001.md" in only_own, only_own

@@ -101,6 +101,20 @@ def test_nothing_is_committed_into_postmortems_own_checkout_unless_named(tmp_pat
     assert not settings.config_path().exists()
 
 
+@pytest.mark.slow
+def test_init_without_options_says_where_a_commit_would_go_as_commit_does_it(tmp_path):
+    """`postmortem init` in the checkout, the README's first folder, does not promise the
+    repository you stand in, which `commit` refuses; nor one where there is none."""
+    said = {where: pm("init", cwd=folder) for where, folder in
+            (("checkout", ROOT / "docs"), ("nowhere", tmp_path))}
+    assert all(r.returncode == 0 for r in said.values()), said
+    assert "you stand in postmortem's own checkout, where `commit` writes nothing: `postmortem init --kb DIR`" \
+        in said["checkout"].stdout
+    assert "you stand in no git repository, so `commit` has nowhere to write" in said["nowhere"].stdout
+    git.Repo.init(tmp_path / "mine")
+    assert "post-mortems go to the git repository you stand in" in pm("init", cwd=tmp_path / "mine").stdout
+
+
 # --- the dashboard: the same knowledge base, drafts offered back from any folder --------------
 
 @pytest.mark.slow

@@ -763,7 +763,10 @@ async def test_the_commit_screen_offers_git_init_only_where_there_is_no_reposito
             await pilot.pause()
             keys = {b.key for _, b, enabled, _ in screen.active_bindings.values() if enabled}
             assert ("f3" in keys) is (not repository), (where, keys)
-            if not repository:
+            if not repository:      # the screen names its own key, not the command line's flags
+                said = str(screen.query_one("#commit-plan").render())
+                assert "not in a git repository" in said and "f3 makes one there" in said, said
+                assert "postmortem" not in said.replace(str(folder), ""), said
                 await pilot.press("f3")
                 await pilot.pause()
                 assert (folder / ".git").is_dir() and screen.ready

@@ -109,8 +109,10 @@ class CommitScreen(Screen):
             todo = plan(self.pm, self._learner(), open_repo(self._kb()), self._figure() is not None)
         except KBError as err:
             self.set_no_repository("not in a git repository" in str(err))
-            hint = "  (f3 makes one there)" if self.no_repository else ""
-            out.update(f"[red]{escape(str(err))}[/red]{hint}")
+            # here the way is f3, not the command line's `init` / `commit --init` the error names
+            said = (f"{self._kb()} is not in a git repository  (f3 makes one there)" if self.no_repository
+                    else str(err))
+            out.update(f"[red]{escape(said)}[/red]")
             self.ready = False
             return
         self.set_no_repository(False)
