@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from postmortem.errors import RunReadError
+from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.model import CANONICAL, RunLog, RunManifest, Source
 
@@ -461,6 +462,9 @@ def to_number(value) -> float | None:
             return float("nan")
         if word in _INF_WORDS:
             return float(_INF_WORDS[word])
+        special = nonfinite(value)           # `-nan(ind)`, `1.#QNAN`, `+Inf`: C, MSVC, Go
+        if special is not None:
+            return special
         try:
             return float(word.replace(",", "")) if word else None
         except ValueError:

@@ -18,6 +18,7 @@ from pyarrow import csv as pacsv
 from pyarrow import json as pajson
 
 from postmortem.errors import RunReadError
+from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import (
     LAUNCH_COLUMNS,
@@ -458,9 +459,34 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
     try:
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
-        raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
+        table, sentinel = _quoted_nonfinite(raw, sentinel), True
+        if table is None:
+            raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
     return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel,
                               step_column=step_column)
+
+
+# A non-finite number written as a string, as JSON without NaN makes writers do: `"NaN"`
+# (Jackson, Newtonsoft, a Python logger's str()), `"+Inf"` (Go), `"nan"`, `"-nan(ind)"`.
+JSON_QUOTED = re.compile(rb'(?<=:)(\s*)"([-+]?(?:\d\.#(?:QNAN|SNAN|IND|INF)\d*|(?i:nan(?:\(\w*\))?|inf(?:inity)?)))"'
+                         rb'(?=\s*[,}\]])')
+_SENTINEL_OF = {"nan": SENTINELS[b"NaN"], "+inf": SENTINELS[b"Infinity"], "-inf": SENTINELS[b"-Infinity"]}
+
+
+def _quoted_nonfinite(raw: bytes, sentinel: bool):
+    """The lines parsed with each quoted NaN / Inf as a number, where a column of numbers
+    holding them is what arrow refused (None: something else is wrong)."""
+    if not JSON_QUOTED.search(raw):
+        return None
+
+    def stand_in(m: re.Match[bytes]) -> bytes:
+        value = nonfinite(m.group(2).decode())
+        key = "nan" if value is None or value != value else "+inf" if value > 0 else "-inf"
+        return m.group(1) + repr(_SENTINEL_OF[key]).encode()
+    try:
+        return pajson.read_json(pa.BufferReader(JSON_QUOTED.sub(stand_in, raw)))
+    except (pa.ArrowInvalid, pa.ArrowException):
+        return None
 
 
 def _whole_object(line: bytes) -> bool:

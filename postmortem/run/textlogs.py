@@ -25,15 +25,13 @@ from postmortem.run import encodings
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, to_number
 from postmortem.run.dialects import progress
+from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import Source
 
-# A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
-NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-       r"|nan|NaN|inf|Inf)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+\]:)\s*")
 
