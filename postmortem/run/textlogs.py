@@ -272,6 +272,7 @@ class _Parse:
         self.bars = _Bars()
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
+        self.hf_epoch: float | None = None      # the last HF train dict's epoch
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -511,9 +512,22 @@ def _hf_console(p: _Parse, line: str) -> None:
     # global step at the end, `_Bars`); eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
         p.bars.train_dict(line, m.start())
+        _hf_relaunch(p, to_number(values.get("epoch")))
         p.add((p.step or 0) + 1, values, "hf-console.logs")
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
+
+
+def _hf_relaunch(p: _Parse, epoch: float | None) -> None:
+    """A train dict whose epoch is below the last one's: the Trainer was launched again into
+    the same log (the epoch, `state.epoch`, never goes back within one launch; the dicts have
+    no step of their own to show it). The dict opens a segment (`Source.resumes`)."""
+    if epoch is None or math.isnan(epoch):
+        return
+    last = p.hf_epoch
+    p.hf_epoch = epoch
+    if last is not None and epoch < last - 1e-6:
+        p.source.resumes.append(p.out.count)
 
 
 def _kv_pipe(p: _Parse, line: str) -> None:

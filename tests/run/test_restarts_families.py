@@ -1,0 +1,66 @@
+"""A restart is kept, in the families that leave it in their own shape: HF Trainer's console
+dicts (no step printed: the epoch going back is the relaunch), torchtitan's checkpoint load
+(`Loading the checkpoint at step N.`, the steps carrying on from N). The run keeps two
+segments and the resume, and the diagnosis sees it (a loss bump right after a resume is the
+optimizer-reset pattern's)."""
+
+import math
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.run import read_run
+
+
+def _hf_dict(loss: float, epoch: float) -> str:
+    # transformers' ProgressCallback.on_log: `self.training_bar.write(str(logs))`; the Trainer's
+    # `_maybe_log_save_evaluate` rounds the loss to 4 digits and logs `epoch` (state.epoch)
+    return str({"loss": round(loss, 4), "grad_norm": 1.0, "learning_rate": 5e-05, "epoch": round(epoch, 2)})
+
+
+def _hf_relaunched(tmp_path, bump: float = 0.0):
+    lines = [_hf_dict(3 * math.exp(-i / 80) + 1.0, i / 100) for i in range(1, 201)]
+    lines.append("***** Running training *****")
+    lines += [_hf_dict(3 * math.exp(-i / 80) + 1.0 + bump * math.exp(-(i - 150) / 8), i / 100)
+              for i in range(150, 301)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_hf_console_relaunched_into_the_same_log_is_two_segments(tmp_path):
+    run = read_run(_hf_relaunched(tmp_path))
+    assert [s["rows"] for s in run.segments()] == [200, 151]
+    assert len(run.source.resumes) == 1 and len(run.frame) == 351
+    # one launch's dicts: the epoch repeats (rounded to 2 digits), never goes back
+    one = tmp_path / "one.log"
+    one.write_text("\n".join(_hf_dict(3 - i / 100, i // 10 / 10) for i in range(1, 101)) + "\n")
+    run = read_run(one)
+    assert len(run.segments()) == 1 and run.source.resumes == []
+
+
+def test_a_loss_bump_after_an_hf_relaunch_is_seen_as_the_restart(tmp_path):
+    analysis = analyze(read_run(_hf_relaunched(tmp_path, bump=1.5)))
+    assert analysis.incidents
+    first = analysis.incidents[0].hypotheses[0]
+    assert first.pattern == "optimizer-reset"
+
+
+def _titan(step: int, loss: float) -> str:
+    # torchtitan train.py: f"step: {step:2}  loss: {loss:7.4f}  memory: ..." behind its logger's prefix
+    return (f"[rank0]:[titan] 2025-03-01 10:00:00,000 - root - INFO - step: {step:2}  loss: {loss:7.4f}  "
+            f"memory: 10.00GiB(20.00%)  tps: 1,234  mfu: 30.00%")
+
+
+def test_torchtitan_checkpoint_load_opens_a_segment(tmp_path):
+    lines = [_titan(s, 3 - s / 200) for s in range(1, 301)]
+    lines.append("[rank0]:[titan] 2025-03-01 11:00:00,000 - root - INFO - Loading the checkpoint at step 300.")
+    lines += [_titan(s, 1.5 - s / 1000) for s in range(301, 401)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_run(p)
+    assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(1, 300), (301, 400)]
+    assert run.source.extras["resumes"] == [{"step": 300, "dialect": "torchtitan.load"}]
+    # step 0 is the seed checkpoint (the initial weights only): a start, no resume
+    seed = tmp_path / "seed.log"
+    seed.write_text("\n".join([lines[300].replace("step 300.", "step 0.")] + lines[:300]) + "\n")
+    run = read_run(seed)
+    assert len(run.segments()) == 1 and run.source.resumes == []
