@@ -397,15 +397,43 @@ def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
                                   chunk_bytes=_CHUNK, step_column=step_column)
     except RunReadError:
         pass    # a quoted newline can split a piece: parse the file whole to be sure
+    with open(path, "rb") as f:
+        data = f.read(limit if limit is not None else -1)
     try:
-        with open(path, "rb") as f:
-            data = f.read(limit if limit is not None else -1)
         table = pacsv.read_csv(pa.BufferReader(data), convert_options=options,
                              read_options=pacsv.ReadOptions(encoding=encoding))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
+    try:
+        return _batches_to_runlog([table], path, source, manifest, header_lines=2,
+                                  step_column=step_column)
+    except RunReadError:
+        data, starts = _without_headers_again(data)
+        if not starts:
+            raise
+    # two logs joined (`cat a.csv b.csv`, a relaunch appending its own header): each header
+    # again starts a segment, the rows between are read as they are
+    source.resumes.extend(starts)
+    source.warn(f"the header line is written again {len(starts)} time(s) (logs joined, or a "
+                f"relaunch appending to the file): a new segment at each")
+    table = pacsv.read_csv(pa.BufferReader(data), convert_options=options,
+                           read_options=pacsv.ReadOptions(encoding=encoding))
     return _batches_to_runlog([table], path, source, manifest, header_lines=2,
                               step_column=step_column)
+
+
+def _without_headers_again(data: bytes) -> tuple[bytes, list[int]]:
+    """The CSV without the lines that repeat its header, and the data row each one stood
+    before (the first row of a segment)."""
+    lines = data.splitlines(keepends=True)
+    head = lines[0].rstrip(b"\r\n") if lines else b""
+    kept, starts = lines[:1], []
+    for line in lines[1:]:
+        if head and line.rstrip(b"\r\n") == head:
+            starts.append(len(kept) - 1)
+        else:
+            kept.append(line)
+    return b"".join(kept), starts
 
 
 def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None,

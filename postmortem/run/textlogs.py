@@ -127,8 +127,11 @@ def _step_range(path: Path) -> tuple[float, float] | None:
 
 
 def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
-    """Text logs that are pieces of one run (pastes of its stretches: their steps do not
-    overlap), in step order; None when they are different runs."""
+    """Text logs that are pieces of one run, in step order; None when they are different runs.
+    A piece is a paste of a stretch (its steps after the last piece's), or a relaunch resumed
+    into a new file (`train_resume.log`): it starts after the last piece started (from a
+    checkpoint, before or at its last step) and goes beyond it. Two runs from the same first
+    step (seeds, a sweep) are different runs."""
     ranges = []
     for f in files:
         r = _step_range(f)
@@ -137,13 +140,14 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
         ranges.append((r, f))
     ranges.sort(key=lambda x: x[0])
     for (a, _), (b, _) in zip(ranges, ranges[1:]):
-        if b[0] <= a[1]:
+        if b[0] <= a[1] and not (a[0] < b[0] and b[1] > a[1]):
             return None
     return [f for _, f in ranges]
 
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
-    """Pieces of one run, read as one log in step order."""
+    """Pieces of one run, read as one log in step order; a relaunch's piece goes back over the
+    steps before it, and is a segment of its own (`assemble`)."""
     joined = b"".join(bytes(encodings.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")

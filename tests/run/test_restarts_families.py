@@ -1,12 +1,16 @@
 """A restart is kept, in the families that leave it in their own shape: HF Trainer's console
 dicts (no step printed: the epoch going back is the relaunch), torchtitan's checkpoint load
-(`Loading the checkpoint at step N.`, the steps carrying on from N). The run keeps two
+(`Loading the checkpoint at step N.`, the steps carrying on from N), a relaunch resumed into
+a new file of the same folder, two CSV logs joined with their headers. The run keeps two
 segments and the resume, and the diagnosis sees it (a loss bump right after a resume is the
 optimizer-reset pattern's)."""
 
 import math
 
+import pytest
+
 from postmortem.diagnose.analyze import analyze
+from postmortem.errors import RunReadError
 from postmortem.run import read_run
 
 
@@ -64,3 +68,34 @@ def test_torchtitan_checkpoint_load_opens_a_segment(tmp_path):
     seed.write_text("\n".join([lines[300].replace("step 300.", "step 0.")] + lines[:300]) + "\n")
     run = read_run(seed)
     assert len(run.segments()) == 1 and run.source.resumes == []
+
+
+def _kv(step: int, loss: float) -> str:
+    return f"step {step} | loss {loss:.4f} | lr 0.0001"
+
+
+def test_a_run_resumed_into_a_new_file_in_the_same_folder(tmp_path):
+    """The relaunch from the step-300 checkpoint writes `train_resume.log`: one run, two
+    segments; two runs from the same first step (seeds) stay two runs."""
+    (tmp_path / "train.log").write_text("".join(_kv(s, 3 - s / 1000) + "\n" for s in range(10, 410, 10)))
+    (tmp_path / "train_resume.log").write_text("".join(_kv(s, 2.8 - s / 1000) + "\n" for s in range(300, 510, 10)))
+    run = read_run(tmp_path)
+    assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(10, 400), (300, 500)]
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for seed in (1, 2):
+        (seeds / f"seed{seed}.log").write_text("".join(_kv(s, 3 - s / 1000 * seed) + "\n" for s in range(10, 410, 10)))
+    with pytest.raises(RunReadError, match="2 different runs"):
+        read_run(seeds)
+
+
+@pytest.mark.parametrize("second", [range(10, 210, 10), range(300, 510, 10), range(410, 610, 10)])
+def test_two_csv_logs_joined_header_and_all(tmp_path, second):
+    """`cat first.csv second.csv` (or a relaunch appending with its own header): the header
+    again starts a segment, whether the steps go back or carry on."""
+    p = tmp_path / "metrics.csv"
+    p.write_text("step,loss,lr\n" + "".join(f"{s},{3 - s / 1000},0.0001\n" for s in range(10, 410, 10))
+                 + "step,loss,lr\n" + "".join(f"{s},{2.8 - s / 1000},0.0001\n" for s in second))
+    run = read_run(p)
+    assert [s["rows"] for s in run.segments()] == [40, len(second)]
+    assert run.frame.loss.notna().all() and run.source.resumes == [40]
