@@ -99,3 +99,22 @@ def test_two_csv_logs_joined_header_and_all(tmp_path, second):
     run = read_run(p)
     assert [s["rows"] for s in run.segments()] == [40, len(second)]
     assert run.frame.loss.notna().all() and run.source.resumes == [40]
+
+
+def _bar(epoch: int, batch: int, loss: float) -> str:
+    # Lightning 2.x TQDMProgressBar: desc f"Epoch {trainer.current_epoch}", the batch n/total,
+    # the postfix get_metrics() (tqdm_progress.py)
+    return (f"Epoch {epoch}:  {batch // 10:3d}%|████▌     | {batch}/1000 [00:30<00:37, 14.8it/s, v_num=1, "
+            f"train_loss_step={loss:.3f}]")
+
+
+def test_lightning_bar_relaunched_from_an_earlier_epoch(tmp_path):
+    """The bar's counter starts again each epoch (step = epoch x N + n); a relaunch from the
+    epoch-3 checkpoint after epoch 5 is one segment more, not one segment per epoch."""
+    lines = [_bar(e, b, 3 - e / 10 - b / 10000) for e in range(6) for b in range(100, 1001, 100)]
+    lines.append("Restored all states from the checkpoint at /runs/ckpt/epoch=2.ckpt")
+    lines += [_bar(e, b, 2.8 - e / 10 - b / 10000) for e in (3, 4) for b in range(100, 1001, 100)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_run(p)
+    assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(100, 6000), (3100, 5000)]
