@@ -252,6 +252,11 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     return np.searchsorted(uorder, orders)
 
 
+def segment_reason(source: Source, why: str, orders=(), how: str = "") -> None:
+    """A reader's own reason for the segments it marks in `Source.resumes` (a launch banner)."""
+    _reason(source, why, orders, how)
+
+
 def _reason(source: Source, why: str, orders=(), how: str | list[str] = "") -> None:
     """Say why segments start: `why` once for the whole read; `how` for each start at
     `orders` (kept as `segment_how`, order -> words, until the segments are numbered)."""
@@ -309,7 +314,10 @@ def _known_starts(series: list[Series], source: Source, resumes: Sequence[int]) 
     if len(resumes):
         _reason(source, "a resumed run's new folder")
     if len(source.resumes):
-        _reason(source, "a resume message", source.resumes, "a resume message")
+        said = source.extras.get("segment_how", {})        # a reader that named its own reason
+        messages = [o for o in source.resumes if int(o) not in said]
+        if messages:
+            _reason(source, "a resume message", messages, "a resume message")
     return [*resumes, *source.resumes, *relaunches(series, source)]
 
 

@@ -23,12 +23,13 @@ import numpy as np
 from postmortem.errors import RunReadError
 from postmortem.run import encodings
 from postmortem.run.aliases import canonical_name
-from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
 from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
+from postmortem.run.metriclines.columns import split_lines as metriclines_split
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import Source
 
@@ -569,10 +570,40 @@ def _has_fairseq_json(path: Path) -> bool:
 
 
 def _read_general(path: Path, source: Source, dialect: str) -> list[Series]:
-    return _read_groups(groups_of(path), path, source, dialect)
+    return _read_groups(groups_of(path), path, source, dialect, banners=True)
 
 
-def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) -> list[Series]:
+# What a launch prints once, at its start, before its first step: Megatron's argument dump
+# (megatron/arguments.py `_print_args`: '---- arguments ----'), argparse's `print(args)`
+# (`Namespace(...)`), Lightning's Trainer (`_log_device_info`: 'GPU available: ...'), HF's
+# Trainer (`_inner_training_loop`: '***** Running training *****'), DeepSpeed's engine
+# (`DeepSpeed info: version=...`). Seen again between metric lines, it is a relaunch appended
+# to the same log, whose steps may carry on from its checkpoint (no step goes back to show it).
+LAUNCH_BANNER = re.compile(rb"-{8,} arguments -{8,}|(?:^|[\]>:] )Namespace\(|GPU available: (?:True|False)"
+                           rb"|\*{5} Running training \*{5}|DeepSpeed info: version=", re.M)
+_BANNER_WORDS = (b" arguments ", b"Namespace(", b"GPU available: ", b"Running training", b"DeepSpeed info: ")
+
+
+def _banner_resumes(path: Path, rows: np.ndarray, source: Source) -> None:
+    """A launch banner between metric lines (`rows`, sorted) opens a segment there
+    (`Source.resumes`); a run's own banners, before its first metric line, do not."""
+    data = metriclines_split(encodings.utf8_bytes(path)[0])
+    if len(rows) < 2 or not any(data.find(w) >= 0 for w in _BANNER_WORDS):
+        return
+    text = np.frombuffer(data, dtype=np.uint8)            # no copy of a mapped file
+    line, at, last = 0, 0, -1
+    for m in LAUNCH_BANNER.finditer(data):
+        line += int(np.count_nonzero(text[at:m.start()] == 10))
+        at = m.start()
+        i = int(np.searchsorted(rows, line))
+        if 0 < i < len(rows) and i != last:       # metric lines before and after; one per stretch
+            source.resumes.append(int(rows[i]))          # the relaunch's first metric line
+            segment_reason(source, "a launch banner again", [int(rows[i])], "a launch banner again (a relaunch)")
+            last = i
+
+
+def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str,
+                 banners: bool = False) -> list[Series]:
     omitted: list[int] = []
     if dialect == "megatron":
         # the DeepSpeed engine's own step lines beside Megatron's say nothing Megatron's do not
@@ -585,6 +616,8 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
     if not groups or not is_metric_log(groups):
         raise RunReadError(path, f"no {dialect} metric lines")
     lines = metriclines.place(groups, source)
+    if banners:
+        _banner_resumes(path, np.sort(lines.rows[lines.keep]), source)
     series = metriclines.series(lines, source)
     _say_dialects(groups, source)
     if not series:

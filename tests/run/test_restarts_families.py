@@ -118,3 +118,39 @@ def test_lightning_bar_relaunched_from_an_earlier_epoch(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     run = read_run(p)
     assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(100, 6000), (3100, 5000)]
+
+
+def _megatron(it: int, loss: float) -> str:
+    # megatron/training.py training_log: ' iteration {:8d}/{:8d} |' ... ' {}: {:.6E} |'
+    return (f" iteration {it:8d}/    1000 | consumed samples: {it * 8:12d} | elapsed time per iteration (ms): "
+            f"123.4 | learning rate: 1.000000E-04 | global batch size:     8 | lm loss: {loss:.6E} | "
+            f"loss scale: 65536.0 | grad norm: 1.234 | number of skipped iterations:   0 | "
+            f"number of nan iterations:   0 |")
+
+
+# megatron/arguments.py _print_args: the dump a launch prints before its first iteration
+MEGATRON_ARGS = ["------------------------ arguments ------------------------",
+                 "  lr .............................................. 0.0001",
+                 "  seed ............................................ 1234",
+                 "-------------------- end of arguments ---------------------"]
+
+
+def test_a_second_launch_banner_mid_file_is_a_relaunch(tmp_path):
+    """A relaunch appended to the same log whose steps carry on (its checkpoint was the last
+    step): no step goes back, its banner (Megatron's argument dump, argparse's `print(args)`)
+    is what shows it."""
+    meg = tmp_path / "megatron.log"
+    meg.write_text("\n".join(MEGATRON_ARGS + [_megatron(s, 3 - s / 1000) for s in range(10, 410, 10)]
+                             + MEGATRON_ARGS + [_megatron(s, 2.5 - s / 2000) for s in range(410, 610, 10)]) + "\n")
+    run = read_run(meg)
+    assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(10, 400), (410, 600)]
+    assert run.source.extras["segments_from"] == "2 segments, from a launch banner again"
+    args = "Namespace(batch_size=8, lr=0.0001, max_steps=1000, seed=1)"
+    plain = tmp_path / "plain" / "train.log"
+    plain.parent.mkdir()
+    plain.write_text("\n".join([args] + [_kv(s, 3 - s / 1000) for s in range(10, 410, 10)]
+                               + [args] + [_kv(s, 2.5 - s / 2000) for s in range(410, 610, 10)]) + "\n")
+    assert [s["rows"] for s in read_run(plain).segments()] == [40, 20]
+    # the banner only before the first metric line: one launch
+    plain.write_text("\n".join([args, args] + [_kv(s, 3 - s / 1000) for s in range(10, 410, 10)]) + "\n")
+    assert len(read_run(plain).segments()) == 1
