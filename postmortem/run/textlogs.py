@@ -29,7 +29,6 @@ from postmortem.run.dialects.entries import NUM  # the catalogue's number, every
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
-from postmortem.run.metriclines.columns import split_lines as metriclines_split
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import Source
 
@@ -92,20 +91,27 @@ def iter_lines(path: Path) -> Iterator[str]:
                     yield clean(part)
 
 
-_CACHE: dict[tuple, tuple[list[Group], str | None, int]] = {}
+_CACHE: dict[tuple, tuple[list[Group], str | None, int, list[int]]] = {}
 
 
-def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
+def _grouped(path: Path) -> tuple[list[Group], str | None, int, list[int]]:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
         data, encoding = encodings.utf8_bytes(path)
         binary: list[int] = []
-        groups, _ = read_groups(data, binary)   # type: ignore[arg-type]  # bytes or a read-only map
+        banners: list[int] = []
+        groups, _ = read_groups(data, binary, banners)   # type: ignore[arg-type]  # bytes or a read-only map
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
-        _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0)   # binary bytes pasted in
+        # binary bytes pasted in: the first such line; the launch banners' line numbers
+        _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0), banners
     return _CACHE[key]
+
+
+def banners_of(path: Path) -> list[int]:
+    """The line numbers of the file's launch banners (`columns.LAUNCH_BANNER`)."""
+    return _grouped(path)[3]
 
 
 def groups_of(path: Path) -> list[Group]:
@@ -573,28 +579,12 @@ def _read_general(path: Path, source: Source, dialect: str) -> list[Series]:
     return _read_groups(groups_of(path), path, source, dialect, banners=True)
 
 
-# What a launch prints once, at its start, before its first step: Megatron's argument dump
-# (megatron/arguments.py `_print_args`: '---- arguments ----'), argparse's `print(args)`
-# (`Namespace(...)`), Lightning's Trainer (`_log_device_info`: 'GPU available: ...'), HF's
-# Trainer (`_inner_training_loop`: '***** Running training *****'), DeepSpeed's engine
-# (`DeepSpeed info: version=...`). Seen again between metric lines, it is a relaunch appended
-# to the same log, whose steps may carry on from its checkpoint (no step goes back to show it).
-LAUNCH_BANNER = re.compile(rb"-{8,} arguments -{8,}|(?:^|[\]>:] )Namespace\(|GPU available: (?:True|False)"
-                           rb"|\*{5} Running training \*{5}|DeepSpeed info: version=", re.M)
-_BANNER_WORDS = (b" arguments ", b"Namespace(", b"GPU available: ", b"Running training", b"DeepSpeed info: ")
-
-
-def _banner_resumes(path: Path, rows: np.ndarray, source: Source) -> None:
-    """A launch banner between metric lines (`rows`, sorted) opens a segment there
-    (`Source.resumes`); a run's own banners, before its first metric line, do not."""
-    data = metriclines_split(encodings.utf8_bytes(path)[0])
-    if len(rows) < 2 or not any(data.find(w) >= 0 for w in _BANNER_WORDS):
-        return
-    text = np.frombuffer(data, dtype=np.uint8)            # no copy of a mapped file
-    line, at, last = 0, 0, -1
-    for m in LAUNCH_BANNER.finditer(data):
-        line += int(np.count_nonzero(text[at:m.start()] == 10))
-        at = m.start()
+def _banner_resumes(banners: list[int], rows: np.ndarray, source: Source) -> None:
+    """A launch banner (`columns.LAUNCH_BANNER`, at line numbers `banners`) between metric
+    lines (`rows`, sorted) opens a segment at the next metric line (`Source.resumes`); a
+    run's own banners, before its first metric line, do not."""
+    last = -1
+    for line in sorted(banners):
         i = int(np.searchsorted(rows, line))
         if 0 < i < len(rows) and i != last:       # metric lines before and after; one per stretch
             source.resumes.append(int(rows[i]))          # the relaunch's first metric line
@@ -617,7 +607,7 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str,
         raise RunReadError(path, f"no {dialect} metric lines")
     lines = metriclines.place(groups, source)
     if banners:
-        _banner_resumes(path, np.sort(lines.rows[lines.keep]), source)
+        _banner_resumes(banners_of(path), np.sort(lines.rows[lines.keep]), source)
     series = metriclines.series(lines, source)
     _say_dialects(groups, source)
     if not series:
