@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from postmortem.errors import RunReadError
+from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.model import CANONICAL, RunLog, RunManifest, Source
 
@@ -251,6 +252,11 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     return np.searchsorted(uorder, orders)
 
 
+def segment_reason(source: Source, why: str, orders=(), how: str = "") -> None:
+    """A reader's own reason for the segments it marks in `Source.resumes` (a launch banner)."""
+    _reason(source, why, orders, how)
+
+
 def _reason(source: Source, why: str, orders=(), how: str | list[str] = "") -> None:
     """Say why segments start: `why` once for the whole read; `how` for each start at
     `orders` (kept as `segment_how`, order -> words, until the segments are numbered)."""
@@ -308,7 +314,10 @@ def _known_starts(series: list[Series], source: Source, resumes: Sequence[int]) 
     if len(resumes):
         _reason(source, "a resumed run's new folder")
     if len(source.resumes):
-        _reason(source, "a resume message", source.resumes, "a resume message")
+        said = source.extras.get("segment_how", {})        # a reader that named its own reason
+        messages = [o for o in source.resumes if int(o) not in said]
+        if messages:
+            _reason(source, "a resume message", messages, "a resume message")
     return [*resumes, *source.resumes, *relaunches(series, source)]
 
 
@@ -461,6 +470,9 @@ def to_number(value) -> float | None:
             return float("nan")
         if word in _INF_WORDS:
             return float(_INF_WORDS[word])
+        special = nonfinite(value)           # `-nan(ind)`, `1.#QNAN`, `+Inf`: C, MSVC, Go
+        if special is not None:
+            return special
         try:
             return float(word.replace(",", "")) if word else None
         except ValueError:

@@ -169,7 +169,8 @@ def _text(cand: Candidate, source: Source) -> list[Series]:
 
 
 def _pastes(pool: list[Candidate]) -> list[Candidate] | None:
-    """Text logs of one dialect in one folder whose steps do not overlap: pastes of one run."""
+    """Text logs of one dialect in one folder that are pieces of one run (pastes of its
+    stretches, or a relaunch resumed into a new file: `textlogs.pastes_of_one_run`)."""
     files = [c.files[0] for c in pool]
     if len({f.parent for f in files}) != 1:
         return None

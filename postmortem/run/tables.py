@@ -18,6 +18,7 @@ from pyarrow import csv as pacsv
 from pyarrow import json as pajson
 
 from postmortem.errors import RunReadError
+from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import (
     LAUNCH_COLUMNS,
@@ -396,15 +397,43 @@ def read_csv(path: Path, source: Source, manifest: RunManifest | None = None,
                                   chunk_bytes=_CHUNK, step_column=step_column)
     except RunReadError:
         pass    # a quoted newline can split a piece: parse the file whole to be sure
+    with open(path, "rb") as f:
+        data = f.read(limit if limit is not None else -1)
     try:
-        with open(path, "rb") as f:
-            data = f.read(limit if limit is not None else -1)
         table = pacsv.read_csv(pa.BufferReader(data), convert_options=options,
                              read_options=pacsv.ReadOptions(encoding=encoding))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
         raise RunReadError(path, f"not a readable CSV: {str(err).splitlines()[0]}") from None
+    try:
+        return _batches_to_runlog([table], path, source, manifest, header_lines=2,
+                                  step_column=step_column)
+    except RunReadError:
+        data, starts = _without_headers_again(data)
+        if not starts:
+            raise
+    # two logs joined (`cat a.csv b.csv`, a relaunch appending its own header): each header
+    # again starts a segment, the rows between are read as they are
+    source.resumes.extend(starts)
+    source.warn(f"the header line is written again {len(starts)} time(s) (logs joined, or a "
+                f"relaunch appending to the file): a new segment at each")
+    table = pacsv.read_csv(pa.BufferReader(data), convert_options=options,
+                           read_options=pacsv.ReadOptions(encoding=encoding))
     return _batches_to_runlog([table], path, source, manifest, header_lines=2,
                               step_column=step_column)
+
+
+def _without_headers_again(data: bytes) -> tuple[bytes, list[int]]:
+    """The CSV without the lines that repeat its header, and the data row each one stood
+    before (the first row of a segment)."""
+    lines = data.splitlines(keepends=True)
+    head = lines[0].rstrip(b"\r\n") if lines else b""
+    kept, starts = lines[:1], []
+    for line in lines[1:]:
+        if head and line.rstrip(b"\r\n") == head:
+            starts.append(len(kept) - 1)
+        else:
+            kept.append(line)
+    return b"".join(kept), starts
 
 
 def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None,
@@ -458,9 +487,34 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
     try:
         table = pajson.read_json(pa.BufferReader(raw))
     except (pa.ArrowInvalid, pa.ArrowException) as err:
-        raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
+        table, sentinel = _quoted_nonfinite(raw, sentinel), True
+        if table is None:
+            raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
     return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel,
                               step_column=step_column)
+
+
+# A non-finite number written as a string, as JSON without NaN makes writers do: `"NaN"`
+# (Jackson, Newtonsoft, a Python logger's str()), `"+Inf"` (Go), `"nan"`, `"-nan(ind)"`.
+JSON_QUOTED = re.compile(rb'(?<=:)(\s*)"([-+]?(?:\d\.#(?:QNAN|SNAN|IND|INF)\d*|(?i:nan(?:\(\w*\))?|inf(?:inity)?)))"'
+                         rb'(?=\s*[,}\]])')
+_SENTINEL_OF = {"nan": SENTINELS[b"NaN"], "+inf": SENTINELS[b"Infinity"], "-inf": SENTINELS[b"-Infinity"]}
+
+
+def _quoted_nonfinite(raw: bytes, sentinel: bool):
+    """The lines parsed with each quoted NaN / Inf as a number, where a column of numbers
+    holding them is what arrow refused (None: something else is wrong)."""
+    if not JSON_QUOTED.search(raw):
+        return None
+
+    def stand_in(m: re.Match[bytes]) -> bytes:
+        value = nonfinite(m.group(2).decode())
+        key = "nan" if value is None or value != value else "+inf" if value > 0 else "-inf"
+        return m.group(1) + repr(_SENTINEL_OF[key]).encode()
+    try:
+        return pajson.read_json(pa.BufferReader(JSON_QUOTED.sub(stand_in, raw)))
+    except (pa.ArrowInvalid, pa.ArrowException):
+        return None
 
 
 def _whole_object(line: bytes) -> bool:

@@ -23,17 +23,15 @@ import numpy as np
 from postmortem.errors import RunReadError
 from postmortem.run import encodings
 from postmortem.run.aliases import canonical_name
-from postmortem.run.assemble import Collector, Series, to_number
+from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
+from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import Source
 
-# A number as logs print it: 1,234 (torchtitan), 8.2E+00 (Megatron), nan, -nan, inf.
-NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-       r"|nan|NaN|inf|Inf)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+\]:)\s*")
 
@@ -93,20 +91,27 @@ def iter_lines(path: Path) -> Iterator[str]:
                     yield clean(part)
 
 
-_CACHE: dict[tuple, tuple[list[Group], str | None, int]] = {}
+_CACHE: dict[tuple, tuple[list[Group], str | None, int, list[int]]] = {}
 
 
-def _grouped(path: Path) -> tuple[list[Group], str | None, int]:
+def _grouped(path: Path) -> tuple[list[Group], str | None, int, list[int]]:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _CACHE:
         data, encoding = encodings.utf8_bytes(path)
         binary: list[int] = []
-        groups, _ = read_groups(data, binary)   # type: ignore[arg-type]  # bytes or a read-only map
+        banners: list[int] = []
+        groups, _ = read_groups(data, binary, banners)   # type: ignore[arg-type]  # bytes or a read-only map
         if len(_CACHE) >= 8 or st.st_size > 64 << 20:
             _CACHE.clear()
-        _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0)   # binary bytes pasted in
+        # binary bytes pasted in: the first such line; the launch banners' line numbers
+        _CACHE[key] = groups, encoding, (min(binary) + 1 if binary else 0), banners
     return _CACHE[key]
+
+
+def banners_of(path: Path) -> list[int]:
+    """The line numbers of the file's launch banners (`columns.LAUNCH_BANNER`)."""
+    return _grouped(path)[3]
 
 
 def groups_of(path: Path) -> list[Group]:
@@ -129,8 +134,11 @@ def _step_range(path: Path) -> tuple[float, float] | None:
 
 
 def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
-    """Text logs that are pieces of one run (pastes of its stretches: their steps do not
-    overlap), in step order; None when they are different runs."""
+    """Text logs that are pieces of one run, in step order; None when they are different runs.
+    A piece is a paste of a stretch (its steps after the last piece's), or a relaunch resumed
+    into a new file (`train_resume.log`): it starts after the last piece started (from a
+    checkpoint, before or at its last step) and goes beyond it. Two runs from the same first
+    step (seeds, a sweep) are different runs."""
     ranges = []
     for f in files:
         r = _step_range(f)
@@ -139,13 +147,14 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
         ranges.append((r, f))
     ranges.sort(key=lambda x: x[0])
     for (a, _), (b, _) in zip(ranges, ranges[1:]):
-        if b[0] <= a[1]:
+        if b[0] <= a[1] and not (a[0] < b[0] and b[1] > a[1]):
             return None
     return [f for _, f in ranges]
 
 
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
-    """Pieces of one run, read as one log in step order."""
+    """Pieces of one run, read as one log in step order; a relaunch's piece goes back over the
+    steps before it, and is a segment of its own (`assemble`)."""
     joined = b"".join(bytes(encodings.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
@@ -274,6 +283,7 @@ class _Parse:
         self.bars = _Bars()
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
+        self.hf_epoch: float | None = None      # the last HF train dict's epoch
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -513,9 +523,22 @@ def _hf_console(p: _Parse, line: str) -> None:
     # global step at the end, `_Bars`); eval dicts join the last one.
     if "loss" in values or "grad_norm" in values:
         p.bars.train_dict(line, m.start())
+        _hf_relaunch(p, to_number(values.get("epoch")))
         p.add((p.step or 0) + 1, values, "hf-console.logs")
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
+
+
+def _hf_relaunch(p: _Parse, epoch: float | None) -> None:
+    """A train dict whose epoch is below the last one's: the Trainer was launched again into
+    the same log (the epoch, `state.epoch`, never goes back within one launch; the dicts have
+    no step of their own to show it). The dict opens a segment (`Source.resumes`)."""
+    if epoch is None or math.isnan(epoch):
+        return
+    last = p.hf_epoch
+    p.hf_epoch = epoch
+    if last is not None and epoch < last - 1e-6:
+        p.source.resumes.append(p.out.count)
 
 
 def _kv_pipe(p: _Parse, line: str) -> None:
@@ -553,10 +576,24 @@ def _has_fairseq_json(path: Path) -> bool:
 
 
 def _read_general(path: Path, source: Source, dialect: str) -> list[Series]:
-    return _read_groups(groups_of(path), path, source, dialect)
+    return _read_groups(groups_of(path), path, source, dialect, banners=True)
 
 
-def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) -> list[Series]:
+def _banner_resumes(banners: list[int], rows: np.ndarray, source: Source) -> None:
+    """A launch banner (`columns.LAUNCH_BANNER`, at line numbers `banners`) between metric
+    lines (`rows`, sorted) opens a segment at the next metric line (`Source.resumes`); a
+    run's own banners, before its first metric line, do not."""
+    last = -1
+    for line in sorted(banners):
+        i = int(np.searchsorted(rows, line))
+        if 0 < i < len(rows) and i != last:       # metric lines before and after; one per stretch
+            source.resumes.append(int(rows[i]))          # the relaunch's first metric line
+            segment_reason(source, "a launch banner again", [int(rows[i])], "a launch banner again (a relaunch)")
+            last = i
+
+
+def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str,
+                 banners: bool = False) -> list[Series]:
     omitted: list[int] = []
     if dialect == "megatron":
         # the DeepSpeed engine's own step lines beside Megatron's say nothing Megatron's do not
@@ -569,6 +606,8 @@ def _read_groups(groups: list[Group], path: Path, source: Source, dialect: str) 
     if not groups or not is_metric_log(groups):
         raise RunReadError(path, f"no {dialect} metric lines")
     lines = metriclines.place(groups, source)
+    if banners:
+        _banner_resumes(banners_of(path), np.sort(lines.rows[lines.keep]), source)
     series = metriclines.series(lines, source)
     _say_dialects(groups, source)
     if not series:

@@ -4,7 +4,9 @@ Every module under `progress/` and `messages/` builds its `Dialect`s with `entry
 splices one of two number grammars into its patterns:
 
 - `NUM`: a number as a training logger prints it: `1,234` (torchtitan), `8.2E+00`
-  (Megatron), `nan`, `-nan`, `NaN`, `inf`, `Inf`. Progress and eval lines use it.
+  (Megatron), and a non-finite value in any runtime's spelling: `nan`, `-nan`, `NaN`, `NAN`
+  (Python's `{:E}`), `nan(ind)` (MSVC), `1.#QNAN`, `-1.#IND` (MSVC before 2015), `inf`,
+  `+Inf` (Go), `Infinity` (JS, Java). Progress and eval lines use it.
 - `scale(name)`: a loss scale as a scaler prints it, by `{}` / `str()` of a float or an int
   (`65536`, `32768.0`, `1e-06`); it may be `inf`, `nan` or `0` when the scaler itself went
   wrong. The overflow and scale messages use it; it reads no thousands separator, since a
@@ -15,8 +17,11 @@ from __future__ import annotations
 
 from postmortem.run.dialects import Dialect, Kind
 
-NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-       r"|nan|NaN|inf|Inf)")
+# The non-finite spellings (postmortem.numbers.NONFINITE): every runtime's, not only Python's,
+# since a NaN row read as no row (or MSVC's `1.#QNAN` read as a 1) hides the incident itself.
+# The digits leave MSVC's `1.#QNAN` alone (they would take its `1.` for a number).
+NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?!\.#)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+       r"|(?i:nan(?:\(\w*\))?|inf(?:inity)?)|\u221e|\d\.#(?:QNAN|SNAN|IND|INF)\d*)")
 
 SCALE_NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|inf|nan)"
 

@@ -42,6 +42,19 @@ _MARKUP = re.compile(r"\*\*|__(?=\s|$)")
 # A key in brackets before its value (`[Loss] 2.34 | [step] 120 |`): the brackets are blanked
 _BRACKET_KEY = re.compile(r"\[([A-Za-z][\w ./-]{0,40})\](?=\s*(?:[-+]?\.?\d|nan\b|inf\b))")
 
+# A one-number tensor or array printed whole, not by `.item()`: torch `tensor(nan,
+# device='cuda:0', grad_fn=<AddBackward0>)`, `tensor([2.31])`; TF `tf.Tensor(2.3, shape=(),
+# dtype=float32)`; JAX `Array(nan, dtype=float32)`; numpy 2's `np.float32(2.3)`. All but the
+# number is blanked, so that `loss: tensor(nan, ...)` reads as `loss: nan` (and `cuda:0` is no metric).
+_TENSOR = re.compile(r"\b(?:tensor|tf\.Tensor|Array|array|DeviceArray|np\.float\d+|numpy\.float\d+)\(\[?"
+                     r"(?P<v>[^\s,()\[\]]+)\]?(?:,\s*(?:device='[^']*'|dtype=[\w.]+|grad_fn=<\w+>"
+                     r"|requires_grad=True|shape=\([\d, ]*\)|weak_type=True))*\)")
+
+
+def _tensor_value(m: re.Match[str]) -> str:
+    s, e = m.span("v")
+    return " " * (s - m.start()) + m.group("v") + " " * (m.end() - e)
+
 
 def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
@@ -65,6 +78,8 @@ def clean(line: str) -> str:
     if ":" in line:
         line = _DATETIME.sub(lambda m: " " * len(m.group()), line)
         line = _CLOCK.sub(lambda m: " " * len(m.group()), line)
+    if "(" in line and ("ensor(" in line or "rray(" in line or "float" in line):
+        line = _TENSOR.sub(_tensor_value, line)
     if "]" in line:
         line = _BRACKET_KEY.sub(lambda m: " " + m.group(1) + " ", line)
     if "*" in line or "__" in line:

@@ -276,9 +276,21 @@ def _cast(arr: pa.Array) -> np.ndarray:
         return np.concatenate(list(pool.map(_cast_slice, slices)))
 
 
-def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Group], int]:
+# What a launch prints once, at its start, before its first step: Megatron's argument dump
+# (megatron/arguments.py `_print_args`: '---- arguments ----'), argparse's `print(args)`
+# (`Namespace(...)`), Lightning's Trainer (`_log_device_info`: 'GPU available: ...'), HF's
+# Trainer (`_inner_training_loop`: '***** Running training *****'), DeepSpeed's engine
+# (`DeepSpeed info: version=...`). Seen again between metric lines: a relaunch appended to
+# the same log (`textlogs`), whose steps may carry on from its checkpoint.
+LAUNCH_BANNER = re.compile(r"-{8,} arguments -{8,}|(?:^|[\]>:] )Namespace\(|GPU available: (?:True|False)"
+                           r"|\*{5} Running training \*{5}|DeepSpeed info: version=")
+
+
+def read_groups(data: bytes, binary: list[int] | None = None,
+                banners: list[int] | None = None) -> tuple[list[Group], int]:
     """Every useful line of the text, grouped by shape, with its values; and the line count.
-    Lines holding binary bytes (NUL) are skipped; `binary` gets their line numbers."""
+    Lines holding binary bytes (NUL) are skipped; `binary` gets their line numbers, `banners`
+    those of launch banners (one test per shape of line, not per line)."""
     data = split_lines(data)
     starts, ends, run_s, run_e, first_run, shape = scan(data)
     n = len(starts)
@@ -303,6 +315,8 @@ def read_groups(data: bytes, binary: list[int] | None = None) -> tuple[list[Grou
                 binary.extend(order[bounds[g]:bounds[g + 1]].tolist())
             continue
         text = rep.decode("utf-8", "surrogateescape")     # byte offsets survive bad bytes
+        if banners is not None and LAUNCH_BANNER.search(text):
+            banners.extend(order[bounds[g]:bounds[g + 1]].tolist())
         parsed = _parse(text)
         if not parsed.values and not parsed.overflow and not parsed.code:
             above = (data[starts[i]:ends[i]].decode("utf-8", "replace") for i in

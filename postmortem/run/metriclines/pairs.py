@@ -15,14 +15,18 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from postmortem.numbers import nonfinite
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
 from postmortem.run.metriclines.overflow import find_event
 from postmortem.run.metriclines.steps import STEP_KINDS
 
-# A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds.
-NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
-                 r"|[-+]?(?:nan|inf(?:inity)?)(?=ms|%|[^A-Za-z]|$))", re.I)
+# A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds. The
+# non-finite ones in every runtime's spelling (postmortem.numbers.NONFINITE): C99 / MSVC's
+# `nan(ind)`, .NET's `∞`, MSVC's `1.#QNAN` (the digits leave its `1.#` to it).
+NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?!\.#)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
+                 r"|[-+]?(?:nan(?:\(\w*\))?|inf(?:inity)?|\u221e)(?=ms|%|[^A-Za-z]|$)"
+                 r"|[-+]?\d\.#(?:QNAN|SNAN|IND|INF)\d*)", re.I)
 _UNIT = re.compile(r"(ms|%)(?![A-Za-z])|[A-Za-z/]+")
 _WORD_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-()")
 
@@ -178,8 +182,24 @@ class Parsed:
 
 
 def to_const(text: str) -> float:
+    """A non-finite value as printed (`-nan(ind)`, `1.#QNAN`, `+Inf`, `nanms`)."""
+    value = nonfinite(text)
+    if value is not None:
+        return value
     t = text.lower().lstrip("+")
     return float("nan") if "nan" in t else float("-inf") if t.startswith("-") else float("inf")
+
+
+def is_const(text: str) -> bool:
+    """A value with no number in it, the same on every line of its shape: `nan`, `1.#QNAN`."""
+    return not any(c.isdigit() for c in text) or "#" in text
+
+
+def _lead(text: str, k: int) -> int:
+    """Where the token ending in the word at `k` starts: MSVC's `1.#QNAN` before its `QNAN`."""
+    while k > 0 and text[k - 1] in "0123456789.#+-":
+        k -= 1
+    return k
 
 
 def _name_and_start(text: str, p: int) -> tuple[str, int]:
@@ -201,6 +221,8 @@ def _name_and_start(text: str, p: int) -> tuple[str, int]:
         if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
+        if not words and not text[j:p].strip() and NUM.fullmatch(text[_lead(text, k):j]):
+            break                                # `210  nan  0.0001`: a value in a row, no name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
         start = k
         if k >= 2 and text[k - 1] == " " and _word_char(text[k - 2]) and text[k - 2] not in ".-":
@@ -555,7 +577,7 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
         elif stream is None and has_val and not has_loss and out.stream is None:
             name = f"val_{name}"                 # the timings of an eval line are the eval's
         value = text[s:e]
-        const = to_const(value) if not any(c.isdigit() for c in value) else None
+        const = to_const(value) if is_const(value) else None
         column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
         out.values.append(Value(column, s, e, const, name_start))
     _apart(out)

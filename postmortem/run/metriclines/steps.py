@@ -83,12 +83,16 @@ def epoch_base(epoch: np.ndarray, hint: np.ndarray | None) -> int:
 
 
 def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
+    """The counter starts again with each epoch: it goes back only where the epoch moves on,
+    or where the epoch goes back too (a relaunch from an earlier epoch's checkpoint, which
+    the composed steps then show as a segment)."""
     both = np.flatnonzero(np.isfinite(step) & np.isfinite(epoch))
     if len(both) < 3:
         return False
     s, e = step[both], epoch[both]
     back = np.flatnonzero(np.diff(s) < 0)
-    return len(back) > 0 and bool((np.diff(e)[back] > 0).all())
+    moved = np.diff(e)[back]
+    return len(back) > 0 and bool((moved != 0).all() and (moved > 0).any())
 
 
 def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Source

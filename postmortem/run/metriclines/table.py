@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from postmortem.numbers import NONFINITE
 from postmortem.run.dialects.progress import dialect, ultralytics
 from postmortem.run.metriclines.pairs import Parsed, Value, to_const
 
 _CELLS = re.compile(r"\t|\s{2,}")
-_CELL_NUMBER = re.compile(r"^(?:(?P<i>\d+)/\d+|(?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)[KMGT]?i?B?)$",
-                          re.I)
+# a cell's number: a count `i/N`, a value (a size's unit after it), or a non-finite value in
+# any runtime's spelling (postmortem.numbers.NONFINITE: `-nan`, `+Inf`, `1.#QNAN`)
+_CELL_NUMBER = re.compile(r"^(?:(?P<i>\d+)/\d+|(?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)[KMGT]?i?B?"
+                          r"|(?P<n>" + NONFINITE + r"))$", re.I)
 _NAME = re.compile(r"^[A-Za-z][\w()./-]*(?: [A-Za-z][\w()./-]*)*$")
 _FRAME = re.compile(r"\|\s*(\d+)/(\d+) \[")      # the tqdm frame's batch i/N after the bar
 _STEP_NAMES = {"step", "steps", "iter", "iteration", "global_step", "global step"}
@@ -69,7 +72,7 @@ def row(text: str, above: Iterable[str]) -> Parsed | None:
     for name, (cell, start) in zip(names, cells):
         m = _CELL_NUMBER.match(cell)
         assert m is not None                 # every cell is a number (tested above)
-        key = "i" if m.group("i") else "v"
+        key = "i" if m.group("i") else "v" if m.group("v") is not None else "n"
         s, e = start + m.start(key), start + m.end(key)
         low = name.lower()
         if low == "epoch":
@@ -77,8 +80,9 @@ def row(text: str, above: Iterable[str]) -> Parsed | None:
         elif low in _STEP_NAMES:
             out.counters["step"] = (s, e)
         elif m.group("v") is not None:
-            digits = any(c.isdigit() for c in cell)
-            out.values.append(Value(name, s, e, None if digits else to_const(m.group("v"))))
+            out.values.append(Value(name, s, e))
+        elif m.group("n") is not None:
+            out.values.append(Value(name, s, e, to_const(m.group("n"))))
     if out.epoch is not None:
         out.epoch_base = 1                   # Ultralytics prints `{epoch + 1}/{epochs}`
         frame = _FRAME.search(text)
