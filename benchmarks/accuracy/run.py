@@ -9,7 +9,8 @@ incident matches a true one when its step lies in the label's range widened by t
 `tolerance` (in the log's own steps; a label with a segment also needs that segment); each true
 incident takes the nearest unmatched report. Scored per run: found / missed / false (reports that
 match nothing, duplicates included), right step (|step - true step| <= step_tolerance), right top
-cause (the first hypothesis is the true pattern, over the labels that name one). A run that does
+cause (the first hypothesis is the true pattern and scores above 0, over the labels that name one:
+a cause listed first at 0.0 stands in the catalog's order, not by evidence). A run that does
 not read counts as all missed and is listed. Optional labels (an event INDEX.md leaves open)
 count neither way.
 """
@@ -129,7 +130,14 @@ def entries(which: str, log=print) -> list[Entry]:
 
 def _reports(analysis) -> list[dict]:
     return [{"step": i.step, "segment": i.segment, "kind": i.kind, "metric": i.metric,
-             "top": i.hypotheses[0].pattern if i.hypotheses else None} for i in analysis.incidents]
+             "top": _top(i)} for i in analysis.incidents]
+
+
+def _top(incident) -> str | None:
+    """The first hypothesis, where the run gives it any support: a cause listed first at 0.0 is in
+    the catalog's order, not ranked by evidence, so it is no right cause."""
+    first = incident.hypotheses[0] if incident.hypotheses else None
+    return first.pattern if first is not None and first.score > 0 else None
 
 
 def evaluate(entry: Entry) -> dict:
