@@ -46,6 +46,10 @@ _SCALE_TAILS = frozenset((
     "loss_scale", "lossscale", "grad_scale", "gradscale", "loss_scaler", "grad_scaler", "scaler",
     "amp_scale", "cur_scale", "current_scale", "current_loss_scale", "dynamic_loss_scale", "fp16_scale",
     "loss_scale_value", "scaler_scale", "scale_loss", "lossscale_value", "amp_loss_scale",
+    # PaddleNLP 2.x pretraining scripts: `loss_scaling: %.1f` (Paddle's AmpScaler `_scale`, its
+    # static AMP `get_loss_scaling()`); the `incr_count`/`decr_count` beside it are the scaler's
+    # running counts of clean and overflowing steps, reset at each change: no skip counter
+    "loss_scaling",
 ))
 # a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
 _SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))
