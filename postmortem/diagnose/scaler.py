@@ -201,17 +201,17 @@ def persistent_words(e: Event) -> str:
         # `number` writes it, so 0.000244140625 reads 0.0002441, not 0)
         shown = lambda v: number(v) if v > 0 else "0 as printed"  # noqa: E731
         more = f", {n.later_cascades} more cascade(s) while it stays there" if n.later_cascades else ""
-        to = n.scale_to or 0.0
+        to, assumed = n.scale_to or 0.0, ""
         if n.at_start and to > 0:
             # the log begins below 1: at least log2(1 / scale) halvings, more from a scaler's
             # usual initial 2^16 (assumed: the log shows no scale before)
-            more += (f"; at least {n.halvings:.0f} halvings below 1, ~{np.log2(_INITIAL / to):.0f} in a "
-                     f"row from a scaler's usual initial 2^16 (assumed: no earlier scale logged)")
+            assumed = (f" (at least {n.halvings:.0f} halvings below 1, ~{np.log2(_INITIAL / to):.0f} in a row from a "
+                       "scaler's usual initial 2^16, assumed: no earlier scale logged)")
         elif n.at_start:
-            more += ("; 0 as printed is below the printed precision or an underflow to 0: at least 16 halvings "
-                     "in a row from a scaler's usual initial 2^16 (assumed: no earlier scale logged)")
+            assumed = (" (0 as printed is below the printed precision or an underflow to 0: at least 16 halvings "
+                       "in a row from a scaler's usual initial 2^16, assumed: no earlier scale logged)")
         return (f"loss scale below 1 {where} ({shown(n.scale_from)}, down to {shown(n.scale_to)}{more}): "
-                "persistent overflow, "
+                f"persistent overflow{assumed}, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
     if n.persistent == "bled":

@@ -83,3 +83,40 @@ def test_mindyolo_without_overflow_has_no_scale(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     f = read_run(p).frame
     assert "loss_scale" not in f and "overflows" not in f and len(f) == 10
+
+
+def _internlm(step: int, loss: float, scale: float, release: str) -> str:
+    """InternLM's metrics line (InternLM/InternLM v0.2.x internlm/train/training_internlm.py and
+    train.py `record_current_batch_training_metrics`: `line += f"{key}={value} "` over tflops, step,
+    loss, `tgs (tokens/gpu/second)`, lr, loss_scale, grad_norm, ...; InternEvo the same keys, more
+    after them), behind its logger's `%(asctime)s\\t%(levelname)s %(filename)s:%(lineno)s in
+    %(funcName)s -- ` prefix."""
+    keys = {"tflops": 180.5, "step": step, "loss": loss, "tgs (tokens/gpu/second)": 3012.45, "lr": 0.0003,
+            "loss_scale": scale, "grad_norm": 1.2, "micro_num": 4, "num_consumed_tokens": step * 8192,
+            "inf_nan_skip_batches": 0}
+    if release == "internevo":
+        keys.update({"num_samples_in_batch": 16, "largest_length": 2048, "largest_batch": 4, "smallest_batch": 4,
+                     "adam_beta2": 0.95, "fwd_bwd_time": 1.1})
+    line = "".join(f"{k}={v} " for k, v in keys.items())
+    return f"2023-07-01 10:00:00,000\tINFO train.py:317 in record_current_batch_training_metrics -- {line}"
+
+
+@pytest.mark.parametrize("release", ["v0.2", "internevo"])
+def test_internlm_metrics_line_keeps_its_loss(release, tmp_path):
+    """The name `tgs (tokens/gpu/second)` after the loss's value is the next metric's, not the
+    loss's unit: the loss stays."""
+    p = tmp_path / "train.log"
+    losses = [7.25 - 0.05 * i for i in range(8)]
+    p.write_text("\n".join(_internlm(10 * (i + 1), v, 65536.0, release) for i, v in enumerate(losses)) + "\n")
+    f = read_run(p).frame
+    assert f.step.tolist() == [10 * (i + 1) for i in range(8)]
+    assert f.loss.tolist() == pytest.approx(losses)
+    assert (f.loss_scale == 65536.0).all() and (f["tgs (tokens/gpu/second)"] == 3012.45).all()
+
+
+def test_a_count_in_a_sentence_is_still_no_metric(tmp_path):
+    """Control: `447.2 records/second (12.0 s)` style counts stay out as before."""
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(f"step {s} loss {2.5 - s / 1e3:.4f} wrote 53 shards (tokens/gpu) to disk" for s in range(10, 90, 10)) + "\n")
+    f = read_run(p).frame
+    assert "loss" in f and not any("shard" in c or "wrote" in c for c in f.columns)

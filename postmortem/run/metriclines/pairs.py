@@ -254,7 +254,7 @@ def _counts_something(text: str, e: int) -> bool:
         return False                # a unit: `4.20 step/s`, `812 images/s`, `1.2 GB`
     rest = text[m.end():m.end() + 40]
     return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
-        not re.match(r"(?:\s+[A-Za-z][\w/]*+){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
+        not re.match(r"(?:\s+\(?[A-Za-z][\w/]*+\)?){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
 
 
 def _unit_after(text: str, e: int) -> str:
