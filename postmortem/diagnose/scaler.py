@@ -88,6 +88,10 @@ def _few(log: RunLog, logged: np.ndarray, skips: np.ndarray) -> Regime:
         return Regime(None, f"{n} (2^{k:.0f}) with {skipped} of the first {step} step(s) skipped: the scaler's "
                             f"start-up search down from its initial scale (2^32 in Megatron and older DeepSpeed, "
                             f"2^16 in GradScaler): routine; static or dynamic not known from one value")
+    if v == 1.0 and not skipped:
+        # Megatron prints `loss scale: 1.0` when it scales nothing (bf16 / fp32)
+        return Regime(None, f"{n}: no scaling at work (bf16 or fp32), or a scaler at its floor; "
+                            "too few values to tell")
     return Regime(None, f"{n}: too few to tell static from dynamic scaling")
 
 
