@@ -61,6 +61,19 @@ _SEP = re.compile(r"[\s\-]+")
 _PER_LAYER = re.compile(r"^(?:train/)?(?:grad_2\.0_norm|grad_norm|gnorm)/(.+)$")
 
 
+# BMTrain's trainers (OpenBMB CPM-Live, CPM-Bee, ModelCenter examples, BMTrain example/train.py)
+# print their loss scale as a bare `scale` right after the LR: `"| Iter: {:6d} | loss: {:.4f} | lr:
+# {:.4e}, scale: {:10.4f} | ..."` with `int(optimizer.scale)` / `int(optim_manager.loss_scale)`.
+# Only there is `scale` the loss scale: the LR printed `{:.4e}` then `, ` just before the name.
+_BMTRAIN_SCALE = re.compile(r"\blr: [-+]?\d\.\d{4}e[-+]\d{2,3}, $")
+
+
+def loss_scale_in_context(text: str, name_start: int) -> bool:
+    """Whether the bare `scale` named at `name_start` in `text` is the loss scale: BMTrain's
+    `lr: 1.0000e-04, scale:  32768.0000` (never a `scale` elsewhere)."""
+    return bool(_BMTRAIN_SCALE.search(text, max(0, name_start - 24), name_start))
+
+
 def normalize(name: str) -> str:
     """Lower case, spaces and hyphens to underscores: `lr-AdamW` -> `lr_adamw`."""
     return _SEP.sub("_", name.strip()).lower()

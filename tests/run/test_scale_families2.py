@@ -120,3 +120,49 @@ def test_a_count_in_a_sentence_is_still_no_metric(tmp_path):
     p.write_text("\n".join(f"step {s} loss {2.5 - s / 1e3:.4f} wrote 53 shards (tokens/gpu) to disk" for s in range(10, 90, 10)) + "\n")
     f = read_run(p).frame
     assert "loss" in f and not any("shard" in c or "wrote" in c for c in f.columns)
+
+
+_BMTRAIN = {
+    # OpenBMB CPM-Live cpm-live/pretrain_cpm_ant.py, CPM-Bee src/pretrain_cpm_bee.py (bmt.print_rank)
+    "cpm": "| Iter: {:6d} | loss: {:.4f} | lr: {:.4e}, scale: {:10.4f} | time: {:.4f} |",
+    # OpenBMB ModelCenter examples (bert/gpt2/t5 finetune_*.py): epoch and iteration of the epoch
+    "modelcenter": "train | epoch {:3d} | Iter: {:6d}/{:6d} | loss: {:.4f} | lr: {:.4e}, scale: {:10.4f} | grad_norm: {:.4f} |",
+    # OpenBMB BMTrain example/train.py (no counter of its own: the ordinal of each line)
+    "example": "loss: {:.4f} | lr: {:.4e}, scale: {:10.4f} | grad_norm: {:.4f} |",
+}
+
+
+def _bmtrain(release: str, it: int, loss: float, scale: float) -> str:
+    fmt = _BMTRAIN[release]
+    if release == "cpm":
+        return fmt.format(it, loss, 1e-4, int(scale), 0.8123)
+    if release == "modelcenter":
+        return fmt.format(1, it, 5000, loss, 1e-4, int(scale), 1.25)
+    return fmt.format(loss, 1e-4, int(scale), 1.25)
+
+
+@pytest.mark.parametrize("release", list(_BMTRAIN))
+def test_bmtrain_scale_column_is_the_loss_scale(release, tmp_path):
+    """`lr: {:.4e}, scale: {:10.4f}` with `int(optimizer.scale)`: the loss scale, a fall and
+    BMTrain's own overflow message (optim_manager.py `Gradient overflow, change scale from %lf to %lf`)
+    beside it."""
+    scales = [32768.0] * 4 + [16384.0] * 4
+    lines = []
+    for i, sc in enumerate(scales):
+        if i == 4:
+            lines.append("Gradient overflow, change scale from 32768.000000 to 16384.000000")
+        lines.append(_bmtrain(release, 10 * (i + 1), 3.2 - 0.01 * i, sc))
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    f = read_run(p).frame
+    assert "scale" not in f
+    assert f.loss_scale.dropna().tolist()[:8] == scales
+    assert f.overflows.fillna(0).sum() == 1
+
+
+def test_a_bare_scale_elsewhere_stays_what_it_is(tmp_path):
+    """Control: `lr: 0.0001, scale: 0.5` (an augmentation's scale) in a line that is not BMTrain's."""
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(f"step {10 * i} | loss: {3.2 - 0.01 * i:.4f} | lr: 0.0001, scale: 0.5 |" for i in range(1, 9)) + "\n")
+    f = read_run(p).frame
+    assert "loss_scale" not in f and (f.scale == 0.5).all()
