@@ -64,7 +64,35 @@ def regime(log: RunLog, skips: np.ndarray) -> Regime:
                             f"lines{also}): dynamic scaling is not engaged")
     if dyn is not None or (isinstance(fixed, (int, float)) and fixed == 0):
         return Regime(False, f"dynamic loss scaling (config {dyn_key or key})")
+    logged = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else np.empty(0)
+    logged = logged[np.isfinite(logged) & (logged >= 0)]
+    if len(logged):
+        return _few(log, logged, skips)
     return Regime(None, "loss scaling of unknown kind (no scale logged, none configured)")
+
+
+def _few(log: RunLog, logged: np.ndarray, skips: np.ndarray) -> Regime:
+    """One or two logged values of the scale, all the same: said with the value, never as
+    'no scale logged'. Below 1 only a dynamic scaler gets there (a fixed scale is set >= 1);
+    with every step up to the line skipped at a power of two, it is the start-up search."""
+    v = float(logged[0])
+    n = f"{len(logged)} logged value(s) of the loss scale, {number(v) if v > 0 else '0'}"
+    if v < 1.0:
+        return Regime(False, f"dynamic loss scaling ({n}: only a dynamic scaler halves below 1)")
+    skipped = int(skips.sum())
+    step = int(log.frame.step.iloc[0])
+    k = np.log2(v)
+    if skipped and skipped >= step and k == round(k):
+        # e.g. Megatron's first line, `loss scale: 8388608.0 | number of skipped iterations: 10`
+        # at iteration 10: 2^32 (its initial_loss_scale) less 9 halvings (hysteresis 2)
+        return Regime(None, f"{n} (2^{k:.0f}) with {skipped} of the first {step} step(s) skipped: the scaler's "
+                            f"start-up search down from its initial scale (2^32 in Megatron and older DeepSpeed, "
+                            f"2^16 in GradScaler): routine; static or dynamic not known from one value")
+    if v == 1.0 and not skipped:
+        # Megatron prints `loss scale: 1.0` when it scales nothing (bf16 / fp32)
+        return Regime(None, f"{n}: no scaling at work (bf16 or fp32), or a scaler at its floor; "
+                            "too few values to tell")
+    return Regime(None, f"{n}: too few to tell static from dynamic scaling")
 
 
 def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
@@ -84,7 +112,9 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
     for seg in np.unique(seg_all):
         # (a scale printed as 0.0, Megatron's `loss scale: {:.1f}`, is below the log's precision)
         rows = np.flatnonzero((seg_all == seg) & np.isfinite(sc_all) & (sc_all >= 0))
-        if len(rows) < 2:
+        # one row is judged too when its scale is below 1: no scaler starts there (GradScaler
+        # at 2^16, DeepSpeed 2^16 or 2^32, Megatron 2^32), so one value says the halvings before it
+        if not len(rows) or len(rows) < 2 and not sc_all[rows[0]] < 1.0:
             continue
         sc, st = sc_all[rows], st_all[rows]
         # skips counted on the rows with a scale (those between two of them go to the later)
@@ -125,6 +155,12 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
                                          persistent="bled", at_start=False, sparse=False),
                              severity=float(th.spike_sigma * halvings / th.cascade_halvings)))
     return out
+
+
+# the usual initial loss scale (torch GradScaler's init_scale, DeepSpeed's initial_scale_power 16
+# since v0.3.14, MindSpore's DynamicLossScaler in mindyolo): what a log that begins below 1 is
+# said to have halved from
+_INITIAL = 2.0 ** 16
 
 
 def _bled(sc: np.ndarray, low: float, th: Thresholds) -> tuple[int, int] | None:
@@ -169,8 +205,17 @@ def persistent_words(e: Event) -> str:
         # `number` writes it, so 0.000244140625 reads 0.0002441, not 0)
         shown = lambda v: number(v) if v > 0 else "0 as printed"  # noqa: E731
         more = f", {n.later_cascades} more cascade(s) while it stays there" if n.later_cascades else ""
+        to, assumed = n.scale_to or 0.0, ""
+        if n.at_start and to > 0:
+            # the log begins below 1: at least log2(1 / scale) halvings, more from a scaler's
+            # usual initial 2^16 (assumed: the log shows no scale before)
+            assumed = (f" (at least {n.halvings:.0f} halvings below 1, ~{np.log2(_INITIAL / to):.0f} in a row from a "
+                       "scaler's usual initial 2^16, assumed: no earlier scale logged)")
+        elif n.at_start:
+            assumed = (" (0 as printed is below the printed precision or an underflow to 0: at least 16 halvings "
+                       "in a row from a scaler's usual initial 2^16, assumed: no earlier scale logged)")
         return (f"loss scale below 1 {where} ({shown(n.scale_from)}, down to {shown(n.scale_to)}{more}): "
-                "persistent overflow, "
+                f"persistent overflow{assumed}, "
                 "the scaler has halved again and again and the gradients still overflow; no scale "
                 "fixes it: find the activation out of fp16's range, or train in bf16")
     if n.persistent == "bled":

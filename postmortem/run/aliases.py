@@ -46,6 +46,10 @@ _SCALE_TAILS = frozenset((
     "loss_scale", "lossscale", "grad_scale", "gradscale", "loss_scaler", "grad_scaler", "scaler",
     "amp_scale", "cur_scale", "current_scale", "current_loss_scale", "dynamic_loss_scale", "fp16_scale",
     "loss_scale_value", "scaler_scale", "scale_loss", "lossscale_value", "amp_loss_scale",
+    # PaddleNLP 2.x pretraining scripts: `loss_scaling: %.1f` (Paddle's AmpScaler `_scale`, its
+    # static AMP `get_loss_scaling()`); the `incr_count`/`decr_count` beside it are the scaler's
+    # running counts of clean and overflowing steps, reset at each change: no skip counter
+    "loss_scaling",
 ))
 # a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
 _SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))
@@ -55,6 +59,19 @@ _PARTS = re.compile(r"[/.]")
 _SEP = re.compile(r"[\s\-]+")
 # Per-layer grad norms: Lightning's `grad_2.0_norm/<param>` and friends.
 _PER_LAYER = re.compile(r"^(?:train/)?(?:grad_2\.0_norm|grad_norm|gnorm)/(.+)$")
+
+
+# BMTrain's trainers (OpenBMB CPM-Live, CPM-Bee, ModelCenter examples, BMTrain example/train.py)
+# print their loss scale as a bare `scale` right after the LR: `"| Iter: {:6d} | loss: {:.4f} | lr:
+# {:.4e}, scale: {:10.4f} | ..."` with `int(optimizer.scale)` / `int(optim_manager.loss_scale)`.
+# Only there is `scale` the loss scale: the LR printed `{:.4e}` then `, ` just before the name.
+_BMTRAIN_SCALE = re.compile(r"\blr: [-+]?\d\.\d{4}e[-+]\d{2,3}, $")
+
+
+def loss_scale_in_context(text: str, name_start: int) -> bool:
+    """Whether the bare `scale` named at `name_start` in `text` is the loss scale: BMTrain's
+    `lr: 1.0000e-04, scale:  32768.0000` (never a `scale` elsewhere)."""
+    return bool(_BMTRAIN_SCALE.search(text, max(0, name_start - 24), name_start))
 
 
 def normalize(name: str) -> str:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from postmortem.numbers import nonfinite
+from postmortem.run.aliases import loss_scale_in_context
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
 from postmortem.run.metriclines.overflow import find_event
@@ -276,7 +277,7 @@ def _counts_something(text: str, e: int) -> bool:
         return False                # a unit: `4.20 step/s`, `812 images/s`, `1.2 GB`
     rest = text[m.end():m.end() + 40]
     return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
-        not re.match(r"(?:\s+[A-Za-z][\w/]*+){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
+        not re.match(r"(?:\s+\(?[A-Za-z][\w/]*+\)?){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
 
 
 def _unit_after(text: str, e: int) -> str:
@@ -576,6 +577,8 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
             name = f"eval_{name}"                # the train loss measured at an eval
         elif stream is None and has_val and not has_loss and out.stream is None:
             name = f"val_{name}"                 # the timings of an eval line are the eval's
+        if low == "scale" and loss_scale_in_context(text, name_start):
+            name = "loss_scale"                  # BMTrain's `lr: 1.0000e-04, scale: 32768.0000` (aliases)
         value = text[s:e]
         const = to_const(value) if is_const(value) else None
         column = (name + unit).encode("utf-8", "replace").decode("utf-8")   # no stray bytes in names
