@@ -4,7 +4,6 @@ dashboard, and the check's idea of two numbers being equal (equal as written).""
 from __future__ import annotations
 
 import math
-import re
 
 DIGITS = 4                  # significant digits shown: 1.2508078326284633 is 1.251
 NO_VALUE = "no value"       # where the run has no (finite) value: not logged, or NaN at a NaN incident
@@ -33,27 +32,6 @@ def number(v) -> str:
         if whole == int(whole) and abs(whole) < _PLAIN_INT:
             return str(int(whole))
     return shown
-
-
-# A non-finite number as runtimes print it, sign included: Python / numpy / torch `nan`, `inf`;
-# C printf `-nan`, `NAN`, `INF` (%F, %E, and Python's `{:E}`, which Megatron uses); C99
-# `nan(chars)` and MSVC's UCRT `nan(ind)`, `-nan(ind)`, `inf`; MSVC before 2015 `1.#QNAN`,
-# `-1.#IND`, `1.#INF` (`1.#QNAN0` under %f); JS, Java, .NET, JSON written by Python `NaN`,
-# `Infinity`; Go `NaN`, `+Inf`; .NET Core 3.0+ `∞`.
-NONFINITE = (r"[-+]?(?:\d\.#(?:QNAN|SNAN|IND|INF)\d*|(?i:nan(?:\(\w*\))?|inf(?:inity)?)|\u221e)")
-_NONFINITE = re.compile(NONFINITE)
-
-
-def nonfinite(text: str) -> float | None:
-    """NaN, +inf or -inf for a non-finite number as some runtime prints it (`-nan(ind)`,
-    `1.#QNAN`, `+Inf`, `Infinity`), None for anything else."""
-    word = text.strip()
-    if not _NONFINITE.fullmatch(word):
-        return None
-    low = word.lower()
-    if "nan" in low or "#ind" in low:
-        return math.nan                      # a NaN's sign means nothing: `-nan` is a NaN
-    return -math.inf if low.startswith("-") else math.inf
 
 
 def rounded(v: float) -> float:

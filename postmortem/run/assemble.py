@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from postmortem.errors import RunReadError
-from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.model import CANONICAL, RunLog, RunManifest, Source
+from postmortem.run.nonfinite import nonfinite
 
 _STEP_BITS = 40  # distinct steps up to ~1.1e12; the segment id sits above them in one int64 key
 

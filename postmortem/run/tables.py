@@ -18,7 +18,6 @@ from pyarrow import csv as pacsv
 from pyarrow import json as pajson
 
 from postmortem.errors import RunReadError
-from postmortem.numbers import nonfinite
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import (
     LAUNCH_COLUMNS,
@@ -30,6 +29,7 @@ from postmortem.run.assemble import (
     to_number,
 )
 from postmortem.run.model import RunLog, RunManifest, Source
+from postmortem.run.nonfinite import nonfinite
 
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
               "train/global_step")

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from postmortem.numbers import nonfinite
 from postmortem.run import read_run
 from postmortem.run.dialects import catalogue
+from postmortem.run.nonfinite import nonfinite
 
 BAD = (20, 21)          # the rows whose loss is not finite
 N = 40

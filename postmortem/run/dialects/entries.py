@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from postmortem.run.dialects import Dialect, Kind
 
-# The non-finite spellings (postmortem.numbers.NONFINITE): every runtime's, not only Python's,
+# The non-finite spellings (postmortem.run.nonfinite.NONFINITE): every runtime's, not only Python's,
 # since a NaN row read as no row (or MSVC's `1.#QNAN` read as a 1) hides the incident itself.
 # The digits leave MSVC's `1.#QNAN` alone (they would take its `1.` for a number).
 NUM = (r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?!\.#)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"

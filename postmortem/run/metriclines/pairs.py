@@ -15,15 +15,15 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from postmortem.numbers import nonfinite
 from postmortem.run.aliases import loss_scale_in_context
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
 from postmortem.run.metriclines.overflow import find_event
 from postmortem.run.metriclines.steps import STEP_KINDS
+from postmortem.run.nonfinite import nonfinite
 
 # A number as loggers print it; `nanms` is modded-nanogpt's NaN in milliseconds. The
-# non-finite ones in every runtime's spelling (postmortem.numbers.NONFINITE): C99 / MSVC's
+# non-finite ones in every runtime's spelling (postmortem.run.nonfinite.NONFINITE): C99 / MSVC's
 # `nan(ind)`, .NET's `∞`, MSVC's `1.#QNAN` (the digits leave its `1.#` to it).
 NUM = re.compile(r"(?<![\w.])(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?!\.#)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
                  r"|[-+]?(?:nan(?:\(\w*\))?|inf(?:inity)?|\u221e)(?=ms|%|[^A-Za-z]|$)"

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from postmortem.numbers import NONFINITE
 from postmortem.run.dialects.progress import dialect, ultralytics
 from postmortem.run.metriclines.pairs import Parsed, Value, to_const
+from postmortem.run.nonfinite import NONFINITE
 
 _CELLS = re.compile(r"\t|\s{2,}")
 # a cell's number: a count `i/N`, a value (a size's unit after it), or a non-finite value in
-# any runtime's spelling (postmortem.numbers.NONFINITE: `-nan`, `+Inf`, `1.#QNAN`)
+# any runtime's spelling (postmortem.run.nonfinite.NONFINITE: `-nan`, `+Inf`, `1.#QNAN`)
 _CELL_NUMBER = re.compile(r"^(?:(?P<i>\d+)/\d+|(?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)[KMGT]?i?B?"
                           r"|(?P<n>" + NONFINITE + r"))$", re.I)
 _NAME = re.compile(r"^[A-Za-z][\w()./-]*(?: [A-Za-z][\w()./-]*)*$")
