@@ -274,6 +274,7 @@ class _Parse:
         self.bars = _Bars()
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
+        self.copy: tuple[str, int, dict] | None = None   # LLaMA-Factory's copy of a step's dict
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -499,6 +500,24 @@ def is_fairseq_v09_json(line: bytes) -> bool:
 _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
 
 
+# LLaMA-Factory's LogCallback (hiyouga/LLaMA-Factory v0.5.x src/llmtuner/extras/callbacks.py
+# `on_log`, v0.6+ src/llamafactory/train/callbacks.py) logs `{'loss': {:.4f}, 'learning_rate':
+# {:2.4e}, 'epoch': {:.2f}}` for the step whose dict the Trainer then prints itself: one step
+_LF_COPY = re.compile(r"\b(?:llmtuner\.extras|llamafactory\.train)\.callbacks\b")
+
+
+def _same_epoch(a: dict, b: dict) -> bool:
+    try:
+        return abs(float(a["epoch"]) - float(b["epoch"])) < 0.006     # printed `{:.2f}` in the copy
+    except (KeyError, ValueError):
+        return False
+
+
+def _hf_train(p: _Parse, line: str, start: int, values: dict) -> None:
+    p.bars.train_dict(line, start)
+    p.add((p.step or 0) + 1, values, "hf-console.logs")
+
+
 def _hf_console(p: _Parse, line: str) -> None:
     m = HF_DICT.search(line)
     if not m:
@@ -506,14 +525,20 @@ def _hf_console(p: _Parse, line: str) -> None:
             p.bars.frames(line)
         return
     values = {k: v.strip("'") for k, v in _HF_PAIR.findall(m.group(0))}
+    train = "loss" in values or "grad_norm" in values
+    if p.copy is not None:
+        held, p.copy = p.copy, None
+        if not (train and _same_epoch(held[2], values) and not _LF_COPY.search(line, 0, m.start())):
+            _hf_train(p, *held)         # no Trainer dict after the copy: its values are the step's
     if "train_runtime" in values:
         p.source.extras["summary"] = values
         return
     # Console dicts carry no step: train dicts are counted (the bar's frames give the
     # global step at the end, `_Bars`); eval dicts join the last one.
-    if "loss" in values or "grad_norm" in values:
-        p.bars.train_dict(line, m.start())
-        p.add((p.step or 0) + 1, values, "hf-console.logs")
+    if train and _LF_COPY.search(line, 0, m.start()):
+        p.copy = (line, m.start(), values)      # held until the Trainer's own dict says it
+    elif train:
+        _hf_train(p, line, m.start(), values)
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
 
@@ -676,6 +701,8 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         if head.strip():
             parse(p, head)
         p.overflow(line, ev, p.step if p.steps_read > read else None)
+    if p.copy is not None:
+        _hf_train(p, *p.copy)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")

@@ -16,7 +16,8 @@ import numpy as np
 from postmortem.run.model import Source
 
 # The counters a line may carry, in the order of preference for its step.
-STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
+# `batch`: a batch counted in words beside an epoch, without its `/N` (`metriclines.epochwords`).
+STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead", "batch")
 
 
 def ffill(values: np.ndarray) -> np.ndarray:
@@ -59,6 +60,11 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
             return step, said
         return step, kinds[0]
     bi, bn = counters.get("batch_i", nan), counters.get("batch_n", nan)
+    pct = counters.get("percent", nan)
+    if np.isfinite(pct).any() and not np.isfinite(bi).any():
+        # `Epoch 1 complete [10%]`: a hundredth of an epoch is the unit
+        base = epoch_base(epoch, counters.get("epoch_base"))
+        return (epoch - base) * 100 + pct, f"(epoch - {base}) x 100 + the percent of the epoch done"
     if np.isfinite(bi).any():
         base = epoch_base(epoch, counters.get("epoch_base"))
         step = (epoch - base) * bn + bi
@@ -88,7 +94,12 @@ def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
         return False
     s, e = step[both], epoch[both]
     back = np.flatnonzero(np.diff(s) < 0)
-    return len(back) > 0 and bool((np.diff(e)[back] > 0).all())
+    if len(back):
+        return bool((np.diff(e)[back] > 0).all())
+    # the same step at every new epoch (mindyolo's `Epoch 36/300, Step 4/4`: each epoch's last
+    # step logged once) is a counter within the epoch too
+    rise = np.diff(e) > 0
+    return bool(rise.any() and (np.diff(s)[rise] == 0).all())
 
 
 def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Source
