@@ -16,9 +16,9 @@ the epoch's progress in a percent. Read from the frameworks' format strings:
 - PyTorch-GAN (eriklindernoren/PyTorch-GAN implementations/*.py, GracoNet): "[Epoch %d/%d]
   [Batch %d/%d] [D loss: %f] [G loss: %f]".
 - PaddleSlim 2.x demos: "Total iter: {}, epoch: {}, batch: {}, loss: {}".
-- mindyolo (mindspore-lab/mindyolo mindyolo/utils/callback.py, 0.2-0.5): f"Epoch {cur_epoch}/
-  {epochs}, Step {cur_step}/{steps_per_epoch}, imgsize {imgsize}, loss: ..." (the `/N` is the
-  epoch's length: a constant `Step 4/4` is each epoch's last step).
+- mindyolo (mindspore-lab/mindyolo mindyolo/utils/trainer_factory.py, 0.2-0.5): f"Epoch {cur_epoch}/
+  {epochs}, Step {cur_step}/{self.steps_per_epoch}, " + `imgsize ..., loss: ...` or `step time: ...`
+  (the `/N` is the epoch's length: a constant `Step 4/4` is each epoch's last step).
 - "Epoch {} complete [{:.0f}%]\\tLoss: {:.6f}" (MUSIC-AVQA engine.py): a percent of the epoch.
 - ESPnet2's reporter (espnet/espnet espnet2/train/reporter.py `log_message`, v0.9.0 to
   v202402): f"{self.epoch}epoch:{key}:{start}-{end}batch: " + the means: the epoch and the
