@@ -134,3 +134,15 @@ def test_percent_of_the_epoch(tmp_path):
     steps = run.frame.step.tolist()
     assert steps[:3] == [0, 10, 20] and steps[10] == 100
     assert len(steps) == 20 and steps == sorted(set(steps))
+
+
+def test_an_epoch_word_then_a_long_run_of_blanks_is_read_at_once(tmp_path):
+    # a padded epoch column (`epoch` then hundreds of blanks): the stream pattern was O(n^4) on it
+    import time
+
+    from postmortem.run.metriclines.pairs import parse
+
+    t = time.perf_counter()
+    parsed = parse("epoch " + " " * 600 + "1/ x")
+    assert time.perf_counter() - t < 2.0          # main: ~2.6 s for 400 blanks, ~13 s for 600
+    assert parsed.epoch is not None and not parsed.values

@@ -42,15 +42,16 @@ from postmortem.run.metriclines.steps import STEP_KINDS
 if TYPE_CHECKING:
     from postmortem.run.metriclines.pairs import Parsed
 
-_BATCH = re.compile(r"(?<![\w.])batch\b\s*[:=]?\s*\[?\s*(?:\d+\s*-\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*(\d+)(?!\d))?",
+# (possessive blanks: a long run of them is crossed once)
+_BATCH = re.compile(r"(?<![\w.])batch\b\s*+[:=]?\s*+\[?\s*+(?:\d+\s*+-\s*+)?(\d+)(?!\d|\.\d)(?:\s*+/\s*+(\d+)(?!\d))?",
                     re.I)
 _GLOBAL_BATCH = re.compile(r"\bglobal_batch_idx\s*[:=]\s*(\d+)(?!\d|\.\d)")
 _ESPNET2 = re.compile(r"(?<![\w.])(\d+)epoch:\w+:\d+-(\d+)batch:")
 _EP = re.compile(r"^\s*ep=(\d+)\s")
 _PERCENT = re.compile(r"[\[(]\s*(\d{1,3})\s*%\s*[\])]")
-_OF_N = re.compile(r"\s*/\s*(\d+)(?!\d)")
+_OF_N = re.compile(r"\s*+/\s*+(\d+)(?!\d)")
 _TORCH_RNN = re.compile(r"\bEpoch \d+\.\d+ / \d+, i = (\d+) / \d+,")
-_EPOCH_OF = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)(?!\d)", re.I)
+_EPOCH_OF = re.compile(r"\bepoch\s*+[:=]?\s*+\[?\s*+(\d+)\s*+/\s*+(\d+)(?!\d)", re.I)
 
 
 def epoch_words(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:

@@ -54,7 +54,8 @@ _LAUNCH_LINE = re.compile(r"^\s*(\w+)\s*[:=]")
 _STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval": "val",
             "evaluation": "val", "val": "val", "valid": "val", "validation": "val",
             "test": "test", "testing": "test"}
-_LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train_inner|training|train|evaluation|eval"
+# (possessive: `epoch` then a long run of blanks was O(n^4) here, 27 s for 500 blanks)
+_LINE_STREAM = re.compile(r"\s*+[\[(]?\s*+(?:epoch\s*+\d*+\s*+/?\s*+\d*+\s*+/\s*+)?(train_inner|training|train|evaluation|eval"
                           r"|validation|valid|val|testing|test)\b", re.I)
 _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
                            r"|^\s*(Test|Eval|Val):", re.I)
@@ -107,10 +108,10 @@ _COUNTERS = [
 # `Train: e [i/N`, `Train: [e/E][i/N]`: the epoch and the batch within it.
 _EPOCH_BATCH = [
     # (whole numbers: `[Epoch=000/020]` is epoch 0 of 20, never epoch 00 and batch 0/020)
-    re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?!\d)(?:\s*/\s*\d+(?!\d))?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)",
+    re.compile(r"\bepoch\b(?:\(\w+\))?\s*+[:=]?\s*+\[?\s*+(\d+)(?!\d)(?:\s*+/\s*+\d+(?!\d))?\s*+\]?\s*+[\[,|]?\s*+(\d+)\s*+/\s*+(\d+)",
                re.I),
-    re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
-    re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
+    re.compile(r"\b(?:train|test|val|eval)\w*\s*+:\s*+\[?\s*+(\d+)(?:\s*+/\s*+\d+)?\s*+\]?\s*+\[\s*+(\d+)\s*+/\s*+(\d+)", re.I),
+    re.compile(r"^\s*+\[\s*+(\d+)\s*+\]\s*+\[\s*+(\d+)\s*+/\s*+(\d+)\s*+\]"),    # `[3][120/500]` alone
 ]
 _TQDM = dict(_COUNTERS)["tqdm"]
 # MetricLogger.log_every's `{header}  [{i}/{N}]  eta:` (DeiT, DETR, dinov2, LAVIS); an eval's
@@ -118,7 +119,7 @@ _TQDM = dict(_COUNTERS)["tqdm"]
 _LOGGER_BAR = re.compile(r"\[\s*(\d+)\s*/\s*\d+\s*\]\s+eta:")
 _HEADER_WORD = re.compile(r"(\w*)\W*$")
 _EVAL_HEADERS = {"test", "eval", "val", "valid", "validation", "evaluation", "testing"}
-_EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)
+_EPOCH = re.compile(r"\bepoch\b['\"]?\s*+[:=]?\s*+\[?\s*+(\d+)(?!\d|\.\d)(?:\s*+/\s*+\d+)?", re.I)
 # How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
 # (`Epoch [e][i/N]`, `Epoch(train) [e][i/N]`) and Composer (`[epoch=e]`) from 1; DeiT's
 # MetricLogger (`Epoch: [e]`), Swin (`Train: [e/E]`) and timm (`Train: e [`) from 0.
@@ -306,7 +307,7 @@ def parse(raw: str) -> Parsed:
 
 # WaveGlow forks' `print("step_{}:\tloss_{:.9f}".format(i, loss))`: each name glued to its value
 # by `_`; only a line made of such pairs is read so (`top_5: 0.9` keeps its name)
-_GLUED_LINE = re.compile(r"\s*(?:[A-Za-z][A-Za-z]*_[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\s*[:,|;]?\s*){2,}")
+_GLUED_LINE = re.compile(r"\s*+(?:[A-Za-z]++_[-+]?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?\s*+(?:[:,|;]\s*+)?){2,}")
 _GLUE = re.compile(r"(?<=[A-Za-z])_(?=[-+]?\d)")
 
 
