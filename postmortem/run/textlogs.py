@@ -272,9 +272,10 @@ class _Parse:
         self.ds_steps_seen: dict[int, int] = {}
         self.too_big: list[str] = []
         self.bars = _Bars()
+        self.copy: tuple[str, dict] | None = None   # LLaMA-Factory's copy of a step's dict, held
+        self.releasing = False
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
-        self.copy: tuple[str, int, dict] | None = None   # LLaMA-Factory's copy of a step's dict
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -513,9 +514,26 @@ def _same_epoch(a: dict, b: dict) -> bool:
         return False
 
 
-def _hf_train(p: _Parse, line: str, start: int, values: dict) -> None:
-    p.bars.train_dict(line, start)
-    p.add((p.step or 0) + 1, values, "hf-console.logs")
+def _held_copy(p: _Parse, line: str, start: int, values: dict) -> bool:
+    """True where the line is LLaMA-Factory's copy, held until the next dict says whether the
+    Trainer printed the step's own (then the rounded copy is dropped) or not (then it is read)."""
+    train = "loss" in values or "grad_norm" in values
+    copy = train and _LF_COPY.search(line, 0, start) is not None
+    if p.copy is not None:
+        held, p.copy = p.copy, None
+        if not (train and not copy and _same_epoch(held[1], values)):
+            release_copy(p, held[0])
+    if copy and not p.releasing:
+        p.copy = (line, values)
+        return True
+    return False
+
+
+def release_copy(p: _Parse, line: str) -> None:
+    """A held copy read as its step (no Trainer dict after it: the logger's own file)."""
+    p.releasing = True
+    _hf_console(p, line)
+    p.releasing = False
 
 
 def _hf_console(p: _Parse, line: str) -> None:
@@ -525,20 +543,16 @@ def _hf_console(p: _Parse, line: str) -> None:
             p.bars.frames(line)
         return
     values = {k: v.strip("'") for k, v in _HF_PAIR.findall(m.group(0))}
-    train = "loss" in values or "grad_norm" in values
-    if p.copy is not None:
-        held, p.copy = p.copy, None
-        if not (train and _same_epoch(held[2], values) and not _LF_COPY.search(line, 0, m.start())):
-            _hf_train(p, *held)         # no Trainer dict after the copy: its values are the step's
+    if _held_copy(p, line, m.start(), values):
+        return
     if "train_runtime" in values:
         p.source.extras["summary"] = values
         return
     # Console dicts carry no step: train dicts are counted (the bar's frames give the
     # global step at the end, `_Bars`); eval dicts join the last one.
-    if train and _LF_COPY.search(line, 0, m.start()):
-        p.copy = (line, m.start(), values)      # held until the Trainer's own dict says it
-    elif train:
-        _hf_train(p, line, m.start(), values)
+    if "loss" in values or "grad_norm" in values:
+        p.bars.train_dict(line, m.start())
+        p.add((p.step or 0) + 1, values, "hf-console.logs")
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
 
@@ -701,11 +715,11 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         if head.strip():
             parse(p, head)
         p.overflow(line, ev, p.step if p.steps_read > read else None)
-    if p.copy is not None:
-        _hf_train(p, *p.copy)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
+    if p.copy is not None:
+        release_copy(p, p.copy[0])
     if not p.steps_read and not p.events:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect

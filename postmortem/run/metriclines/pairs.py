@@ -110,8 +110,8 @@ _EPOCH_BATCH = [
     # (whole numbers: `[Epoch=000/020]` is epoch 0 of 20, never epoch 00 and batch 0/020)
     re.compile(r"\bepoch\b(?:\(\w+\))?\s*+[:=]?\s*+\[?\s*+(\d+)(?!\d)(?:\s*+/\s*+\d+(?!\d))?\s*+\]?\s*+[\[,|]?\s*+(\d+)\s*+/\s*+(\d+)",
                re.I),
-    re.compile(r"\b(?:train|test|val|eval)\w*\s*+:\s*+\[?\s*+(\d+)(?:\s*+/\s*+\d+)?\s*+\]?\s*+\[\s*+(\d+)\s*+/\s*+(\d+)", re.I),
-    re.compile(r"^\s*+\[\s*+(\d+)\s*+\]\s*+\[\s*+(\d+)\s*+/\s*+(\d+)\s*+\]"),    # `[3][120/500]` alone
+    re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
+    re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
 ]
 _TQDM = dict(_COUNTERS)["tqdm"]
 # MetricLogger.log_every's `{header}  [{i}/{N}]  eta:` (DeiT, DETR, dinov2, LAVIS); an eval's

@@ -48,7 +48,7 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
     if kinds and np.isfinite(epoch).any() and not (np.isfinite(epoch) & np.isfinite(step)).any():
         epoch = ffill(epoch)       # `Epoch e/E` on a line of its own before its batches (Paddle hapi)
     if kinds:
-        restart = _restarts_with_epoch(step, epoch)
+        restart = _restarts_with_epoch(step, epoch) or _same_step_each_epoch(step, epoch)
         if restart:
             period = counters.get("period", nan)
             k = np.nanmax(period) if np.isfinite(period).any() else np.nanmax(step) + 1
@@ -94,12 +94,17 @@ def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
         return False
     s, e = step[both], epoch[both]
     back = np.flatnonzero(np.diff(s) < 0)
-    if len(back):
-        return bool((np.diff(e)[back] > 0).all())
-    # the same step at every new epoch (mindyolo's `Epoch 36/300, Step 4/4`: each epoch's last
-    # step logged once) is a counter within the epoch too
-    rise = np.diff(e) > 0
-    return bool(rise.any() and (np.diff(s)[rise] == 0).all())
+    return len(back) > 0 and bool((np.diff(e)[back] > 0).all())
+
+
+def _same_step_each_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
+    """The same step at every new epoch and never a step back (mindyolo's `Epoch 36/300, Step
+    4/4`: each epoch's last step logged once): a counter within the epoch too."""
+    both = np.flatnonzero(np.isfinite(step) & np.isfinite(epoch))
+    if len(both) < 3:
+        return False
+    ds, rise = np.diff(step[both]), np.diff(epoch[both]) > 0
+    return bool(rise.any() and not (ds < 0).any() and (ds[rise] == 0).all())
 
 
 def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Source
