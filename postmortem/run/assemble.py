@@ -236,8 +236,9 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
         if len(s.step) < 2 or s.value.dtype == object or canonical_name(s.name) not in _RELAUNCH_SAYERS:
             continue
         o = np.argsort(s.order, kind="stable")
-        st, v = s.step[o], s.value[o].astype(np.float64, copy=False)
-        again = np.flatnonzero(st[1:] == st[:-1]) + 1
+        st, v, line = s.step[o], s.value[o].astype(np.float64, copy=False), s.order[o]
+        # (two names of one line merged by the alias table, `loss` and `lm_loss`: no relaunch)
+        again = np.flatnonzero((st[1:] == st[:-1]) & (line[1:] != line[:-1])) + 1
         if len(again):
             differ = again[~_same(v[again], v[again - 1])]
             at.append(s.order[o][differ])

@@ -281,6 +281,8 @@ class _Parse:
         self.ds_steps_seen: dict[int, int] = {}
         self.too_big: list[str] = []
         self.bars = _Bars()
+        self.copy: tuple[str, dict] | None = None   # LLaMA-Factory's copy of a step's dict, held
+        self.releasing = False
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
         self.hf_epoch: float | None = None      # the last HF train dict's epoch
@@ -509,6 +511,41 @@ def is_fairseq_v09_json(line: bytes) -> bool:
 _HF_PAIR = re.compile(r"'([^']+)':\s*(" + NUM + r"|'[^']*')")
 
 
+# LLaMA-Factory's LogCallback (hiyouga/LLaMA-Factory v0.5.x src/llmtuner/extras/callbacks.py
+# `on_log`, v0.6+ src/llamafactory/train/callbacks.py) logs `{'loss': {:.4f}, 'learning_rate':
+# {:2.4e}, 'epoch': {:.2f}}` for the step whose dict the Trainer then prints itself: one step
+_LF_COPY = re.compile(r"\b(?:llmtuner\.extras|llamafactory\.train)\.callbacks\b")
+
+
+def _same_epoch(a: dict, b: dict) -> bool:
+    try:
+        return abs(float(a["epoch"]) - float(b["epoch"])) < 0.006     # printed `{:.2f}` in the copy
+    except (KeyError, ValueError):
+        return False
+
+
+def _held_copy(p: _Parse, line: str, start: int, values: dict) -> bool:
+    """True where the line is LLaMA-Factory's copy, held until the next dict says whether the
+    Trainer printed the step's own (then the rounded copy is dropped) or not (then it is read)."""
+    train = "loss" in values or "grad_norm" in values
+    copy = train and _LF_COPY.search(line, 0, start) is not None
+    if p.copy is not None:
+        held, p.copy = p.copy, None
+        if not (train and not copy and _same_epoch(held[1], values)):
+            release_copy(p, held[0])
+    if copy and not p.releasing:
+        p.copy = (line, values)
+        return True
+    return False
+
+
+def release_copy(p: _Parse, line: str) -> None:
+    """A held copy read as its step (no Trainer dict after it: the logger's own file)."""
+    p.releasing = True
+    _hf_console(p, line)
+    p.releasing = False
+
+
 def _hf_console(p: _Parse, line: str) -> None:
     m = HF_DICT.search(line)
     if not m:
@@ -516,6 +553,8 @@ def _hf_console(p: _Parse, line: str) -> None:
             p.bars.frames(line)
         return
     values = {k: v.strip("'") for k, v in _HF_PAIR.findall(m.group(0))}
+    if _held_copy(p, line, m.start(), values):
+        return
     if "train_runtime" in values:
         p.source.extras["summary"] = values
         return
@@ -718,6 +757,8 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
+    if p.copy is not None:
+        release_copy(p, p.copy[0])
     if not p.steps_read and not p.events:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect

@@ -22,7 +22,8 @@ from functools import cached_property
 from typing import Literal
 
 Kind = Literal["progress", "eval", "overflow", "scale", "skipped", "resume", "checkpoint",
-               "eval_boundary"]   # eval_boundary: the words around an eval, no values of their own
+               "eval_boundary", "nan_loss"]   # eval_boundary: the words around an eval, no values of
+# their own; nan_loss: a NaN loss said only in words (TensorFlow's NanTensorHook), no number
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ _PREFIXES = [
     re.compile(r"\s*+\([\w.]+\.py \d+\)\s*+:"),
     re.compile(r"\s*+\[[\w./-]+\.(?:py|cc|cpp|h):\d+(?::\w+)?\]"),  # [logging.py:96:log_dist]
     # logger, level, logger: `mmdet - INFO - `, `| INFO | `, `INFO  DistriOptimizer$:295 - `
-    re.compile(r"\s*+\|?\s*+(?:[\w.$-]+\s*+(?::\d+)?\s*+(?:-\s*+|\|\s*+))?\[?(?:INFO|WARNING|WARN|DEBUG|ERROR"
+    re.compile(r"\s*+\|?\s*+(?:[\w.$-]+\s*+(?::\d+)?\s*+(?:-\s*+|\|\s*+))?\[?\s{0,8}(?:INFO|WARNING|WARN|DEBUG|ERROR"
                r"|CRITICAL|NOTICE)\]?:?\s*+(?:[-|]\s*+)?(?:[\w.$]+(?::\d+)?\s++-\s++)?"),
     re.compile(r"\s*+[\w.-]+:\d+\s++(?=[\w.]+:\d+\s++(?:INFO|WARN))"),   # OLMo's host:rank
     re.compile(r"\s*+[\w.]+:\d+\s++(?=INFO|WARN)"),

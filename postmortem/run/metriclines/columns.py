@@ -588,6 +588,8 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
         extra["progress_i"], extra["progress_n"] = parsed.progress
     if parsed.period:
         extra["period"] = parsed.period
+    if parsed.percent:
+        extra["percent"] = parsed.percent
     if parsed.epoch_base is not None:
         group.counters["epoch_base"] = np.full(len(rows), float(parsed.epoch_base))
     if parsed.overflow:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from postmortem.run.aliases import loss_scale_in_context
 from postmortem.run.metriclines.clean import clean, is_fence
 from postmortem.run.metriclines.code import is_code
+from postmortem.run.metriclines.epochwords import epoch_words
+from postmortem.run.metriclines.nanwords import said_nan
 from postmortem.run.metriclines.overflow import find_event
 from postmortem.run.metriclines.steps import STEP_KINDS
 from postmortem.run.nonfinite import nonfinite
@@ -57,7 +59,8 @@ _LAUNCH_LINE = re.compile(r"^\s*(\w+)\s*[:=]")
 _STREAMS = {"train": "train", "training": "train", "train_inner": "train", "eval": "val",
             "evaluation": "val", "val": "val", "valid": "val", "validation": "val",
             "test": "test", "testing": "test"}
-_LINE_STREAM = re.compile(r"\s*[\[(]?\s*(?:epoch\s*\d*\s*/?\s*\d*\s*/\s*)?(train_inner|training|train|evaluation|eval"
+# (possessive: `epoch` then a long run of blanks was O(n^4) here, 27 s for 500 blanks)
+_LINE_STREAM = re.compile(r"\s*+[\[(]?\s*+(?:epoch\s*+\d*+\s*+/?\s*+\d*+\s*+/\s*+)?(train_inner|training|train|evaluation|eval"
                           r"|validation|valid|val|testing|test)\b", re.I)
 _EPOCH_STREAM = re.compile(r"\bEpoch\((train|val|test)\)|\|\s*(valid|validation|test|eval)\b"
                            r"|^\s*(Test|Eval|Val):", re.I)
@@ -117,7 +120,7 @@ _COUNTERS = [
 # `Train: e [i/N`, `Train: [e/E][i/N]`: the epoch and the batch within it.
 _EPOCH_BATCH = [
     # (whole numbers: `[Epoch=000/020]` is epoch 0 of 20, never epoch 00 and batch 0/020)
-    re.compile(r"\bepoch\b(?:\(\w+\))?\s*[:=]?\s*\[?\s*(\d+)(?!\d)(?:\s*/\s*\d+(?!\d))?\s*\]?\s*[\[,|]?\s*(\d+)\s*/\s*(\d+)",
+    re.compile(r"\bepoch\b(?:\(\w+\))?\s*+[:=]?\s*+\[?\s*+(\d+)(?!\d)(?:\s*+/\s*+\d+(?!\d))?\s*+\]?\s*+[\[,|]?\s*+(\d+)\s*+/\s*+(\d+)",
                re.I),
     re.compile(r"\b(?:train|test|val|eval)\w*\s*:\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?\s*\[\s*(\d+)\s*/\s*(\d+)", re.I),
     re.compile(r"^\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"),    # `[3][120/500]` alone
@@ -131,7 +134,7 @@ _TQDM = dict(_COUNTERS)["tqdm"]
 _LOGGER_BAR = re.compile(r"\[\s*(\d+)\s*/\s*\d+\s*\]\s+eta:")
 _HEADER_WORD = re.compile(r"(\w*)\W*$")
 _EVAL_HEADERS = {"test", "eval", "val", "valid", "validation", "evaluation", "testing"}
-_EPOCH = re.compile(r"\bepoch\b['\"]?\s*[:=]?\s*\[?\s*(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)
+_EPOCH = re.compile(r"\bepoch\b['\"]?\s*+[:=]?\s*+\[?\s*+(\d+)(?!\d|\.\d)(?:\s*+/\s*+\d+)?", re.I)
 # How the family counts its epochs when the text shows no epoch 0: mmengine / mmcv / mmdet
 # (`Epoch [e][i/N]`, `Epoch(train) [e][i/N]`) and Composer (`[epoch=e]`) from 1; DeiT's
 # MetricLogger (`Epoch: [e]`), Swin (`Train: [e/E]`) and timm (`Train: e [`) from 0.
@@ -171,6 +174,8 @@ class Parsed:
     progress: tuple[tuple[int, int], tuple[int, int]] | None = None       # Keras bar (i, N)
     code: bool = False                     # a line of source code: no metric, no counter
     twice: tuple[str, ...] = ()            # names printed twice in the line (the later suffixed)
+    percent: tuple[int, int] | None = None  # `Epoch 1 complete [10%]`: how far into the epoch
+    next_step: bool = False                # a NaN said in words: at the step after the last logged
 
     @property
     def step_kind(self) -> str | None:
@@ -179,7 +184,7 @@ class Parsed:
     @property
     def useful(self) -> bool:
         return bool(self.values or self.counters or self.epoch or self.batch or self.overflow
-                    or self.code)
+                    or self.code or self.percent)
 
 
 def to_const(text: str) -> float:
@@ -311,12 +316,16 @@ def parse(raw: str) -> Parsed:
     text = _text_of(raw)
     if text is None:
         return out
+    text = _unglue(text)
+    if said_nan(text, out, Value):
+        return out
     ov = find_event(text)
     if _done_before_counters(text, ov, out):
         return out
     taken: list[tuple[int, int]] = []
     _counters(text, ov, out, taken)
     _epoch_and_bars(text, out, taken)
+    epoch_words(text, out, taken)
     if ov is not None:
         out.overflow = ov
         if text[:ov["start"]].strip():
@@ -327,6 +336,19 @@ def parse(raw: str) -> Parsed:
     _metrics(text, out, taken)
     _drop_what_is_no_row(text, out)
     return out
+
+
+# WaveGlow forks' `print("step_{}:\tloss_{:.9f}".format(i, loss))`: each name glued to its value
+# by `_`; only a line made of such pairs is read so (`top_5: 0.9` keeps its name)
+_GLUED_LINE = re.compile(r"\s*+(?:[A-Za-z]++_[-+]?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?\s*+(?:[:,|;]\s*+)?){2,}")
+_GLUE = re.compile(r"(?<=[A-Za-z])_(?=[-+]?\d)")
+
+
+def _unglue(text: str) -> str:
+    """`step_78620:  loss_4191.68` as `step 78620:  loss 4191.68` (same length: spans hold)."""
+    if "_" not in text or not _GLUED_LINE.fullmatch(text):
+        return text
+    return _GLUE.sub(" ", text)
 
 
 def _text_of(raw: str) -> str | None:
@@ -524,7 +546,9 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
                 and re.match(r"\s+[A-Za-z][\w ]*:", text[e:e + 40])):
             continue                                 # `number of nan iterations: 0`: a word
         unit = _unit_after(text, e)
-        name, name_start = _name_and_start(text, s)
+        # Paddle prints a one-element tensor or list: `loss: [7.1234]`, `loss: [nan]`
+        boxed = s > 0 and text[s - 1] == "[" and text[e:e + 1] == "]"
+        name, name_start = _name_and_start(text, s - 1 if boxed else s)
         if not name and pending_counter is not None and text[last_end:s].strip() == ":":
             # `Validation loss 8416:  0.7117`: the integer was the step, the name is the value's
             name = pending_counter[0]
@@ -532,7 +556,8 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
             found = [f for f in found if f[1] != pending_counter[1][0]]
         pending_counter = None
         after = text[e:e + 1]
-        if after == ":" and m.group().isdigit() and name:
+        if after == ":" and m.group().isdigit() and name and text[s - 1:s] != ":":
+            # (`words_per_sec/features:0: 3275.1`: `:0` names a TensorFlow tensor, not a step)
             pending_counter = (name, (s, e))
         if (name and name.lower() not in _NOT_METRIC and name.lower() not in _LAUNCH_FACTS
                 and not _PATH.search(name) and _name_like(name)

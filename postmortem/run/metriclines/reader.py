@@ -95,6 +95,7 @@ def place(groups: list[Group], source: Source) -> Lines:
             kind = kind or beside or ""
     counted = np.flatnonzero(np.isfinite(own))
     step, note = stepping.assign(own, overflow, train & keep, source)
+    _after_last_logged(groups, pos, own, step)
     if kind:
         source.extras["step_from"] = f"{kind} (the lines' own counter)"
     elif note:
@@ -105,6 +106,24 @@ def place(groups: list[Group], source: Source) -> Lines:
     head = np.arange(n) < (counted[0] if len(counted) else n)
     _dedupe(groups, pos, step, keep, head, np.isfinite(own), source)
     return Lines(groups, rows, gid, pos, step, keep, int(counted[0]) if len(counted) else None)
+
+
+def _after_last_logged(groups: list[Group], pos: list[np.ndarray], own: np.ndarray, step: np.ndarray) -> None:
+    """A NaN said in words (`nanwords`) at the step after the last one logged before it, under
+    the log's own loss column's name (OpenNMT-tf's `Loss`)."""
+    said = np.zeros(len(step), dtype=bool)
+    for g, p in zip(groups, pos):
+        if g.parsed.next_step:
+            said[p] = True
+    if not said.any():
+        return
+    last = stepping.ffill(np.where(said, np.nan, own))
+    step[said] = np.where(np.isfinite(last[said]), last[said] + 1, step[said])
+    names = [c for g in groups if not g.parsed.next_step for c in g.values if c.lower() == "loss"]
+    if names and names[0] != "loss":
+        for g in groups:
+            if g.parsed.next_step and "loss" in g.values:
+                g.values = {names[0]: g.values.pop("loss"), **g.values}
 
 
 # A step printed again with other values at more places than this is a trainer's habit

@@ -16,7 +16,8 @@ import numpy as np
 from postmortem.run.model import Source
 
 # The counters a line may carry, in the order of preference for its step.
-STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead")
+# `batch`: a batch counted in words beside an epoch, without its `/N` (`metriclines.epochwords`).
+STEP_KINDS = ("global_step", "step", "iteration", "iter", "num_updates", "tqdm", "lead", "batch")
 
 
 def ffill(values: np.ndarray) -> np.ndarray:
@@ -47,7 +48,7 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
     if kinds and np.isfinite(epoch).any() and not (np.isfinite(epoch) & np.isfinite(step)).any():
         epoch = ffill(epoch)       # `Epoch e/E` on a line of its own before its batches (Paddle hapi)
     if kinds:
-        restart = _restarts_with_epoch(step, epoch)
+        restart = _restarts_with_epoch(step, epoch) or _same_step_each_epoch(step, epoch)
         if restart:
             period = counters.get("period", nan)
             k = np.nanmax(period) if np.isfinite(period).any() else np.nanmax(step) + 1
@@ -59,6 +60,11 @@ def own_steps(counters: dict[str, np.ndarray], n: int, source: Source) -> tuple[
             return step, said
         return step, kinds[0]
     bi, bn = counters.get("batch_i", nan), counters.get("batch_n", nan)
+    pct = counters.get("percent", nan)
+    if np.isfinite(pct).any() and not np.isfinite(bi).any():
+        # `Epoch 1 complete [10%]`: a hundredth of an epoch is the unit
+        base = epoch_base(epoch, counters.get("epoch_base"))
+        return (epoch - base) * 100 + pct, f"(epoch - {base}) x 100 + the percent of the epoch done"
     if np.isfinite(bi).any():
         base = epoch_base(epoch, counters.get("epoch_base"))
         step = (epoch - base) * bn + bi
@@ -93,6 +99,16 @@ def _restarts_with_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
     back = np.flatnonzero(np.diff(s) < 0)
     moved = np.diff(e)[back]
     return len(back) > 0 and bool((moved != 0).all() and (moved > 0).any())
+
+
+def _same_step_each_epoch(step: np.ndarray, epoch: np.ndarray) -> bool:
+    """The same step at every new epoch and never a step back (mindyolo's `Epoch 36/300, Step
+    4/4`: each epoch's last step logged once): a counter within the epoch too."""
+    both = np.flatnonzero(np.isfinite(step) & np.isfinite(epoch))
+    if len(both) < 3:
+        return False
+    ds, rise = np.diff(step[both]), np.diff(epoch[both]) > 0
+    return bool(rise.any() and not (ds < 0).any() and (ds[rise] == 0).all())
 
 
 def assign(own: np.ndarray, overflow: np.ndarray, train: np.ndarray, source: Source
