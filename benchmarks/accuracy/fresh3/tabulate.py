@@ -1,0 +1,103 @@
+"""Per-log record of the third blind set fresh3 (reporting only): what the CLI read and found.
+
+    cd /tmp && PYTHONPATH=/tmp/pm-blind3 /work/wt/blind3/.venv/bin/python \
+        /work/wt/blind3/benchmarks/accuracy/fresh3/tabulate.py > .../benchmarks/results/accuracy-fresh3-perlog.json
+
+For each log: `postmortem info FILE --json` and `postmortem analyze FILE --json` (the real CLI, exit codes
+kept), then from `read_run` the loss-scale series (values in order, how many times it fell), the segments
+(first/last step, rows) and the steps whose loss is non-finite.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+CLI = str(ROOT / ".venv" / "bin" / "postmortem")   # imports postmortem from PYTHONPATH when set
+
+
+def scale_series(path: Path):
+    from postmortem.run import read_run
+
+    frame = read_run(path).frame
+    if "loss_scale" not in frame:
+        return None
+    s = frame[["step", "loss_scale"]].dropna()
+    vals = [float(v) for v in s["loss_scale"]]
+    falls = sum(1 for a, b in zip(vals, vals[1:]) if b < a)
+    return {"values": vals[:40], "steps": [int(x) for x in s["step"]][:40], "falls": falls}
+
+
+def nan_rows(path: Path):
+    """Steps where the log printed a NaN (read_run's `logged_nan`: row positions) or an inf, per column."""
+    import numpy as np
+
+    from postmortem.run import read_run
+
+    log = read_run(path)
+    steps = log.frame["step"].to_numpy()
+    out = {}
+    for col, rows in (getattr(log, "logged_nan", None) or {}).items():
+        rows = [int(r) for r in rows if 0 <= int(r) < len(steps)]
+        if rows:
+            out[col] = {"nan": sorted({int(steps[r]) for r in rows})[:20]}
+    for col in log.frame.columns:
+        if col != "step" and log.frame[col].dtype.kind == "f":
+            inf = np.isinf(log.frame[col].to_numpy())
+            if inf.any():
+                out.setdefault(col, {})["inf"] = sorted({int(x) for x in steps[inf]})[:20]
+    return out
+
+
+def one(run: dict) -> dict:
+    d = ROOT / run["path"]
+    files = [p for p in sorted(d.iterdir()) if p.is_file()]
+    f = files[0]
+    out = {"run": run["run"], "file": str(f.relative_to(ROOT))}
+    info = subprocess.run([CLI, "info", str(f), "--json"], capture_output=True, text=True, timeout=120)
+    out["info_rc"] = info.returncode
+    if info.returncode:
+        out["info_error"] = (info.stderr or info.stdout).strip().splitlines()[-1:]
+        return out
+    i = json.loads(info.stdout)
+    out["format"] = i["run"]["format"]
+    out["rows"] = i["steps"]["rows"]
+    out["steps"] = [i["steps"]["first"], i["steps"]["last"]]
+    out["segments"] = len(i["segments"])
+    out["segment_spans"] = i["segments"]
+    out["read"] = i.get("read")
+    out["warnings"] = i.get("warnings")
+    out["metrics"] = {m["name"]: {"from": m.get("from"), "dialect": m.get("dialect"), "count": m["count"],
+                                  "nan": m.get("nan"), "inf": m.get("inf"), "min": m.get("min"), "max": m.get("max")}
+                      for m in i["metrics"]}
+    out["loss_scale"] = scale_series(f)
+    out["nan_steps"] = nan_rows(f)
+    an = subprocess.run([CLI, "analyze", str(f), "--json"], capture_output=True, text=True, timeout=300)
+    out["analyze_rc"] = an.returncode
+    if an.returncode:
+        out["analyze_error"] = (an.stderr or an.stdout).strip().splitlines()[-1:]
+        return out
+    a = json.loads(an.stdout)
+    out["incidents"] = [{"kind": x.get("kind"), "metric": x.get("metric"), "step": x.get("step"),
+                         "top": (x.get("hypotheses") or [{}])[0].get("pattern"),
+                         "top_score": (x.get("hypotheses") or [{}])[0].get("score")}
+                        for x in a["incidents"]]
+    out["checks"] = {c["id"]: [c["status"], c["detail"][:160]] for c in a["checks"]
+                     if c["id"].startswith(("B3", "B4", "B2", "A6")) or c["status"] not in ("ok", "skipped")}
+    return out
+
+
+def main() -> int:
+    # postmortem comes from PYTHONPATH (the code under test), not from this worktree
+    labels = json.loads((HERE.parent / "labels" / "fresh3.json").read_text())["runs"]
+    rows = [one(r) for r in labels]
+    json.dump({"runs": rows}, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
