@@ -224,6 +224,11 @@ def sniff(path: Path) -> tuple[str | None, int]:
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
+    if hits["deepspeed"] >= MIN_HITS and hits[ranked[0]] and ranked[0] not in LINE_READERS:
+        # the engine's step lines beside the script's own (a tqdm bar redrawn every step, a
+        # print a step): the deepspeed reader reads both (`_deepspeed`), the general one would
+        # take the engine's cumulative `skipped=` as per step and lose its lr list
+        return "deepspeed", hits["deepspeed"]
     for dialect in ranked:
         n = hits[dialect]
         if n == 0:

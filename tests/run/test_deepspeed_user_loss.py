@@ -119,3 +119,26 @@ def test_without_the_scripts_lines_nothing_changes(tmp_path):
     frame = _read(tmp_path, lines)
     assert "loss" not in frame.columns
     assert [int(s) for s in frame["step"]] == [10, 20, 30, 40, 50]
+
+
+def test_a_tqdm_bar_with_the_loss_in_its_postfix(tmp_path):
+    # the script's bar over its dataloader (tqdm/std.py format_meter: `{desc}: {percentage:3.0f}%|{bar}|
+    # {n}/{total} [{elapsed}<{remaining}, {rate_fmt}{postfix}]`, set_postfix(loss=...)), redrawn with \r,
+    # restarting each epoch; the engine prints every 4 steps between the frames
+    frames, k = [], 0
+    for epoch in range(2):
+        for n in range(1, 9):
+            k += 1
+            loss = math.nan if k == 11 else 2.5 - 0.01 * k
+            frames.append(f"Epoch {epoch}: {n * 100 // 8:3d}%|#####     | {n}/8 [00:0{n}<00:04,  2.00it/s, loss={loss:.3g}]")
+            if k % 4 == 0:
+                frames.append("\n" + _engine("v0.14", k, 0, 2e-4) + "\n")
+    path = tmp_path / "train.log"
+    path.write_text("\r".join(frames) + "\n")
+    assert textlogs.sniff(path)[0] == "deepspeed"
+    frame = read_run(path).frame
+    steps = [int(s) for s in frame["step"]]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    got = dict(zip(frame["step"], frame["loss"]))
+    assert sum(v == v for v in got.values()) == 15                 # 16 frames, one NaN
+    assert [int(s) for s, v in got.items() if v != v and s in range(9, 13)] in ([10], [11])
