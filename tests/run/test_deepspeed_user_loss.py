@@ -142,3 +142,31 @@ def test_a_tqdm_bar_with_the_loss_in_its_postfix(tmp_path):
     got = dict(zip(frame["step"], frame["loss"]))
     assert sum(v == v for v in got.values()) == 15                 # 16 frames, one NaN
     assert [int(s) for s, v in got.items() if v != v and s in range(9, 13)] in ([10], [11])
+
+
+def test_the_nan_the_script_printed_is_the_incident(tmp_path):
+    """The whole command on a DeepSpeed log whose loss only the script prints: the NaN from step
+    150 (with the scaler's overflows from there) is found on its step; main said 'no column
+    looks like the loss' and found only the cascade."""
+    import json
+    import subprocess
+    import sys
+
+    lines, skipped, scale = [], 0, 65536
+    for step in range(1, 301):
+        if step >= 150:
+            skipped += 1
+            lines.append(_overflow(scale, max(scale // 2, 1)))
+            scale = max(scale // 2, 1)
+        if step % 10 == 0:
+            lines.append(_engine("v0.14", step, skipped, 3e-4))
+        loss = math.nan if step >= 150 else 3.0 * math.exp(-step / 200) + 0.5
+        lines.append(f"Epoch: 0 | Step: {step} | Loss: {loss:.4f}")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    out = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(path), "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    incidents = json.loads(out.stdout)["incidents"]
+    assert incidents[0]["kind"] == "nan" and incidents[0]["step"] == 150
+    assert incidents[0]["hypotheses"][0]["pattern"] == "fp16-overflow"
