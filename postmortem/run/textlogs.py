@@ -28,6 +28,7 @@ from postmortem.run.dialects import progress
 from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
+from postmortem.run.metriclines import userloss
 from postmortem.run.metriclines.columns import Group, read_groups
 from postmortem.run.metriclines.reader import is_metric_log as _named_like_metrics
 from postmortem.run.model import Source
@@ -223,6 +224,11 @@ def sniff(path: Path) -> tuple[str | None, int]:
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
+    if hits["deepspeed"] >= MIN_HITS and hits[ranked[0]] and ranked[0] not in LINE_READERS:
+        # the engine's step lines beside the script's own (a tqdm bar redrawn every step, a
+        # print a step): the deepspeed reader reads both (`_deepspeed`), the general one would
+        # take the engine's cumulative `skipped=` as per step and lose its lr list
+        return "deepspeed", hits["deepspeed"]
     for dialect in ranked:
         n = hits[dialect]
         if n == 0:
@@ -286,6 +292,8 @@ class _Parse:
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
         self.hf_epoch: float | None = None      # the last HF train dict's epoch
+        self.engine_steps: list[int] = []       # DeepSpeed's step lines, in order
+        self.user_rows: list[userloss.UserRow] = []   # the script's own loss lines beside them
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -445,10 +453,29 @@ def _deepspeed(p: _Parse, line: str) -> None:
         if lrs:
             values[f"{prefix}lr"] = lrs[0]
         p.add(step, values, "deepspeed.step")
+        p.engine_steps.append(step)
         return
     m = DS_PPL.match(line)
     if m:   # the eval before any training step counts as step 0
         p.attach({"val_ppl": m.group(1)}, "deepspeed.ppl")
+        return
+    if "loss" in line.lower():
+        # the training script's own loss line: a record now, its step once the engine's are known
+        got = userloss.loss_values(line)
+        if got is not None:
+            p.user_rows.append(userloss.UserRow(p.out.count, got[1], len(p.engine_steps)))
+            p.out.add(p.step or 0, got[0])
+
+
+def _place_user_rows(p: _Parse, source: Source) -> None:
+    """The script's loss rows on the engine's steps (`userloss.steps_of`), said once."""
+    steps = userloss.steps_of(p.user_rows, p.engine_steps)
+    for row, step in zip(p.user_rows, steps):
+        p.out.steps[row.record] = step
+    own = p.engine_steps and all(r.counter == s for r, s in zip(p.user_rows, steps))
+    source.extras["user_loss_steps"] = ("the script's own step counter (it keeps to the engine's)" if own
+                                        else "the engine's steps: the script's lines between two "
+                                             "engine step lines spread evenly over that interval")
 
 
 def _fairseq(p: _Parse, line: str) -> None:
@@ -759,7 +786,9 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
                     f"were left out")
     if p.copy is not None:
         release_copy(p, p.copy[0])
-    if not p.steps_read and not p.events:
+    if p.user_rows:
+        _place_user_rows(p, source)
+    if not p.steps_read and not p.events and not p.user_rows:
         raise RunReadError(path, f"no {dialect} metric lines")
     source.extras["dialect"] = dialect
     _say_encoding(path, source)

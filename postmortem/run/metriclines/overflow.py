@@ -69,7 +69,8 @@ def stems(keywords: list[str], progress: list[str], n: int = 7) -> tuple[str, ..
 
 def find_event(text: str) -> dict | None:
     """The first event message in `text`: {'dialect', 'kind', 'start', 'end', and the spans of its
-    values: 'scale', 'prev_scale', 'rank', 'step' (None where the message has none)}."""
+    values: 'scale', 'prev_scale', 'rank', 'step', 'loss' (None where the message has none; a
+    loss only where the message is the run's own metric line)}."""
     dialects = entries()
     if not any(k in text for k in _KEYWORDS):
         return None
@@ -83,7 +84,7 @@ def find_event(text: str) -> dict | None:
     d, m = best
     names = m.re.groupindex
     out = {"dialect": d.id, "kind": d.kind, "start": m.start(), "end": m.end()}
-    for name in ("scale", "prev_scale", "rank", "step"):
+    for name in ("scale", "prev_scale", "rank", "step", "loss"):
         out[name] = m.span(name) if name in names and m.group(name) is not None else None
     return out
 

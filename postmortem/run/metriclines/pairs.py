@@ -112,6 +112,10 @@ _COUNTERS = [
     # ESPnet2's reporter (espnet/espnet espnet2/train/reporter.py `log_message`):
     # `{epoch}epoch:{key}:{start}-{end}batch: ...`, the last batch of the interval within the epoch
     ("iter", re.compile(r"(?<!\d)\d+epoch:train:\d+-(\d+)batch:")),
+    # ColossalAI's examples (hpcaitech/ColossalAI examples/language/gpt/gemini/train_gpt_demo.py,
+    # examples/language/opt, ...): `logger.info(f"[{n + 1}/{NUM_STEPS}] Loss:{loss.item():.3f},
+    # Step time: ..")`, the step leading the message, a name and its colon behind it
+    ("iter", re.compile(r"(?:^\s*|:\s+)\[(\d+)/\d+\]\s+(?=[A-Za-z][\w ]*:)")),
     ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),     # the last bar: `_last_bar`
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
@@ -281,6 +285,8 @@ def _counts_something(text: str, e: int) -> bool:
     if not m or _is_unit(m.group(1)):
         return False                # a unit: `4.20 step/s`, `812 images/s`, `1.2 GB`
     rest = text[m.end():m.end() + 40]
+    if re.match(r"\s*[:=]\s*\{", rest):
+        return False                # the next name's value is a dict (InternEvo's `grad_norm={'0_default': ..}`)
     return not re.match(r"\s*['\"]?\s*[:=]?\s*['\"]?\s*[-+(]?(?:\d|\.\d|nan|inf)", rest, re.I) and \
         not re.match(r"(?:\s+\(?[A-Za-z][\w/]*+\)?){0,3}\s*['\"]?\s*[:=]?\s*[-+]?(?:\d|nan|inf)", rest, re.I)
 
@@ -332,6 +338,11 @@ def parse(raw: str) -> Parsed:
             # a message glued behind a progress frame: the frame's metrics are read too (the
             # words after it are the message's, never metrics); `split_event` parts them
             _metrics(text[:ov["start"]], out, taken)
+        if ov.get("loss"):
+            # a message that is the run's own metric line (MindSpore's loss-scale callbacks):
+            # the loss it names is the row's (its other words stay the message's)
+            s, e = ov["loss"]
+            out.values.append(Value("loss", s, e, to_const(text[s:e]) if is_const(text[s:e]) else None))
         return out
     _metrics(text, out, taken)
     _drop_what_is_no_row(text, out)
@@ -491,7 +502,10 @@ def split_event(parsed: Parsed) -> list[Parsed]:
     if ov is None or not parsed.values:
         return [parsed]
     start = ov["start"]
-    before = {k: s for k, s in parsed.counters.items() if s[1] <= start}
+    # the counters before the message, and the step the message names itself where it is the
+    # run's own metric line (its loss read into the frame: `parse`)
+    own = ov.get("step") if ov.get("loss") else None
+    before = {k: s for k, s in parsed.counters.items() if s[1] <= start or s == own}
     epoch = parsed.epoch if parsed.epoch and parsed.epoch[1] <= start else None
     frame = dataclasses.replace(parsed, overflow=None, counters=before, epoch=epoch,
                                 batch=parsed.batch if epoch else None,

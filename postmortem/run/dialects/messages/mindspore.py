@@ -15,7 +15,7 @@ alone).
 """
 
 from postmortem.run.dialects import register
-from postmortem.run.dialects.entries import entry, scale
+from postmortem.run.dialects.entries import NUM, entry, scale
 
 _ZOO = "mindspore-ai/models r1.8..r2.2 official/nlp/Pangu_alpha/src/callbacks.py (LossCallBack.step_end)"
 _FMT = ('print("time: {} local_rank: {}, epoch: {}, step: {}, loss is {}, overflow is {}, loss scale is {}"'
@@ -26,6 +26,10 @@ def _line(step, overflow, value):
     return ("time: {} local_rank: {}, epoch: {}, step: {}, loss is {}, overflow is {}, loss scale is {}"
             .format("2022-03-01 10:00:00", 0, 1, step, 7.25, overflow, value))
 
+
+# the callback's loss: `np.mean(loss.asnumpy())`, a float (a copy printing the array: `[7.25]`),
+# read as the row's loss (the line is the run's metric line: `pairs.parse`)
+_LOSS = r"\[?\s*(?P<loss>" + NUM + r")\s*\]?"
 
 _BERT = ("mindspore-ai/models r1.5..r2.2 official/nlp/Bert/src/utils.py (LossCallBack.step_end); "
          "mindspore-ai/mindspore r1.0..r1.2 model_zoo/official/nlp/bert/src/utils.py")
@@ -52,11 +56,11 @@ register(
           (_outputs(121, False, 32768),),
           ("value= False), Tensor", "Bool, False), Tensor")),
     entry("mindspore.overflow", "MindSpore", "overflow", _ZOO, _FMT,
-          r"step: (?P<step>\d+), loss is .*?, overflow is True, loss scale is " + scale("scale"),
+          r"step: (?P<step>\d+), loss is " + _LOSS + r", overflow is True, loss scale is " + scale("scale"),
           (_line(120, True, 32768.0),),
           ("overflow is True",)),
     entry("mindspore.scale", "MindSpore", "scale", _ZOO, _FMT,
-          r"step: (?P<step>\d+), loss is .*?, overflow is False, loss scale is " + scale("scale"),
+          r"step: (?P<step>\d+), loss is " + _LOSS + r", overflow is False, loss scale is " + scale("scale"),
           (_line(121, False, 32768.0),),
           ("overflow is False",)),
 )
