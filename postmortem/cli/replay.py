@@ -23,7 +23,9 @@ def cmd_replay(args) -> int:
     check_world(log.manifest, nproc, args.run)
     picked = log.source.extras.get("store_run")      # a run of a store of several: its id there
     again = f"{args.run} --run {picked}" if picked else args.run
-    # said once the steps run: a replay that cannot start is its one line alone
+    # on a terminal a spinner, then a bar per arm; in a pipe its words once the start (torch,
+    # the checkpoint) has lasted PIPE_AFTER_S: a replay refused within it is its one line alone,
+    # one refused later says its heading first (the error is still one line, the last)
     with ArmSteps(f"replaying the {inc.kind} at step {inc.step} on {device}, faithful first") as progress:
         result = replayed(args, log, inc, arms, device, nproc, progress)
     if result is None:

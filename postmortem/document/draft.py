@@ -62,7 +62,7 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
     # CLI refuses a bad --learner before it gets here, and commit checks the one typed
     return PostMortem(run_id=run_id_of(log), learner=safe_name(learner) if learner else "",
                       spike_step=inc.step, incident=inc.kind,
-                      pattern=inc.hypotheses[0].pattern if inc.hypotheses else None,
+                      pattern=top_pattern(inc, hyps),
                       date=today or Date.today(), run=absolute(log.source.extras.get("store", log.source.path)),
                       run_in_store=log.source.extras.get("store_run"), symptoms=inc.symptoms,
                       hypotheses=hyps, evidence=evidence,
@@ -70,6 +70,17 @@ def draft(log: RunLog, learner: str, step: int | None = None, today: Date | None
 
 
 NOTHING_SUPPORTS = "nothing in the run supports it; against it: "
+
+
+def top_pattern(inc, hyps) -> str | None:
+    """The pattern the draft puts first: the ranking's first (the diagnosis' or the replay's),
+    or where no cause has support (all at 0.0, in the catalog's order, not ranked) the first
+    the draft lists for arguing, so that its evidence table and its pattern agree."""
+    if not inc.hypotheses:
+        return None
+    if any(h.score > 0 for h in inc.hypotheses) or not hyps:
+        return inc.hypotheses[0].pattern
+    return hyps[0].pattern
 
 
 def headline(log: RunLog, h) -> HypothesisEntry | None:

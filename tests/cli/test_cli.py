@@ -16,9 +16,14 @@ def pm(*args, cwd=None):
                           capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
-def assert_one_line_error(result, *words):
+def assert_one_line_error(result, *words, after_progress: bool = False):
+    """Exit 2, one `postmortem: error:` line, no traceback. `after_progress`: a replay that
+    failed once under way may have said its heading first (cli_run.one_line_error)."""
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
+    if after_progress:
+        said, lines = lines[:-1], lines[-1:]
+        assert all(x.startswith("postmortem: ") and "error" not in x for x in said), result.stderr
     assert len(lines) == 1 and lines[0].startswith("postmortem: error:"), result.stderr
     assert "Traceback" not in result.stderr
     for w in words:

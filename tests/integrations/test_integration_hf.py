@@ -192,7 +192,7 @@ def edit_manifest(run: Path, **replay) -> None:
 def test_a_factory_that_cannot_be_imported_is_one_line(runs, tmp_path):
     run = copy_run(runs, tmp_path)
     edit_manifest(run, factory="no_such_train:build_trainer", factory_dir=str(tmp_path))
-    assert_one_line_error(pm("replay", run, *READ), "cannot import the trainer factory no_such_train:build_trainer")
+    assert_one_line_error(pm("replay", run, *READ), "cannot import the trainer factory no_such_train:build_trainer", after_progress=True)
 
 
 def replay_error(run: Path) -> str:

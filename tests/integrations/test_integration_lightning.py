@@ -202,7 +202,7 @@ def replay_error(run: Path) -> str:
 def test_a_factory_that_cannot_be_imported_is_one_line(runs, tmp_path):
     run = copy_run(runs, tmp_path)
     edit_manifest(run, factory="no_such_train:build", factory_dir=str(tmp_path))
-    assert_one_line_error(pm("replay", run), "cannot import the factory no_such_train:build")
+    assert_one_line_error(pm("replay", run), "cannot import the factory no_such_train:build", after_progress=True)
 
 
 @pytest.mark.slow

@@ -88,7 +88,7 @@ def broken(runs, tmp_path) -> Path:
 def test_a_factory_that_cannot_be_imported(runs, tmp_path):
     run = broken(runs, tmp_path)
     (run / "replay.py").write_text("import the_users_missing_package\n")
-    err = one_line_error(postmortem("replay", run, "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--arms", "faithful"), after_progress=True)
     assert "cannot import the replay entry point replay:make_replay" in err and "the_users_missing_package" in err
 
 
@@ -97,7 +97,7 @@ def test_a_factory_that_raises(runs, tmp_path):
     source = (run / "replay.py").read_text()
     (run / "replay.py").write_text(source.replace("    args = train.settings(",
                                                   "    raise KeyError('dataset shard 3')\n    args = train.settings("))
-    err = one_line_error(postmortem("replay", run, "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--arms", "faithful"), after_progress=True)
     assert "the replay factory replay:make_replay failed: KeyError" in err and "dataset shard 3" in err
 
 
@@ -108,7 +108,7 @@ def test_a_checkpoint_of_another_model_names_the_first_tensor(runs, tmp_path):
     run = broken(runs, tmp_path)
     other = GPT(GPTConfig(tinydata.VOCAB, tinydata.BLOCK, n_layer=2, n_head=4, n_embd=32))
     torch.save({"model": other.state_dict()}, run / "checkpoints" / "step_000200.pt")
-    err = one_line_error(postmortem("replay", run, "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--arms", "faithful"), after_progress=True)
     assert "step_000200.pt: the checkpoint is of another model: wte.weight is (512, 32) there, (512, 48)" in err
 
 
@@ -116,7 +116,7 @@ def test_no_checkpoint_before_the_incident(runs, tmp_path):
     run = broken(runs, tmp_path)
     for step in (50, 100, 150, 200, 250):
         (run / "checkpoints" / f"step_{step:06d}.pt").unlink()
-    err = one_line_error(postmortem("replay", run, "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--arms", "faithful"), after_progress=True)
     assert "no checkpoint at or before step 249 (have: 300, 350, 400)" in err
 
 
@@ -125,7 +125,7 @@ def test_a_run_without_a_replay_entry_point(runs, tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     del manifest["replay"]
     (run / "manifest.json").write_text(json.dumps(manifest))
-    assert "no replay entry point" in one_line_error(postmortem("replay", run))
+    assert "no replay entry point" in one_line_error(postmortem("replay", run), after_progress=True)
 
 
 def test_another_data_order_is_refused(runs, tmp_path):
@@ -134,5 +134,5 @@ def test_another_data_order_is_refused(runs, tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["args"]["seed"] += 1
     (run / "manifest.json").write_text(json.dumps(manifest))
-    err = one_line_error(postmortem("replay", run, "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--arms", "faithful"), after_progress=True)
     assert "is not the one the run logged" in err and "--allow-data-drift" in err

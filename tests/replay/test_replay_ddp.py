@@ -77,12 +77,12 @@ def rank_one_does(ddp_run, tmp_path, code: str) -> Path:
 @two_cores
 def test_a_rank_that_fails_is_one_line_naming_it(ddp_run, tmp_path):
     run = rank_one_does(ddp_run, tmp_path, "        raise OSError('shard 1 is gone')\n")
-    err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"), after_progress=True)
     assert err.startswith("postmortem: error: rank 1:") and "OSError: shard 1 is gone" in err, err
 
 
 @two_cores
 def test_a_rank_that_dies_without_a_word_is_one_line(ddp_run, tmp_path):
     run = rank_one_does(ddp_run, tmp_path, "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)\n")
-    err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"))
+    err = one_line_error(postmortem("replay", run, "--nproc", "2", "--arms", "faithful"), after_progress=True)
     assert "rank 1 died without a word: Signal 9 (SIGKILL)" in err and "exit code" in err, err

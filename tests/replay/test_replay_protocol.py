@@ -45,17 +45,17 @@ def replay(run: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_a_factory_that_cannot_be_imported(tmp_path):
-    err = one_line_error(replay(run_with(tmp_path, module="import not_a_module_anywhere\n")))
+    err = one_line_error(replay(run_with(tmp_path, module="import not_a_module_anywhere\n")), after_progress=True)
     assert "cannot import the replay entry point myfactory:make_replay" in err and "not_a_module_anywhere" in err
 
 
 def test_a_factory_that_raises(tmp_path):
-    err = one_line_error(replay(run_with(tmp_path, "    raise ValueError('no GPU named cuda:7')")))
+    err = one_line_error(replay(run_with(tmp_path, "    raise ValueError('no GPU named cuda:7')")), after_progress=True)
     assert "the replay factory myfactory:make_replay failed: ValueError: no GPU named cuda:7" in err
 
 
 def test_a_factory_that_returns_something_else(tmp_path):
-    err = one_line_error(replay(run_with(tmp_path, "    r = {'model': r.model}")))
+    err = one_line_error(replay(run_with(tmp_path, "    r = {'model': r.model}")), after_progress=True)
     assert "returned dict, not a postmortem.replay.Replayable" in err
 
 
@@ -68,7 +68,7 @@ def test_a_checkpoint_of_another_model_shape_names_the_first_tensor(tmp_path):
         "    (pathlib.Path(run_dir) / 'wider.json').write_text(json.dumps(cfg))\n"
         "    manifest.replay.config = 'wider.json'\n"
         "    r = sample_factory(manifest, run_dir, device)")
-    err = one_line_error(replay(run_with(tmp_path, module=module)))
+    err = one_line_error(replay(run_with(tmp_path, module=module)), after_progress=True)
     assert "the checkpoint is of another model: wte.weight is" in err, err
     assert "(512, 48) there, (512, 64) in the model" in err
 
@@ -102,7 +102,7 @@ def test_batches_that_are_not_the_logged_ones_are_refused_unless_allowed(tmp_pat
     body = ("    batch_at = r.batch_at\n"
             "    r.batch_at = lambda step: batch_at(step + 1)     # the data order moved by one")
     run = run_with(tmp_path, body)
-    err = one_line_error(replay(run))
+    err = one_line_error(replay(run), after_progress=True)
     assert "the batch the replay factory gives for step 200 is not the one the run logged" in err
     assert "--allow-data-drift" in err
     r = replay(run, "--allow-data-drift", "--json")
@@ -116,7 +116,7 @@ def test_a_step_with_no_checkpoint_before_it(tmp_path):
     run = run_with(tmp_path)
     for ckpt in (run / "checkpoints").iterdir():
         ckpt.rename(ckpt.with_name("step_000900.pt"))
-    err = one_line_error(replay(run))
+    err = one_line_error(replay(run), after_progress=True)
     assert "no checkpoint at or before step" in err and "have: 900" in err
 
 
