@@ -142,7 +142,7 @@ def test_llamafactory_copy_of_each_dict_is_one_step(tmp_path):
 
 
 @pytest.mark.parametrize("load, dialect", [
-    ("Initializing from \tcv/checkpoint_7000.t7", "torch_rnn.init_from"),      # jcjohnson/torch-rnn train.lua
+    # (torch-rnn's `Initializing from` is a launch marker since blind3: test_blind3_families)
     ("INFO:tensorflow:Restoring parameters from /tmp/t2t/model.ckpt-31622", "tensorflow.restore"),  # Saver.restore
 ])
 def test_checkpoint_loads_are_events(tmp_path, load, dialect):

@@ -116,6 +116,9 @@ _COUNTERS = [
     # examples/language/opt, ...): `logger.info(f"[{n + 1}/{NUM_STEPS}] Loss:{loss.item():.3f},
     # Step time: ..")`, the step leading the message, a name and its colon behind it
     ("iter", re.compile(r"(?:^\s*|:\s+)\[(\d+)/\d+\]\s+(?=[A-Za-z][\w ]*:)")),
+    # AllenNLP 0.2 (allenai/allennlp allennlp/training/trainer.py): `logger.info("Batch %d/%d: %s",
+    # batch_num, num_training_batches, description)` under an `Epoch %d/%d` line of its own
+    ("iter", re.compile(r"\bBatch (\d+)/\d+: ")),
     ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),     # the last bar: `_last_bar`
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
@@ -132,6 +135,17 @@ _EPOCH_BATCH = [
     # the language modules' training_step_end)
     re.compile(r"\bepoch:\s*\[(\d+)/\d+\],\s*batch:\s*\[(\d+)/(\d+)\]"),
 ]
+# A line that leads with its epoch and then its iteration, both bare: (epoch, iteration) spans.
+_LEAD_EPOCH_ITER = [
+    # Learning-to-See-in-the-Dark (cchen156/Learning-to-See-in-the-Dark train_Sony.py):
+    # `print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))`, cnt from 1 in each epoch
+    re.compile(r"^\s*(\d+) (\d+) (?=[A-Za-z]\w*=)"),
+    # YOLACT (dbolya/yolact train.py): `('[%3d] %7d ||' + (' %s: %.3f |' * len(losses)) + ' T: %.3f
+    # || ETA: %s || timer: %.3f') % ([epoch, iteration] + ...)`, the run's iteration
+    re.compile(r"^\s*\[\s*(\d+)\]\s+(\d+) \|\|"),
+]
+# A C++ trainer's epoch of N (dreamilk/ANN): `[{epoch}|{epochs}] TotalLoss {loss} Accuracy {acc}`
+_BAR_EPOCH = re.compile(r"^\s*\[(\d+)\|\d+\]\s+(?=[A-Za-z])")
 _TQDM = dict(_COUNTERS)["tqdm"]
 # MetricLogger.log_every's `{header}  [{i}/{N}]  eta:` (DeiT, DETR, dinov2, LAVIS); an eval's
 # header (`Test:`) counts its own batches, never the run's steps
@@ -180,6 +194,7 @@ class Parsed:
     twice: tuple[str, ...] = ()            # names printed twice in the line (the later suffixed)
     percent: tuple[int, int] | None = None  # `Epoch 1 complete [10%]`: how far into the epoch
     next_step: bool = False                # a NaN said in words: at the step after the last logged
+    total_letter: str | None = None        # YOLACT's `T`: the one letter its format prints the total under
 
     @property
     def step_kind(self) -> str | None:
@@ -231,6 +246,8 @@ def _name_and_start(text: str, p: int) -> tuple[str, int]:
         if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
+        if words and word.lower() in ("nan", "-nan", "inf", "-inf"):
+            break                                # `TotalLoss nan Accuracy 0.098`: a value, no name
         if not words and not text[j:p].strip() and NUM.fullmatch(text[_lead(text, k):j]):
             break                                # `210  nan  0.0001`: a value in a row, no name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
@@ -346,6 +363,9 @@ def parse(raw: str) -> Parsed:
         return out
     _metrics(text, out, taken)
     _drop_what_is_no_row(text, out)
+    for v in out.values:
+        if v.column == out.total_letter:
+            v.column = "total_loss"          # `B: | C: | M: | S: | T:`: T is the sum it prints
     return out
 
 
@@ -399,6 +419,13 @@ def _done_before_counters(text: str, ov: dict | None, out: Parsed) -> bool:
 
 def _counters(text: str, ov: dict | None, out: Parsed, taken: list[tuple[int, int]]) -> None:
     """The step counters of each kind (the first match of each, none inside another's span)."""
+    for pattern in _LEAD_EPOCH_ITER:
+        m = pattern.match(text)
+        if m:
+            out.epoch, out.counters["iter"] = m.span(1), m.span(2)
+            out.total_letter = "T" if m.group(0).rstrip().endswith("||") else None
+            taken.append(m.span())
+            break
     for kind, pattern in _COUNTERS:
         if kind in out.counters:
             continue
@@ -412,7 +439,11 @@ def _counters(text: str, ov: dict | None, out: Parsed, taken: list[tuple[int, in
 
 def _epoch_and_bars(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
     """The epoch (with its batch i/N), its first number, a MetricLogger bar's i, a Keras bar."""
-    for pattern in _EPOCH_BATCH:
+    m = _BAR_EPOCH.match(text) if out.epoch is None else None
+    if m:
+        out.epoch = m.span(1)
+        taken.append(m.span())
+    for pattern in _EPOCH_BATCH if out.epoch is None else ():
         m = pattern.search(text)
         if m:
             out.epoch, out.batch = m.span(1), (m.span(2), m.span(3))

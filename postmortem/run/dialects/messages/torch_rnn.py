@@ -9,7 +9,7 @@ from postmortem.run.dialects import register
 from postmortem.run.dialects.entries import entry
 
 register(
-    entry("torch_rnn.init_from", "torch-rnn", "checkpoint",
+    entry("torch_rnn.init_from", "torch-rnn", "resume",
           "jcjohnson/torch-rnn master (2016-2017) train.lua",
           "print('Initializing from ', opt.init_from)",
           r"\bInitializing from\s+(?P<path>\S*[/.]\S*)\s*$",

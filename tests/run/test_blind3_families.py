@@ -1,0 +1,80 @@
+"""The reading families the third blind set found broken, each from the frameworks' own format
+strings: counters the reader did not know (a C++ trainer's `[e|N]`, Learning-to-See's bare
+`epoch cnt`, AllenNLP 0.2's `Batch i/N:` under its `Epoch e/E` line, YOLACT's `[ e] iteration ||`
+with its one-letter losses); torch-rnn's `Initializing from` as the launch it is."""
+
+from postmortem.run import read_run
+
+
+def _read(tmp_path, lines, name="train.log"):
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    return read_run(log)
+
+
+def test_cpp_trainer_epoch_bar_and_setup_lines(tmp_path):
+    # dreamilk/ANN (C++): printf("Training Epoches = %d LearningRate = %f BatchSize = %d Shuffle = %d\n", ...)
+    # then printf("[%d|%d] TotalLoss %f Accuracy %f\n", epoch, epochs, loss, acc) (glibc prints NaN as `nan`)
+    lines = ["train_image = 60000 train_lable = 60000", "test_image = 10000 test_lable = 10000",
+             f"Training Epoches = 10 LearningRate = {0.1:f} BatchSize = 16 Shuffle = 1",
+             "TrainDataSize = 60000 TestDataSize = 10000"]
+    lines += [f"[{e}|10] TotalLoss {'nan' if e >= 3 else f'{2.3 / e:f}'} Accuracy {0.098:f}" for e in range(1, 6)]
+    f = _read(tmp_path, lines).frame.set_index("step")
+    assert list(f.index) == [1, 2, 3, 4, 5]
+    assert f.loss.isna().tolist() == [False, False, True, True, True]
+    assert f.Accuracy.tolist() == [0.098] * 5
+
+
+def test_learning_to_see_epoch_and_count(tmp_path):
+    # cchen156/Learning-to-See-in-the-Dark train_Sony.py:
+    # print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, np.mean(g_loss[np.where(g_loss)]), time.time() - st))
+    lines = ["%d %d Loss=%.3f Time=%.3f" % (e, c, 0.04 if e == 332 else float("nan"), 0.04)
+             for e in (332, 333) for c in range(1, 162)]
+    f = _read(tmp_path, lines).frame.set_index("step")
+    assert len(f) == 322 and f.index.is_monotonic_increasing
+    # the log's own units: epoch x (the longest count + 1) + count, never the line's ordinal
+    assert f.index[0] == 332 * 162 + 1 and f.index[161] == 333 * 162 + 1
+    first_nan = f.index[f.loss.isna()][0]
+    assert first_nan == f.index[161] and f.loss.iloc[:161].notna().all()
+
+
+def test_allennlp_batches_under_their_epoch_line(tmp_path):
+    # allenai/allennlp 0.2 allennlp/training/trainer.py: logger.info("Epoch %d/%d", epoch, num_epochs - 1),
+    # then logger.info("Batch %d/%d: %s", batch_num, num_training_batches, description), the
+    # description `accuracy: %.2f, loss: %.2f ||` (Tqdm's postfix)
+    head = "2017-10-14 16:48:27,962 - INFO - allennlp.training.trainer - "
+    lines = [head + "Epoch 0/139"]
+    lines += [head + f"Batch {b}/17168: accuracy: {0.3 + b / 1e5:.2f}, loss: {1.5 - b / 1e5:.2f} ||"
+              for b in (1, 567, 1134, 1701)]
+    f = _read(tmp_path, lines).frame.set_index("step")
+    assert list(f.index) == [1, 567, 1134, 1701]
+    assert f.loss.notna().all()
+
+
+def test_yolact_epoch_iteration_and_letter_losses(tmp_path):
+    # dbolya/yolact train.py: print(('[%3d] %7d ||' + (' %s: %.3f |' * len(losses)) + ' T: %.3f || ETA: %s
+    # || timer: %.3f') % tuple([epoch, iteration] + loss_labels + [total, eta_str, elapsed]), flush=True)
+    def row(it, total):
+        parts = ["B", 5.5, "C", 3.1, "M", 7.2, "S", 1.1]
+        return ('[%3d] %7d ||' + (' %s: %.3f |' * 4) + ' T: %.3f || ETA: %s || timer: %.3f') % tuple(
+            [1, it] + parts + [total, "196 days, 13:00:18", 0.31])
+    lines = [row(it, float("nan") if it >= 1500 else 16.9) for it in range(1440, 1540, 10)]
+    run = _read(tmp_path, lines)
+    f = run.frame.set_index("step")
+    assert list(f.index) == list(range(1440, 1540, 10))
+    assert f.loss.isna().tolist() == [it >= 1500 for it in range(1440, 1540, 10)]
+
+
+def test_torch_rnn_relaunch_from_a_checkpoint_is_a_resume(tmp_path):
+    # jcjohnson/torch-rnn train.lua: print('Initializing from ', opt.init_from) at launch (Lua's print
+    # puts a tab between its arguments), then 'Epoch %.2f / %d, i = %d / %d, loss = %f'; with
+    # -reset_iterations 0 the second launch's i goes on from the checkpoint's (PR #73)
+    def rows(first):
+        return ["Epoch %.2f / %d, i = %d / %d, loss = %f" % (1 + i / 17800, 50, i, 17800, 3.07 - i / 1e3)
+                for i in (first, first + 1)]
+    lines = (["Running in CPU mode", "Initializing from \tcv/checkpoint_20.t7"] + rows(1)
+             + ["Running in CPU mode", "Initializing from \tcv/checkpoint_20.t7"] + rows(21))
+    run = _read(tmp_path, lines)
+    assert run.frame.step.tolist() == [1, 2, 21, 22]
+    assert run.frame.segment.tolist() == [0, 0, 1, 1]
+    assert [r["step"] for r in run.source.extras["resumes"]] == [1, 21]
