@@ -227,6 +227,12 @@ def _lead(text: str, k: int) -> int:
     return k
 
 
+def _word_before(text: str, k: int) -> str:
+    """The word printed before position `k` ('' at the start of the line)."""
+    m = re.search(r"(\S+)\s*$", text[max(0, k - 64):k])
+    return m.group(1) if m else ""
+
+
 def _name_and_start(text: str, p: int) -> tuple[str, int]:
     """The metric name printed before the value at `p` ('' when there is none), and where
     its words start."""
@@ -246,8 +252,9 @@ def _name_and_start(text: str, p: int) -> tuple[str, int]:
         if (word.startswith("(") and (words or NUM.fullmatch(word.strip("()")))
                 or NUM.fullmatch(word) and re.search(r"[:=]\s*$", text[max(0, k - 4):k])):
             break                                # `(nan) mem`: a mean before the next name
-        if words and word.lower() in ("nan", "-nan", "inf", "-inf"):
-            break                                # `TotalLoss nan Accuracy 0.098`: a value, no name
+        if words and word.lower() in ("nan", "-nan", "inf", "-inf") and _METRIC_WORD.search(_word_before(text, k)):
+            break                                # `TotalLoss nan Accuracy 0.098`: the loss's value, no name
+                                                 # (`number of nan iterations` keeps its word)
         if not words and not text[j:p].strip() and NUM.fullmatch(text[_lead(text, k):j]):
             break                                # `210  nan  0.0001`: a value in a row, no name
         words.append(word.strip("()") if word.startswith("(") and word.endswith(")") and words else word)
