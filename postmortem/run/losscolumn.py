@@ -36,7 +36,7 @@ from postmortem.run.model import RunLog
 _EVAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev"}
 _STREAMS = _EVAL | {"train", "training"}
 _OTHER_METRIC = re.compile(r"grad|norm|acc|lr|rate|time|step|epoch|scale|count|ppl|perplex|tok|sample|mem|num")
-_NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|ratio")
+_NOT_LOSS = re.compile(r"scale|scaler|weight|coef|_lr$|^lr|count|num_|_time|(?<![a-z])ratio")
 _TOTAL = re.compile(r"^(?:train_?)?(?:total|tot|mean|avg|average|overall|sum)_?loss(?:_step)?$"
                     r"|^loss_?(?:total|mean|avg|sum)$|^objective$|^(?:total_?)?losses$")
 # a mean over the steps (DLLogger BERT's `average_loss`, an AverageMeter's `avg_loss`): a total

@@ -1,7 +1,12 @@
 """The reading families the third blind set found broken, each from the frameworks' own format
 strings: counters the reader did not know (a C++ trainer's `[e|N]`, Learning-to-See's bare
 `epoch cnt`, AllenNLP 0.2's `Batch i/N:` under its `Epoch e/E` line, YOLACT's `[ e] iteration ||`
-with its one-letter losses); torch-rnn's `Initializing from` as the launch it is."""
+with its one-letter losses); unknown formats (YANMTT's bare `ctr loss`, YOLOv5's table under its
+header); TensorFlowTTS's named losses one a line, no total; torch-rnn's `Initializing from` as the
+launch it is."""
+
+import numpy as np
+import pytest
 
 from postmortem.run import read_run
 
@@ -78,3 +83,46 @@ def test_torch_rnn_relaunch_from_a_checkpoint_is_a_resume(tmp_path):
     assert run.frame.step.tolist() == [1, 2, 21, 22]
     assert run.frame.segment.tolist() == [0, 0, 1, 1]
     assert [r["step"] for r in run.source.extras["resumes"]] == [1, 21]
+
+
+def test_yanmtt_bare_step_and_loss_lines(tmp_path):
+    # prajdabre/yanmtt pretrain_nmt.py: `if ctr % 10 == 0 and rank % 8 == 0: print(ctr, lv)`, lv the loss as
+    # a numpy float32 (str: `2.6496577`, `nan`); the script's own prints between them
+    lines = [f"{c} {np.float32(2.6 + c / 1e6) if c < 76980 else np.float32('nan')}" for c in range(76900, 76990, 10)]
+    lines += ["Saving the model", "Loading from checkpoint"] + [f"{c} {np.float32('nan')}" for c in (77000, 77010)]
+    f = _read(tmp_path, lines).frame.set_index("step")
+    assert list(f.index) == list(range(76900, 76990, 10)) + [77000, 77010]
+    assert f.loss.isna().tolist() == [c >= 76980 for c in f.index]
+
+
+def test_yolov5_table_under_its_header(tmp_path):
+    # ultralytics/yolov5 train.py (v6.0-v6.2): LOGGER.info(('\n' + '%10s' * 7) % ('Epoch', 'gpu_mem', 'box', 'obj',
+    # 'cls', 'labels', 'img_size')), then pbar.set_description(('%10s' * 2 + '%10.4g' * 5) % (
+    # f'{epoch}/{epochs - 1}', mem, *mloss, targets.shape[0], imgs.shape[-1])) on each tqdm frame
+    header = ('%10s' * 7) % ('Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'labels', 'img_size')
+    lines = []
+    for epoch, loss in ((0, 0.05), (1, float("nan"))):
+        row = ('%10s' * 2 + '%10.4g' * 5) % (f'{epoch}/99', '2.64G', loss, loss / 2, loss / 3, 4, 416)
+        lines += [header, row + ": 100%|██████████| 7/7 [00:15<00:00,  2.27s/it]"]
+    run = _read(tmp_path, lines)
+    f = run.frame.set_index("step")
+    assert f.loss.isna().tolist() == [False, True]
+    assert f.loss.iloc[0] == pytest.approx(0.05 + 0.025 + 0.05 / 3, abs=1e-4)
+    assert list(f.index) == [7, 14]          # epoch from 0 (`{epoch}/{epochs - 1}`) x 7 batches + 7
+
+
+def test_tensorflowtts_losses_one_a_line_sum_to_the_loss(tmp_path):
+    # TensorSpeech/TensorFlowTTS tensorflow_tts/trainers/base_trainer.py:
+    # logging.info(f"(Step: {self.steps}) {key} = {value:.4f}."), under the logger's
+    # '%(asctime)s (%(module)s:%(lineno)d) %(levelname)s: %(message)s'
+    names = ("train_duration_loss", "train_f0_loss", "train_energy_loss", "train_mel_loss_before",
+             "train_mel_loss_after")
+    lines = []
+    for step in (95200, 95300, 95400):
+        for k, key in enumerate(names):
+            value = float("nan") if step == 95400 and "mel" in key else 0.05 + k / 100
+            lines.append(f"2020-09-10 11:52:14,449 (base_trainer:831) INFO: (Step: {step}) {key} = {value:.4f}.")
+    run = _read(tmp_path, lines)
+    f = run.frame.set_index("step")
+    assert f.loss.isna().tolist() == [False, False, True]
+    assert "train_duration_loss" in run.source.extras["loss_from"]

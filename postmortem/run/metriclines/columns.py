@@ -25,7 +25,7 @@ from postmortem.run.assemble import to_number
 from postmortem.run.dialects import catalogue, progress
 from postmortem.run.metriclines import code, table
 from postmortem.run.metriclines.clean import clean
-from postmortem.run.metriclines.pairs import Parsed, parse, split_event
+from postmortem.run.metriclines.pairs import Parsed, Value, parse, split_event
 from postmortem.run.metriclines.steps import STEP_KINDS
 
 _DIGITS = b"0123456789"
@@ -306,6 +306,7 @@ def read_groups(data: bytes, binary: list[int] | None = None,
     eval_begins: list[np.ndarray] = []
     eval_ends: list[np.ndarray] = []
     predict_begins: list[np.ndarray] = []
+    bare: list[tuple[bytes, str, np.ndarray]] = []
     for g, line_no in enumerate(first):
         rep = data[starts[line_no]:ends[line_no]]
         if not rep.strip():
@@ -322,6 +323,9 @@ def read_groups(data: bytes, binary: list[int] | None = None,
             above = (data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
                      range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1))
             parsed = table.row(text, above) or parsed        # numbers under a header of names
+        if not parsed.values and not parsed.overflow and _BARE_PAIR.fullmatch(text):
+            bare.append((rep, text, order[bounds[g]:bounds[g + 1]]))
+            continue
         if not parsed.useful:
             begin = _EVAL_BEGIN.search(clean(text))
             if begin:
@@ -342,7 +346,24 @@ def read_groups(data: bytes, binary: list[int] | None = None,
                 prep = data[starts[part[0]]:ends[part[0]]]
                 ptext = prep.decode("utf-8", "surrogateescape")
                 groups.append(_extract(cutter, prep, ptext, split_event(_parse(ptext))[piece], part))
+    if bare and not any(gr.parsed.values for gr in groups) and 2 * sum(len(r) for *_, r in bare) >= n >= 3:
+        groups.extend(_extract(cutter, rep, text, _bare_pair(text), rows) for rep, text, rows in bare)
     return _summaries_apart(_evals_apart(without_code(groups), eval_begins, eval_ends, predict_begins)), n
+
+
+# YANMTT (prajdabre/yanmtt pretrain_nmt.py, train_nmt.py): `print(ctr, lv)`, the batch counter and the
+# loss as numpy prints it (`76930 2.6496577`, `76980 nan`): a step and a loss, named by nothing. Read
+# so only where such lines are the log (at least half its lines, no named metric anywhere).
+_BARE_PAIR = re.compile(r"\s*(\d+) +([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|-inf))\s*")
+
+
+def _bare_pair(text: str) -> Parsed:
+    m = _BARE_PAIR.fullmatch(text)
+    assert m is not None                  # only lines that matched are kept
+    out = Parsed(counters={"lead": m.span(1)})
+    value = m.group(2)
+    out.values.append(Value("loss", *m.span(2), float(value) if value.lstrip("+-").isalpha() else None))
+    return out
 
 
 # Paddle hapi's ProgBarLogger (python/paddle/hapi/callbacks.py): `print('Eval begin...')`

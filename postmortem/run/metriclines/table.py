@@ -47,6 +47,19 @@ def _header(lines: Iterable[str], width: int) -> list[str] | None:
     return None
 
 
+# YOLOv5's header (ultralytics/yolov5 train.py, v3.0-v6.2: `('%10s' * 8) % ('Epoch', 'gpu_mem', 'box',
+# 'obj', 'cls', 'total', 'labels', 'img_size')`, v6.0 on without 'total'; v7.0 `('Epoch', 'GPU_mem',
+# 'box_loss', 'obj_loss', 'cls_loss', 'Instances', 'Size')`): the short names are the loss's parts
+_YOLOV5_LOSSES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "total": "total_loss"}
+
+
+def _yolov5_names(names: list[str]) -> list[str]:
+    """YOLOv5's header with its loss parts named as losses (v7.0's names), else `names`."""
+    if len(names) < 5 or [n.lower() for n in names[:2]] != ["epoch", "gpu_mem"] or names[2:5] != ["box", "obj", "cls"]:
+        return names
+    return [_YOLOV5_LOSSES.get(n, n) if i >= 2 else n for i, n in enumerate(names)]
+
+
 # torchrun's and accelerate's rank prefixes (`[rank0]:`, `[default0]:`): blanked, so that the
 # positions stay the raw line's
 _RANK = re.compile(r"\s*(?:\[default\d+\]|\[rank\s*\d+\]|\[\d+\])\s*:")
@@ -68,6 +81,7 @@ def row(text: str, above: Iterable[str]) -> Parsed | None:
         names = ultralytics.header_of(len(cells))
     if names is None:
         return None
+    names = _yolov5_names(names)
     out = Parsed()
     for name, (cell, start) in zip(names, cells):
         m = _CELL_NUMBER.match(cell)
@@ -84,7 +98,8 @@ def row(text: str, above: Iterable[str]) -> Parsed | None:
         elif m.group("n") is not None:
             out.values.append(Value(name, s, e, to_const(m.group("n"))))
     if out.epoch is not None:
-        out.epoch_base = 1                   # Ultralytics prints `{epoch + 1}/{epochs}`
+        # Ultralytics prints `{epoch + 1}/{epochs}`, YOLOv5 `{epoch}/{epochs - 1}`
+        out.epoch_base = 0 if "obj_loss" in names else 1
         frame = _FRAME.search(text)
         if frame:                            # each batch's running mean: a step of its own
             out.batch = (frame.span(1), frame.span(2))
