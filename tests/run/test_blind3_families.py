@@ -126,3 +126,24 @@ def test_tensorflowtts_losses_one_a_line_sum_to_the_loss(tmp_path):
     f = run.frame.set_index("step")
     assert f.loss.isna().tolist() == [False, False, True]
     assert "train_duration_loss" in run.source.extras["loss_from"]
+
+
+def _keras_frame(current, target, eta, values, width=30):
+    # keras-team/keras 1.x/2.x keras/utils/generic_utils.py Progbar.update (verbose=1): the bar
+    # `'%%%dd/%d [' % (numdigits, target)`, `'=' * (prog_width - 1) + '>'`, `'.' * (width - prog_width) + ']'`,
+    # then `' - ETA: %ds' % eta` and `' - %s: %.4f' % (k, avg)` for each value (a running mean)
+    digits = len(str(target))
+    prog_width = int(width * current / target)
+    bar = ('%%%dd/%d [' % (digits, target)) % current + ('=' * (prog_width - 1) + '>' if prog_width else '')
+    bar += '.' * (width - prog_width) + ']'
+    return bar + ' - ETA: %ds' % eta + ''.join(' - %s: %.4f' % kv for kv in values)
+
+
+def test_keras_frames_from_within_one_epoch(tmp_path):
+    # deep_qa (2017): a paste of the bar's frames only, each after a blank line, no epoch end
+    lines = []
+    for i in range(657, 662):
+        lines += ["", _keras_frame(i, 1474, 6417 - i, [("loss", 4.80 + i / 1e5), ("span_begin_softmax_acc", 0.389)])]
+    f = _read(tmp_path, lines).frame.set_index("step")
+    assert list(f.index) == list(range(657, 662))
+    assert f.loss.notna().all()

@@ -78,7 +78,16 @@ def place(groups: list[Group], source: Source) -> Lines:
     keep = np.ones(n, dtype=bool)
     if "progress_i" in counters:         # a Keras bar before its epoch's last batch
         pi, pn = counters["progress_i"], counters["progress_n"]
-        keep &= ~(np.isfinite(pi) & (pi < pn))
+        frame = np.isfinite(pi)
+        if frame.any() and not (pi[frame] >= pn[frame]).any():
+            # only frames from within one epoch (a paste of Keras 1/2's `ETA:` frames, deep_qa):
+            # each frame's batch i is its step, its values the epoch's running means so far
+            tqdm = counters.get("tqdm", np.full(n, np.nan))
+            counters["tqdm"] = np.where(frame & np.isnan(tqdm), pi, tqdm)
+            source.warn("only progress-bar frames from within an epoch: steps are their batch i, "
+                        "the values running means over the epoch")
+        else:
+            keep &= ~(frame & (pi < pn))
     own, kind = stepping.own_steps(counters, n, source)
     overflow = np.zeros(n, dtype=bool)
     train = np.zeros(n, dtype=bool)
