@@ -139,9 +139,11 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
             halvings = (float(np.log2(max(sc[:i + 1].max(), 1.0)) - np.log2(low)) if 0 < low < 1
                         else float(th.cascade_halvings))
             # where the scale was first seen below 1 (it stays there); a log that begins there
-            # is dated where the scaler is seen falling further (apex's 'reducing loss scale to',
-            # fairseq's 'setting loss scale to'), its first line being no event
-            first, last, after = _falls(sc, st) if i == 0 else (int(st[i]), int(st[i]), None)
+            # and holds its scale longer than a cascade's gap is dated where the scaler is seen
+            # falling again (fairseq's 'setting loss scale to': #515 holds 0.0625 from update 190
+            # to 290, then halves 4 times by 486); a fall within the gap is the collapse the log
+            # opened on, dated at its first line
+            first, last, after = _falls(sc, st, th) if i == 0 else (int(st[i]), int(st[i]), None)
             out.append(Event("cascade", "loss_scale", first, int(seg), last,
                              float(sc.min()), float(sc[i]), notes=Notes(
                                  scale_from=float(sc[i]), scale_to=float(low), halvings=halvings,
@@ -175,11 +177,13 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
     return out
 
 
-def _falls(sc: np.ndarray, st: np.ndarray) -> tuple[int, int, int | None]:
+def _falls(sc: np.ndarray, st: np.ndarray, th: Thresholds) -> tuple[int, int, int | None]:
     """(first fall, last fall, the line before the first) of a scale series that begins below
-    1; (its first line, the same, None) where the scale never falls in the log."""
+    1, where it first held a known scale (not 0 as printed) for more than the cascade gap (or
+    1.5 logging intervals); else (its first line, the same, None)."""
     down = np.flatnonzero(sc[1:] < sc[:-1]) + 1
-    if not len(down):
+    gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(st)))) if len(st) > 1 else th.cascade_gap
+    if not len(down) or not sc[0] > 0 or st[down[0]] - st[0] <= gap:
         return int(st[0]), int(st[0]), None
     return int(st[down[0]]), int(st[down[-1]]), int(st[down[0] - 1])
 
