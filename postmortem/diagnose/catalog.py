@@ -11,8 +11,9 @@ the document linter and the editor read the ids and remedies from here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from postmortem.numbers import number
 
@@ -32,6 +33,9 @@ class Pattern:
     arms: tuple[str, ...]              # replay arm ids that test it (postmortem/replay)
     remedies: tuple[str, ...]
     spike: bool = False                # a cause of a sudden spike (vs a tree leaf)
+    # unseen(ctx) -> True where the log shows none of what the cause needs (fp16 overflow: no
+    # fp16, no loss scale, no skipped step): at a score of 0 it goes last, below the rest
+    unseen: Callable[[Any], bool] | None = None
 
 
 def _checks(ctx) -> dict:
@@ -124,6 +128,12 @@ def _fp16(ctx, *, ev, f, e) -> None:
         # fp16 overflows to inf in the backward pass; a logger that drops the step prints 0.0
         e.add(True, "w_dtype", "loss", _zero_loss(f) + " (an fp16 overflow in the backward pass does this)",
               half=dtype is None)
+
+
+def _no_fp16(ctx) -> bool:
+    """No dtype said or fp16 evidence, no loss scale, no skipped step: nothing of an fp16 run
+    (a Caffe, TF1 or fp32 fairseq log) to put its overflow above any other cause."""
+    return ctx.facts.dtype in (None, "fp32", "bf16") and not ctx.has("loss_scale") and not ctx.skips.any()
 
 
 def _lr_disc(ctx, *, ev, f, e) -> None:
@@ -317,7 +327,8 @@ CATALOG: tuple[Pattern, ...] = (
         ("train in bf16 instead of fp16 (same range as fp32)",
          "keep the dynamic loss scaler and log the scale every step",
          "compute softmax, norms and the loss in fp32 (autocast does; hand-written code may not)",
-         "bound the activations: QK-layernorm, or scale the residual branches at init"), spike=True),
+         "bound the activations: QK-layernorm, or scale the residual branches at init"), spike=True,
+        unseen=_no_fp16),
     Pattern(
         "lr-discontinuity", "The LR jumped off its schedule", ("lr", "loss"),
         _lr_disc, "replay with the scheduled LR instead of the logged one", ("scheduled-lr",),

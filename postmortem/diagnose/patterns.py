@@ -318,9 +318,14 @@ def rank(ctx: Context, ev: Event) -> tuple[list[Hypothesis], Confidence]:
         score = plus / (plus + minus + 1.0)
         scored.append(Scored(score, -order, pattern, e, plus))
     # at a score of 0, the catalog's order is no ranking: what the run contradicts goes last
-    # (a cause ruled out is below one nothing speaks to), so none is listed first as if ranked
-    scored.sort(key=lambda t: (t.score, -sum(w for w, _ in t.weighing.against) if t.score == 0 else 0.0, t.order),
-                reverse=True)
+    # (a cause ruled out is below one nothing speaks to), so none is listed first as if ranked;
+    # below all, a cause of which the log shows nothing it needs (fp16 overflow in an fp32 log)
+    def unranked(t: Scored) -> tuple[float, float]:
+        if t.score:
+            return 0.0, 0.0
+        return -float(t.pattern.unseen is not None and t.pattern.unseen(ctx)), -sum(w for w, _ in t.weighing.against)
+
+    scored.sort(key=lambda t: (t.score, *unranked(t), t.order), reverse=True)
     hyps = [Hypothesis(pattern=p.id, rank=i + 1, score=round(s, 3),
                        supported_by=[o for _, o in e.support], contradicted_by=[o for _, o in e.against],
                        discriminate=p.discriminate)

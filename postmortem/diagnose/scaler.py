@@ -57,11 +57,23 @@ def regime(log: RunLog, skips: np.ndarray) -> Regime:
                              "a halving of the scale)")
     if isinstance(fixed, (int, float)) and not isinstance(fixed, bool) and fixed > 0:
         return Regime(True, f"a static loss scale of {fixed:g} (config {key}): dynamic scaling is not engaged")
-    if len(values) >= 3:
-        skipped = int(skips.sum())
-        also = f", {skipped} overflowing step(s) skipped at that scale" if skipped else ""
+    if len(values) >= 3 and int(skips.sum()):
+        # a dynamic scaler halves at each overflow: skips at one unmoved scale say static
         return Regime(True, f"a static loss scale of {values[0]:g} (one value on all {len(values)} logged "
-                            f"lines{also}): dynamic scaling is not engaged")
+                            f"lines, {int(skips.sum())} overflowing step(s) skipped at that scale): dynamic "
+                            "scaling is not engaged")
+    if len(values) >= 3 and values[0] == 1.0:
+        # 1.0 on every line is the print of no scaling (Megatron's `loss scale: 1.0` in bf16)
+        return Regime(True, f"a static loss scale of 1 (one value on all {len(values)} logged lines): dynamic "
+                            "scaling is not engaged")
+    if len(values) >= 3:
+        # no overflow and no growth: a dynamic scaler holds its scale for a whole growth window
+        # (GradScaler 2000 steps, fairseq's DynamicLossScaler up to 2^14 updates), so an unmoved
+        # scale is no proof of a static one
+        return Regime(None, f"one loss scale, {values[0]:g}, on all {len(values)} logged lines and no step "
+                            "skipped: a dynamic scaler holds its scale between overflows and growths (2000 "
+                            "steps in GradScaler, up to 2^14 updates in fairseq), so too few changes to tell "
+                            "static from dynamic scaling")
     if dyn is not None or (isinstance(fixed, (int, float)) and fixed == 0):
         return Regime(False, f"dynamic loss scaling (config {dyn_key or key})")
     logged = f.loss_scale.to_numpy(dtype=float, na_value=np.nan) if "loss_scale" in f else np.empty(0)
@@ -123,12 +135,20 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
         if len(below):
             i = int(below[0])
             low = sc[sc > 0].min() if (sc > 0).any() else 0.0
-            halvings = float(np.log2(max(sc[:i + 1].max(), 1.0) / low)) if 0 < low < 1 else float(th.cascade_halvings)
-            # a point in time: where the scale was first seen below 1 (it stays there)
-            out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]),
+            # (as a difference of logs: 1 / a denormal scale such as 2e-320 overflows a float)
+            halvings = (float(np.log2(max(sc[:i + 1].max(), 1.0)) - np.log2(low)) if 0 < low < 1
+                        else float(th.cascade_halvings))
+            # where the scale was first seen below 1 (it stays there); a log that begins there
+            # and holds its scale longer than a cascade's gap is dated where the scaler is seen
+            # falling again (fairseq's 'setting loss scale to': #515 holds 0.0625 from update 190
+            # to 290, then halves 4 times by 486); a fall within the gap is the collapse the log
+            # opened on, dated at its first line
+            first, last, after = _falls(sc, st, th) if i == 0 else (int(st[i]), int(st[i]), None)
+            out.append(Event("cascade", "loss_scale", first, int(seg), last,
                              float(sc.min()), float(sc[i]), notes=Notes(
                                  scale_from=float(sc[i]), scale_to=float(low), halvings=halvings,
-                                 skipped=float(sk[i:].sum()) or None, after=int(st[i - 1]) if i else None,
+                                 skipped=float(sk[i:].sum()) or None,
+                                 after=int(st[i - 1]) if i else after,
                                  persistent="below-1", at_start=i == 0, sparse=False),
                              severity=float(th.spike_sigma * max(halvings, th.cascade_halvings) / th.cascade_halvings)))
             continue
@@ -148,13 +168,24 @@ def persistent(log: RunLog, th: Thresholds, skips: np.ndarray) -> list[Event]:
         bled = _bled(sc, low, th)
         if bled is not None:
             start, i = bled
-            halvings = float(np.log2(sc[start] / sc[i]))
+            halvings = float(np.log2(sc[start]) - np.log2(sc[i]))
             out.append(Event("cascade", "loss_scale", int(st[i]), int(seg), int(st[i]), float(sc[i]), float(sc[start]),
                              notes=Notes(scale_from=float(sc[start]), scale_to=float(sc[i]), halvings=halvings,
                                          skipped=float(sk[start:i + 1].sum()) or None, after=int(st[start]),
                                          persistent="bled", at_start=False, sparse=False),
                              severity=float(th.spike_sigma * halvings / th.cascade_halvings)))
     return out
+
+
+def _falls(sc: np.ndarray, st: np.ndarray, th: Thresholds) -> tuple[int, int, int | None]:
+    """(first fall, last fall, the line before the first) of a scale series that begins below
+    1, where it first held a known scale (not 0 as printed) for more than the cascade gap (or
+    1.5 logging intervals); else (its first line, the same, None)."""
+    down = np.flatnonzero(sc[1:] < sc[:-1]) + 1
+    gap = max(th.cascade_gap, 1.5 * float(np.median(np.diff(st)))) if len(st) > 1 else th.cascade_gap
+    if not len(down) or not sc[0] > 0 or st[down[0]] - st[0] <= gap:
+        return int(st[0]), int(st[0]), None
+    return int(st[down[0]]), int(st[down[-1]]), int(st[down[0] - 1])
 
 
 # the usual initial loss scale (torch GradScaler's init_scale, DeepSpeed's initial_scale_power 16
@@ -209,7 +240,8 @@ def persistent_words(e: Event) -> str:
         if n.at_start and to > 0:
             # the log begins below 1: at least log2(1 / scale) halvings, more from a scaler's
             # usual initial 2^16 (assumed: the log shows no scale before)
-            assumed = (f" (at least {n.halvings:.0f} halvings below 1, ~{np.log2(_INITIAL / to):.0f} in a row from a "
+            # (below 1 by log2(1 / scale) halvings, however few the host cascade counts)
+            assumed = (f" (at least {-np.log2(to):.0f} halvings below 1, ~{np.log2(_INITIAL) - np.log2(to):.0f} in a row from a "
                        "scaler's usual initial 2^16, assumed: no earlier scale logged)")
         elif n.at_start:
             assumed = (" (0 as printed is below the printed precision or an underflow to 0: at least 16 halvings "

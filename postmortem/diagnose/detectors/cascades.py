@@ -105,7 +105,7 @@ def _marks(st: np.ndarray, sk: np.ndarray, sc: np.ndarray | None, gap: float) ->
         scale = sc if keep is None else sc[keep]
         for k in np.flatnonzero(scale[1:] < scale[:-1]) + 1:
             i, j = (k - 1, k) if keep is None else (keep[k - 1], keep[k])
-            marks.append(Mark(int(st[j]), float(np.log2(sc[i] / sc[j])), 0.0, sc[i], sc[j], int(st[i]),
+            marks.append(Mark(int(st[j]), float(np.log2(sc[i]) - np.log2(sc[j])), 0.0, sc[i], sc[j], int(st[i]),
                               bool(st[j] - st[i] > gap)))
     for i in np.flatnonzero(sk > 0):
         marks.append(Mark(int(st[i]), 0.0, float(sk[i]), np.nan, np.nan, None, False))
@@ -245,7 +245,7 @@ def scaler_events_reference(log: RunLog, th: Thresholds, skips: np.ndarray | Non
         for r in rows:
             if scale[r] > 0 and np.isfinite(scale[r]):
                 if before is not None and scale[r] < scale[before]:
-                    marks.append(Mark(int(steps[r]), float(np.log2(scale[before] / scale[r])), 0.0, scale[before],
+                    marks.append(Mark(int(steps[r]), float(np.log2(scale[before]) - np.log2(scale[r])), 0.0, scale[before],
                                       scale[r], int(steps[before]), bool(steps[r] - steps[before] > gap)))
                 before = r
         marks += [Mark(int(steps[r]), 0.0, float(skips[r]), np.nan, np.nan, None, False) for r in rows if skips[r] > 0]
