@@ -94,6 +94,61 @@ def held_back(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, leve
     return Rise(int(steps[i]), n, seg, rise, sn.noise, sn.widened, sn.diffs)
 
 
+def one_batch(loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float) -> bool:
+    """The rise at point `i` over `level` is gone by the next line (a logging interval on):
+    back under half the rise there, one batch's excursion."""
+    return i + 1 < len(loss) and steps[i + 1] - steps[i] <= gap and \
+        bool(loss[i + 1] <= level + (loss[i] - level) / 2)
+
+
+def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, level: float, gap: float,
+                 th: Thresholds) -> bool:
+    """A one-batch excursion at point `i` that the log's own batch noise makes routinely: a
+    long log (`spike_short_log` points or more) whose own step-to-step rises reach
+    `spike_tail_share` of this one's at least `spike_tail_peers` times away from it. A small
+    batch's loss is heavy-tailed: the MAD that scales the noise sees its middle, not its
+    tail, and over a thousand steps that tail passes 4 noises (a spike by the big-rise rule)
+    by itself. Only for a rise judged by the big-rise rule: one past `spike_sigma` stands."""
+    if len(loss) < th.spike_short_log or not one_batch(loss, steps, i, level, gap):
+        return False
+    mine = np.flatnonzero(own)
+    v, s = loss[mine], steps[mine]
+    j = int(np.searchsorted(mine, i))
+    if j == 0:
+        return False
+    up = np.diff(v)
+    away = np.abs(s[1:] - steps[i]) > th.merge_gap * max(gap, 1.0)
+    peers = int(((up >= th.spike_tail_share * (loss[i] - v[j - 1])) & away).sum())
+    return peers >= th.spike_tail_peers
+
+
+def warmup_bump(lr: np.ndarray, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+                th: Thresholds) -> bool:
+    """A one-batch excursion at point `i` in the known bump of a warmup's end: the LR rose
+    from under a tenth of its peak to that peak, and point `i` is within one warmup length
+    after it, the LR smooth there (no jump). The first steps at the peak LR are the
+    roughest of a run (yolov5 #10209: "normal"); a rise past `spike_sigma` still stands."""
+    if not one_batch(loss, steps, i, level, gap):
+        return False
+    ok = np.isfinite(lr) & (steps <= steps[i])
+    if ok.sum() < 3:
+        return False
+    x, s = lr[ok], steps[ok]
+    top = int(np.argmax(x))
+    if not (x[top] > 0 and x[0] <= th.warmup_bump_start * x[top] and top > 0):
+        return False
+    length = s[top] - s[0]
+    smooth = x[-1] <= x[-2] * th.lr_jump_ratio and x[-2] <= x[-1] * th.lr_jump_ratio
+    return bool(s[top] < steps[i] <= s[top] + length and smooth)
+
+
+def _noise_or_warmup(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, lr: np.ndarray, i: int, level: float,
+                     gap: float, th: Thresholds) -> bool:
+    """A rise judged by the big-rise rule only that is the log's batch-noise tail or the
+    bump of its warmup's end."""
+    return routine_rise(loss, steps, own, i, level, gap, th) or warmup_bump(lr, loss, steps, i, level, gap, th)
+
+
 def _hold(w: _Windows, at: np.ndarray, levels: np.ndarray, seg: int, th: Thresholds,
           unjudged: Unjudged) -> np.ndarray:
     """Which of the points `at` (over `levels`) a short log's noise holds back; each one held
@@ -147,6 +202,7 @@ class _Windows:
     n: np.ndarray
     noise: np.ndarray
     gap: float                 # the logging interval (the median gap; NaN with one point)
+    lr: np.ndarray             # the LR at each point (NaN where not logged)
 
 
 @dataclass(frozen=True)
@@ -167,15 +223,16 @@ def _windows(hist: pd.DataFrame, seg: int, th: Thresholds) -> _Windows | None:
     loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
     keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
     steps, own = hist.step.to_numpy(), hist.segment.to_numpy() == seg
+    lr = hist.lr.to_numpy(dtype=float, na_value=np.nan) if "lr" in hist else np.full(len(loss), np.nan)
     if not keep.all():
-        steps, loss, own = steps[keep], loss[keep], own[keep]
+        steps, loss, own, lr = steps[keep], loss[keep], own[keep], lr[keep]
     if not own.any():
         return None
     even, gap = spacing(steps)
     window = widen(steps, th.spike_window, th.spike_min_points, gap)
     noise = step_noise(loss, block(steps, window, gap))
     lo = shifted(steps, -window, even=even)
-    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise, gap)
+    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise, gap, lr)
 
 
 def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tuple[np.ndarray, dict[int, float]]:
@@ -225,13 +282,16 @@ def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds, unjudged: Unjudged, 
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (x - mean) / scale
         full = w.own[at] & (n[at] >= th.spike_min_points)
-        dense = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
+        far = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
+        dense = far.copy()
         # or a rise large in itself (a third of the level) a little less far out of the
         # noise; only for a positive loss, where a relative rise means something
         if len(loss) and loss.min() > 0:
             dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
     held = np.zeros(len(at), dtype=bool)
     held[dense] = _hold(w, at[dense], mean[dense], seg, th, unjudged)
+    for k in np.flatnonzero(dense & ~far & ~held):
+        held[k] = _noise_or_warmup(w.loss, w.steps, w.own, w.lr, int(at[k]), float(mean[k]), w.gap, th)
     return _Judged(at, mean, std, scale, z, dense & ~held)
 
 
@@ -277,6 +337,7 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
         loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
         keep = np.isfinite(loss)
         steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
+        lr = (hist.lr.to_numpy(dtype=float, na_value=np.nan) if "lr" in hist else np.full(len(keep), np.nan))[keep]
         if not own.any():
             continue
         window = widen(steps, th.spike_window, th.spike_min_points)
@@ -313,6 +374,8 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                 held = held_back(loss, steps, own, i, mean, n, interval(steps), seg, th) if far or big else None
                 if held is not None:
                     unjudged.append(held)
+                elif big and not far and _noise_or_warmup(loss, steps, own, lr, i, mean, interval(steps), th):
+                    pass
                 elif far or big:
                     flags.append((i, False, mean, mean, std, scale, z))
         events += _reference_spikes(flags, steps, loss, noise, window, seg, th)
