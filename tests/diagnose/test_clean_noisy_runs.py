@@ -103,3 +103,32 @@ def test_the_same_bump_far_from_warmup_is_a_spike(tmp_path, seed):
     loss, lr = _warmup_run(seed, 1.34, at=600)
     result = analyze(read_run(_write(tmp_path / "run", loss, lr)))
     assert [(i.kind, i.step) for i in result.incidents] == [("spike", 600)]
+
+
+def _with_val(tmp_path: Path, val: np.ndarray) -> Path:
+    """A clean falling train loss per step (noise 3%), a validation loss every 100 steps."""
+    rng = np.random.default_rng(5)
+    t = np.arange(1000)
+    train = (1.2 + 2.5 * np.exp(-t / 150)) * (1 + 0.03 * rng.standard_normal(1000))
+    path = tmp_path / "run"
+    path.mkdir()
+    rows = [{"step": int(s), "loss": float(v), **({"val_loss": float(val[s // 100])} if s % 100 == 99 else {})}
+            for s, v in zip(t, train)]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_validation_loss_that_blows_up_while_the_train_loss_falls_is_said_in_b4(tmp_path):
+    val = np.array([3.4, 2.6, 2.2, 2.1, 2.3, 3.0, 4.5, 7.2, 11.0, 16.0])
+    result = analyze(read_run(_with_val(tmp_path, val)))
+    b4 = next(c for c in result.checks if c.id == "B4")
+    assert result.incidents == []           # the train loss did not diverge: no instability
+    assert b4.status == "pass"
+    assert "but the validation loss rose from 2.1 at step 399 to 16 at step 999 (x7.62)" in b4.detail
+    assert "not an instability of training" in b4.detail
+
+
+def test_a_validation_loss_that_falls_with_the_train_loss_is_not_said(tmp_path):
+    val = np.array([3.4, 2.6, 2.2, 2.1, 2.0, 1.95, 1.9, 1.9, 1.88, 1.87])
+    b4 = next(c for c in analyze(read_run(_with_val(tmp_path, val))).checks if c.id == "B4")
+    assert b4.status == "pass" and "validation" not in b4.detail
