@@ -52,8 +52,8 @@ class Thresholds(BaseModel):
     spike_short_log: int = 100
     spike_short_quantile: float = 0.9
     # a long log's one-batch excursion under `spike_sigma` is its batch noise's tail where the
-    # log's own rises reach this share of it this many times elsewhere (a small batch)
-    spike_tail_share: float = 2 / 3
+    # log's own points rise over their local median by half as much this many times elsewhere
+    spike_tail_share: float = 0.5
     spike_tail_peers: int = 8
     # the bump as warmup ends: an LR that rose from under this share of its peak
     warmup_bump_start: float = 0.1

@@ -104,8 +104,10 @@ def one_batch(loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: fl
 def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, level: float, gap: float,
                  th: Thresholds) -> bool:
     """A one-batch excursion at point `i` that the log's own batch noise makes routinely: a
-    long log (`spike_short_log` points or more) whose own step-to-step rises reach
-    `spike_tail_share` of this one's at least `spike_tail_peers` times away from it. A small
+    long log (`spike_short_log` points or more) whose own points rise over the median of the
+    10 before each, as a share of it (a loss that falls from 10 to 2 is noisier early in
+    nats, not in share), by `spike_tail_share` of this one's rise at least
+    `spike_tail_peers` times away from it. A small
     batch's loss is heavy-tailed: the MAD that scales the noise sees its middle, not its
     tail, and over a thousand steps that tail passes 4 noises (a spike by the big-rise rule)
     by itself. Only for a rise judged by the big-rise rule: one past `spike_sigma` stands."""
@@ -114,11 +116,13 @@ def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, l
     mine = np.flatnonzero(own)
     v, s = loss[mine], steps[mine]
     j = int(np.searchsorted(mine, i))
-    if j == 0:
+    if j < 3 or not (v > 0).all():
         return False
-    up = np.diff(v)
-    away = np.abs(s[1:] - steps[i]) > th.merge_gap * max(gap, 1.0)
-    peers = int(((up >= th.spike_tail_share * (loss[i] - v[j - 1])) & away).sum())
+    typical = pd.Series(v).rolling(10, min_periods=3).median().shift(1).to_numpy()
+    with np.errstate(invalid="ignore"):
+        up = v / typical - 1
+    away = np.abs(s - steps[i]) > th.merge_gap * max(gap, 1.0)
+    peers = int(((up >= th.spike_tail_share * up[j]) & away).sum())
     return peers >= th.spike_tail_peers
 
 
