@@ -107,7 +107,7 @@ def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, l
     long log (`spike_short_log` points or more) whose own points rise over the median of the
     10 before each, as a share of it (a loss that falls from 10 to 2 is noisier early in
     nats, not in share), by `spike_tail_share` of this one's rise at least
-    `spike_tail_peers` times away from it. A small
+    `spike_tail_peers` times before it. A small
     batch's loss is heavy-tailed: the MAD that scales the noise sees its middle, not its
     tail, and over a thousand steps that tail passes 4 noises (a spike by the big-rise rule)
     by itself. Only for a rise judged by the big-rise rule: one past `spike_sigma` stands."""
@@ -121,7 +121,8 @@ def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, l
     typical = pd.Series(v).rolling(10, min_periods=3).median().shift(1).to_numpy()
     with np.errstate(invalid="ignore"):
         up = v / typical - 1
-    away = np.abs(s - steps[i]) > th.merge_gap * max(gap, 1.0)
+    # the noise shown before it: a blow-up after it (one that grows) is no batch noise
+    away = s < steps[i] - th.merge_gap * max(gap, 1.0)
     peers = int(((up >= th.spike_tail_share * up[j]) & away).sum())
     return peers >= th.spike_tail_peers
 
