@@ -101,57 +101,88 @@ def one_batch(loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: fl
         bool(loss[i + 1] <= level + (loss[i] - level) / 2)
 
 
-def routine_rise(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, level: float, gap: float,
+class NoiseTail(NamedTuple):
+    """What the big-rise rule's exceptions read, once per segment: the own points (`at`,
+    their `steps`), each one's rise over the median of the 10 own points before it as a share
+    of it (`up`; NaN where the loss is not all positive), and the points with a finite LR
+    (`lr_at`, `lr`) with the place of the highest LR up to each (`top`)."""
+
+    at: np.ndarray
+    steps: np.ndarray
+    up: np.ndarray
+    lr_at: np.ndarray
+    lr: np.ndarray
+    top: np.ndarray
+
+
+def noise_tail(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, lr: np.ndarray) -> NoiseTail:
+    """The segment's `NoiseTail`."""
+    at = np.flatnonzero(own)
+    v = loss[at]
+    if len(v) and (v > 0).all():
+        typical = pd.Series(v).rolling(10, min_periods=3).median().shift(1).to_numpy()
+        up = v / typical - 1
+    else:
+        up = np.full(len(v), np.nan)
+    lr_at = np.flatnonzero(np.isfinite(lr))
+    x = lr[lr_at]
+    # the first place of the running maximum (np.argmax of each prefix)
+    new = np.r_[True, x[1:] > np.maximum.accumulate(x)[:-1]] if len(x) else np.zeros(0, dtype=bool)
+    top = np.maximum.accumulate(np.where(new, np.arange(len(x)), 0))
+    return NoiseTail(at, steps[at], up, lr_at, x, top)
+
+
+def routine_rise(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
                  th: Thresholds) -> bool:
     """A one-batch excursion at point `i` that the log's own batch noise makes routinely: a
     long log (`spike_short_log` points or more) whose own points rise over the median of the
     10 before each, as a share of it (a loss that falls from 10 to 2 is noisier early in
     nats, not in share), by `spike_tail_share` of this one's rise at least
-    `spike_tail_peers` times before it. A small
-    batch's loss is heavy-tailed: the MAD that scales the noise sees its middle, not its
-    tail, and over a thousand steps that tail passes 4 noises (a spike by the big-rise rule)
-    by itself. Only for a rise judged by the big-rise rule: one past `spike_sigma` stands."""
+    `spike_tail_peers` times before it. A small batch's loss is heavy-tailed: the MAD that
+    scales the noise sees its middle, not its tail, and over a thousand steps that tail
+    passes 4 noises (a spike by the big-rise rule) by itself. Only for a rise judged by the
+    big-rise rule: one past `spike_sigma` stands."""
     if len(loss) < th.spike_short_log or not one_batch(loss, steps, i, level, gap):
         return False
-    mine = np.flatnonzero(own)
-    v, s = loss[mine], steps[mine]
-    j = int(np.searchsorted(mine, i))
-    if j < 3 or not (v > 0).all():
+    j = int(np.searchsorted(tail.at, i))
+    if j < 3 or not np.isfinite(tail.up[j]):
         return False
-    typical = pd.Series(v).rolling(10, min_periods=3).median().shift(1).to_numpy()
-    with np.errstate(invalid="ignore"):
-        up = v / typical - 1
+    bar = th.spike_tail_share * tail.up[j]
     # the noise shown before it: a blow-up after it (one that grows) is no batch noise
-    away = s < steps[i] - th.merge_gap * max(gap, 1.0)
-    peers = int(((up >= th.spike_tail_share * up[j]) & away).sum())
-    return peers >= th.spike_tail_peers
+    end = int(np.searchsorted(tail.steps[:j], steps[i] - th.merge_gap * max(gap, 1.0)))
+    found = 0
+    while end > 0 and found < th.spike_tail_peers:       # back from it, a chunk at a time: fast on 1M points
+        start = max(end - 4096, 0)
+        found += int((tail.up[start:end] >= bar).sum())
+        end = start
+    return found >= th.spike_tail_peers
 
 
-def warmup_bump(lr: np.ndarray, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+def warmup_bump(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
                 th: Thresholds) -> bool:
-    """A one-batch excursion at point `i` in the known bump of a warmup's end: the LR rose
-    from under a tenth of its peak to that peak, and point `i` is within one warmup length
-    after it, the LR smooth there (no jump). The first steps at the peak LR are the
-    roughest of a run (yolov5 #10209: "normal"); a rise past `spike_sigma` still stands."""
+    """A one-batch excursion at point `i` in the known bump of a warmup's end: the LR (up to
+    point `i`) rose from under `warmup_bump_start` of its peak to that peak, and point `i` is
+    within one warmup length after it, the LR smooth there (no `lr_jump_ratio` jump). The
+    first steps at the peak LR are the roughest of a run (yolov5 #10209: "normal"); a rise
+    past `spike_sigma` still stands."""
     if not one_batch(loss, steps, i, level, gap):
         return False
-    ok = np.isfinite(lr) & (steps <= steps[i])
-    if ok.sum() < 3:
+    k = int(np.searchsorted(tail.lr_at, i, side="right"))       # the LRs logged up to it
+    if k < 3:
         return False
-    x, s = lr[ok], steps[ok]
-    top = int(np.argmax(x))
+    x, top = tail.lr, int(tail.top[k - 1])
+    s0, peak = steps[tail.lr_at[0]], steps[tail.lr_at[top]]
     if not (x[top] > 0 and x[0] <= th.warmup_bump_start * x[top] and top > 0):
         return False
-    length = s[top] - s[0]
-    smooth = x[-1] <= x[-2] * th.lr_jump_ratio and x[-2] <= x[-1] * th.lr_jump_ratio
-    return bool(s[top] < steps[i] <= s[top] + length and smooth)
+    smooth = x[k - 1] <= x[k - 2] * th.lr_jump_ratio and x[k - 2] <= x[k - 1] * th.lr_jump_ratio
+    return bool(peak < steps[i] <= peak + (peak - s0) and smooth)
 
 
-def _noise_or_warmup(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, lr: np.ndarray, i: int, level: float,
-                     gap: float, th: Thresholds) -> bool:
+def _noise_or_warmup(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+                     th: Thresholds) -> bool:
     """A rise judged by the big-rise rule only that is the log's batch-noise tail or the
     bump of its warmup's end."""
-    return routine_rise(loss, steps, own, i, level, gap, th) or warmup_bump(lr, loss, steps, i, level, gap, th)
+    return routine_rise(tail, loss, steps, i, level, gap, th) or warmup_bump(tail, loss, steps, i, level, gap, th)
 
 
 def _hold(w: _Windows, at: np.ndarray, levels: np.ndarray, seg: int, th: Thresholds,
@@ -295,8 +326,11 @@ def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds, unjudged: Unjudged, 
             dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
     held = np.zeros(len(at), dtype=bool)
     held[dense] = _hold(w, at[dense], mean[dense], seg, th, unjudged)
-    for k in np.flatnonzero(dense & ~far & ~held):
-        held[k] = _noise_or_warmup(w.loss, w.steps, w.own, w.lr, int(at[k]), float(mean[k]), w.gap, th)
+    maybe = np.flatnonzero(dense & ~far & ~held)
+    if len(maybe):
+        tail = noise_tail(w.loss, w.steps, w.own, w.lr)
+        for k in maybe:
+            held[k] = _noise_or_warmup(tail, w.loss, w.steps, int(at[k]), float(mean[k]), w.gap, th)
     return _Judged(at, mean, std, scale, z, dense & ~held)
 
 
@@ -347,6 +381,7 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
             continue
         window = widen(steps, th.spike_window, th.spike_min_points)
         noise = step_noise(loss, block(steps, window))
+        tail = noise_tail(loss, steps, own, lr)
         flags = []                     # (index, sparse, level judged against, mean, std, scale, z)
         for i in range(len(loss)):
             before = loss[:i][steps[:i] >= steps[i] - window]      # the window: [step - window, step)
@@ -379,7 +414,7 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                 held = held_back(loss, steps, own, i, mean, n, interval(steps), seg, th) if far or big else None
                 if held is not None:
                     unjudged.append(held)
-                elif big and not far and _noise_or_warmup(loss, steps, own, lr, i, mean, interval(steps), th):
+                elif big and not far and _noise_or_warmup(tail, loss, steps, i, mean, interval(steps), th):
                     pass
                 elif far or big:
                     flags.append((i, False, mean, mean, std, scale, z))
