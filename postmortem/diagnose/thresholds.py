@@ -51,6 +51,12 @@ class Thresholds(BaseModel):
     # `spike_sigma_big_rise` of it out); 4 points at least, else it cannot be told from the noise
     spike_short_log: int = 100
     spike_short_quantile: float = 0.9
+    # a long log's one-batch excursion under `spike_sigma` is its batch noise's tail where the
+    # log's own points rise over their local median by half as much this many times elsewhere
+    spike_tail_share: float = 0.5
+    spike_tail_peers: int = 8
+    # the bump as warmup ends: an LR that rose from under this share of its peak
+    warmup_bump_start: float = 0.1
     recovery_window: int = 50
     recovery_points: int = 3                 # ... or this many logged points (a sparse log)
     recovery_sigma: float = 0.5

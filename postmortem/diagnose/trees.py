@@ -444,10 +444,34 @@ def b_divergence(ctx: Context) -> Outcome:
         steps, _ = ctx.finite("loss", 0)
         window = divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
         return "pass", (f"no sustained rise of the smoothed loss over {window} steps "
-                        f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)")
+                        f"(+{ctx.th.divergence_min_rise:.0%} and {ctx.th.divergence_sigma:g} noise units)"
+                        f"{_val_rise(ctx)}")
     said = [_divergence_said(e) for e in ev]
     more = f"; and {len(said) - 2} more" if len(said) > 2 else ""
     return "fail", "; ".join(said[:2]) + more
+
+
+def _val_rise(ctx: Context) -> str:
+    """The validation loss's rise from its lowest, said beside a train loss that did not
+    diverge: an evaluation-only rise is no instability of training (overfitting, or a
+    problem of the evaluation itself), but a user reading B4 must see it. Empty where the
+    validation loss (3 values at least) rose by under `divergence_min_rise` of its lowest."""
+    if not ctx.has("val_loss"):
+        return ""
+    vs, vl = ctx.finite("val_loss")
+    if len(vl) < 3:
+        return ""
+    low = int(np.argmin(vl))
+    top = low + int(np.argmax(vl[low:]))
+    if not vl[low] > 0 or vl[top] <= vl[low] * (1 + ctx.th.divergence_min_rise):
+        return ""
+    ts, tl = ctx.finite("loss")
+    at = (ts >= vs[low]) & (ts <= vs[top])
+    train = (f"; the train loss went from {number(float(tl[at][0]))} to {number(float(tl[at][-1]))} there"
+             if at.sum() >= 2 else "")
+    return (f"; but the validation loss rose from {number(float(vl[low]))} at step {vs[low]} to "
+            f"{number(float(vl[top]))} at step {vs[top]} (x{vl[top] / vl[low]:.2f}){train}: an evaluation-only "
+            "rise, not an instability of training (overfitting, or the evaluation itself)")
 
 
 def _divergence_said(e) -> str:

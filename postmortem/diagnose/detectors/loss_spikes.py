@@ -94,6 +94,97 @@ def held_back(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, i: int, leve
     return Rise(int(steps[i]), n, seg, rise, sn.noise, sn.widened, sn.diffs)
 
 
+def one_batch(loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float) -> bool:
+    """The rise at point `i` over `level` is gone by the next line (a logging interval on):
+    back under half the rise there, one batch's excursion."""
+    return i + 1 < len(loss) and steps[i + 1] - steps[i] <= gap and \
+        bool(loss[i + 1] <= level + (loss[i] - level) / 2)
+
+
+class NoiseTail(NamedTuple):
+    """What the big-rise rule's exceptions read, once per segment: the own points (`at`,
+    their `steps`), each one's rise over the median of the 10 own points before it as a share
+    of it (`up`; NaN where the loss is not all positive), and the points with a finite LR
+    (`lr_at`, `lr`) with the place of the highest LR up to each (`top`)."""
+
+    at: np.ndarray
+    steps: np.ndarray
+    up: np.ndarray
+    lr_at: np.ndarray
+    lr: np.ndarray
+    top: np.ndarray
+
+
+def noise_tail(loss: np.ndarray, steps: np.ndarray, own: np.ndarray, lr: np.ndarray) -> NoiseTail:
+    """The segment's `NoiseTail`."""
+    at = np.flatnonzero(own)
+    v = loss[at]
+    if len(v) and (v > 0).all():
+        typical = pd.Series(v).rolling(10, min_periods=3).median().shift(1).to_numpy()
+        up = v / typical - 1
+    else:
+        up = np.full(len(v), np.nan)
+    lr_at = np.flatnonzero(np.isfinite(lr))
+    x = lr[lr_at]
+    # the first place of the running maximum (np.argmax of each prefix)
+    new = np.r_[True, x[1:] > np.maximum.accumulate(x)[:-1]] if len(x) else np.zeros(0, dtype=bool)
+    top = np.maximum.accumulate(np.where(new, np.arange(len(x)), 0))
+    return NoiseTail(at, steps[at], up, lr_at, x, top)
+
+
+def routine_rise(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+                 th: Thresholds) -> bool:
+    """A one-batch excursion at point `i` that the log's own batch noise makes routinely: a
+    long log (`spike_short_log` points or more) whose own points rise over the median of the
+    10 before each, as a share of it (a loss that falls from 10 to 2 is noisier early in
+    nats, not in share), by `spike_tail_share` of this one's rise at least
+    `spike_tail_peers` times before it. A small batch's loss is heavy-tailed: the MAD that
+    scales the noise sees its middle, not its tail, and over a thousand steps that tail
+    passes 4 noises (a spike by the big-rise rule) by itself. Only for a rise judged by the
+    big-rise rule: one past `spike_sigma` stands."""
+    if len(loss) < th.spike_short_log or not one_batch(loss, steps, i, level, gap):
+        return False
+    j = int(np.searchsorted(tail.at, i))
+    if j < 3 or not np.isfinite(tail.up[j]):
+        return False
+    bar = th.spike_tail_share * tail.up[j]
+    # the noise shown before it: a blow-up after it (one that grows) is no batch noise
+    end = int(np.searchsorted(tail.steps[:j], steps[i] - th.merge_gap * max(gap, 1.0)))
+    found = 0
+    while end > 0 and found < th.spike_tail_peers:       # back from it, a chunk at a time: fast on 1M points
+        start = max(end - 4096, 0)
+        found += int((tail.up[start:end] >= bar).sum())
+        end = start
+    return found >= th.spike_tail_peers
+
+
+def warmup_bump(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+                th: Thresholds) -> bool:
+    """A one-batch excursion at point `i` in the known bump of a warmup's end: the LR (up to
+    point `i`) rose from under `warmup_bump_start` of its peak to that peak, and point `i` is
+    within one warmup length after it, the LR smooth there (no `lr_jump_ratio` jump). The
+    first steps at the peak LR are the roughest of a run (yolov5 #10209: "normal"); a rise
+    past `spike_sigma` still stands."""
+    if not one_batch(loss, steps, i, level, gap):
+        return False
+    k = int(np.searchsorted(tail.lr_at, i, side="right"))       # the LRs logged up to it
+    if k < 3:
+        return False
+    x, top = tail.lr, int(tail.top[k - 1])
+    s0, peak = steps[tail.lr_at[0]], steps[tail.lr_at[top]]
+    if not (x[top] > 0 and x[0] <= th.warmup_bump_start * x[top] and top > 0):
+        return False
+    smooth = x[k - 1] <= x[k - 2] * th.lr_jump_ratio and x[k - 2] <= x[k - 1] * th.lr_jump_ratio
+    return bool(peak < steps[i] <= peak + (peak - s0) and smooth)
+
+
+def _noise_or_warmup(tail: NoiseTail, loss: np.ndarray, steps: np.ndarray, i: int, level: float, gap: float,
+                     th: Thresholds) -> bool:
+    """A rise judged by the big-rise rule only that is the log's batch-noise tail or the
+    bump of its warmup's end."""
+    return routine_rise(tail, loss, steps, i, level, gap, th) or warmup_bump(tail, loss, steps, i, level, gap, th)
+
+
 def _hold(w: _Windows, at: np.ndarray, levels: np.ndarray, seg: int, th: Thresholds,
           unjudged: Unjudged) -> np.ndarray:
     """Which of the points `at` (over `levels`) a short log's noise holds back; each one held
@@ -147,6 +238,7 @@ class _Windows:
     n: np.ndarray
     noise: np.ndarray
     gap: float                 # the logging interval (the median gap; NaN with one point)
+    lr: np.ndarray             # the LR at each point (NaN where not logged)
 
 
 @dataclass(frozen=True)
@@ -167,15 +259,16 @@ def _windows(hist: pd.DataFrame, seg: int, th: Thresholds) -> _Windows | None:
     loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
     keep = np.isfinite(loss)         # the columns it needs, not a copy of the frame
     steps, own = hist.step.to_numpy(), hist.segment.to_numpy() == seg
+    lr = hist.lr.to_numpy(dtype=float, na_value=np.nan) if "lr" in hist else np.full(len(loss), np.nan)
     if not keep.all():
-        steps, loss, own = steps[keep], loss[keep], own[keep]
+        steps, loss, own, lr = steps[keep], loss[keep], own[keep], lr[keep]
     if not own.any():
         return None
     even, gap = spacing(steps)
     window = widen(steps, th.spike_window, th.spike_min_points, gap)
     noise = step_noise(loss, block(steps, window, gap))
     lo = shifted(steps, -window, even=even)
-    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise, gap)
+    return _Windows(steps, loss, own, window, lo, np.arange(len(steps)) - lo, noise, gap, lr)
 
 
 def _thin_rises(w: _Windows, seg: int, th: Thresholds, unjudged: Unjudged) -> tuple[np.ndarray, dict[int, float]]:
@@ -225,13 +318,19 @@ def _judge(w: _Windows, sparse: np.ndarray, th: Thresholds, unjudged: Unjudged, 
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (x - mean) / scale
         full = w.own[at] & (n[at] >= th.spike_min_points)
-        dense = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
+        far = full & (z >= th.spike_sigma) & (x > mean + np.abs(mean) * th.spike_min_rise)
+        dense = far.copy()
         # or a rise large in itself (a third of the level) a little less far out of the
         # noise; only for a positive loss, where a relative rise means something
         if len(loss) and loss.min() > 0:
             dense |= full & (z >= th.spike_sigma_big_rise) & (x > mean * (1 + th.spike_big_rise))
     held = np.zeros(len(at), dtype=bool)
     held[dense] = _hold(w, at[dense], mean[dense], seg, th, unjudged)
+    maybe = np.flatnonzero(dense & ~far & ~held)
+    if len(maybe):
+        tail = noise_tail(w.loss, w.steps, w.own, w.lr)
+        for k in maybe:
+            held[k] = _noise_or_warmup(tail, w.loss, w.steps, int(at[k]), float(mean[k]), w.gap, th)
     return _Judged(at, mean, std, scale, z, dense & ~held)
 
 
@@ -277,10 +376,12 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
         loss = hist.loss.to_numpy(dtype=float, na_value=np.nan)
         keep = np.isfinite(loss)
         steps, loss, own = hist.step.to_numpy()[keep], loss[keep], (hist.segment.to_numpy() == seg)[keep]
+        lr = (hist.lr.to_numpy(dtype=float, na_value=np.nan) if "lr" in hist else np.full(len(keep), np.nan))[keep]
         if not own.any():
             continue
         window = widen(steps, th.spike_window, th.spike_min_points)
         noise = step_noise(loss, block(steps, window))
+        tail = noise_tail(loss, steps, own, lr)
         flags = []                     # (index, sparse, level judged against, mean, std, scale, z)
         for i in range(len(loss)):
             before = loss[:i][steps[:i] >= steps[i] - window]      # the window: [step - window, step)
@@ -313,6 +414,8 @@ def loss_spikes_reference(log: RunLog, th: Thresholds, unjudged: Unjudged | None
                 held = held_back(loss, steps, own, i, mean, n, interval(steps), seg, th) if far or big else None
                 if held is not None:
                     unjudged.append(held)
+                elif big and not far and _noise_or_warmup(tail, loss, steps, i, mean, interval(steps), th):
+                    pass
                 elif far or big:
                     flags.append((i, False, mean, mean, std, scale, z))
         events += _reference_spikes(flags, steps, loss, noise, window, seg, th)
