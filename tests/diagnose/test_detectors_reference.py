@@ -141,3 +141,18 @@ def test_scaler_events_equal_their_reference(log, th):
     plain_cascades, plain_probes, plain_drops = scaler_events_reference(log, th)
     assert_same(cascades, plain_cascades)
     assert (probes, drops) == (plain_probes, plain_drops)
+
+
+def test_a_level_shift_is_judged_where_no_slow_rise_can_be():
+    """Hypothesis' example: a 10-point log whose loss halves for 4 points and comes back up to
+    stay. No smoothed rise can reach the slow rule's margin there; the level-shift rule must
+    still judge it, in the fast detector as in the reference (the fast one skipped it)."""
+    steps = [0, 2, 4, 5, 6, 7, 8, 9, 10, 12]
+    loss = [0.099836, 0.099787, 0.049867, 0.049845, 0.049811, 0.049695, 0.099441, 0.099081, 0.099078, 0.099003]
+    frame = pd.DataFrame({"segment": 0, "step": steps, "loss": loss, "loss_scale": 1.0, "skipped": 0.0})
+    log = RunLog(frame=frame, source=Source(format="jsonl", path="generated"))
+    th = Thresholds(spike_window=100, spike_min_points=10, spike_min_history=3, merge_gap=10,
+                    divergence_window=200, divergence_smooth=50, divergence_min_points=20)
+    fast, plain = divergence(log, th), divergence_reference(log, th)
+    assert plain, "the reference judges the jump back up"
+    assert_same(fast, plain)

@@ -60,10 +60,9 @@ def divergence(log: RunLog, th: Thresholds) -> list[Event]:
         if len(steps) < th.short_log_points:
             continue
         s = _smoothed(steps, loss, th)
-        if s is None:
-            continue
-        rise = _first_confirmed(s, th)
-        slow = _event(s, rise, int(seg), th) if rise is not None else None
+        # (no slow rise can be there: the level shifts are still judged, as the reference does)
+        rise = _first_confirmed(s, th) if s is not None else None
+        slow = _event(s, rise, int(seg), th) if s is not None and rise is not None else None
         if slow is not None:
             events.append(slow)
         lr = f.lr.to_numpy(dtype=float, na_value=np.nan)[rows][finite] if "lr" in f else None
