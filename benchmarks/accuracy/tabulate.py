@@ -1,7 +1,7 @@
-"""Per-log record of the third blind set fresh3 (reporting only): what the CLI read and found.
+"""Per-log record of a blind set (reporting only: fresh, fresh2, fresh3): what the CLI read and found.
 
-    cd /tmp && PYTHONPATH=/tmp/pm-blind3 /work/wt/blind3/.venv/bin/python \
-        /work/wt/blind3/benchmarks/accuracy/fresh3/tabulate.py > .../benchmarks/results/accuracy-fresh3-perlog.json
+    .venv/bin/python benchmarks/accuracy/tabulate.py fresh3 > benchmarks/results/accuracy-fresh3-perlog.json
+    PYTHONPATH=/tmp/pm-COMMIT .venv/bin/python benchmarks/accuracy/tabulate.py fresh3   # an older commit's code
 
 For each log: `postmortem info FILE --json` and `postmortem analyze FILE --json` (the real CLI, exit codes
 kept), then from `read_run` the loss-scale series (values in order, how many times it fell), the segments
@@ -10,12 +10,13 @@ kept), then from `read_run` the loss-scale series (values in order, how many tim
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 CLI = str(ROOT / ".venv" / "bin" / "postmortem")   # imports postmortem from PYTHONPATH when set
 
 
@@ -91,8 +92,14 @@ def one(run: dict) -> dict:
 
 
 def main() -> int:
-    # postmortem comes from PYTHONPATH (the code under test), not from this worktree
-    labels = json.loads((HERE.parent / "labels" / "fresh3.json").read_text())["runs"]
+    which = sys.argv[1] if len(sys.argv) > 1 else "fresh"
+    if which not in ("fresh", "fresh2", "fresh3"):
+        print(f"tabulate.py: {which}: not a blind set (fresh, fresh2, fresh3)", file=sys.stderr)
+        return 2
+    # postmortem from PYTHONPATH where it is set (another commit's code under test), else this tree's
+    if "PYTHONPATH" not in os.environ:
+        sys.path.insert(0, str(ROOT))
+    labels = json.loads((HERE / "labels" / f"{which}.json").read_text())["runs"]
     rows = [one(r) for r in labels]
     json.dump({"runs": rows}, sys.stdout, indent=1, ensure_ascii=False)
     print()
