@@ -53,17 +53,25 @@ def nan_rows(path: Path):
     return out
 
 
+def cli(out: dict, command: str, path: Path, timeout: int) -> dict | None:
+    """`postmortem COMMAND PATH --json` as a user runs it: its JSON, or None with its exit code
+    and last line kept in `out` (`COMMAND_rc`, `COMMAND_error`)."""
+    r = subprocess.run([CLI, command, str(path), "--json"], capture_output=True, text=True, timeout=timeout)
+    out[f"{command}_rc"] = r.returncode
+    if r.returncode:
+        out[f"{command}_error"] = (r.stderr or r.stdout).strip().splitlines()[-1:]
+        return None
+    return json.loads(r.stdout)
+
+
 def one(run: dict) -> dict:
     d = ROOT / run["path"]
     files = [p for p in sorted(d.iterdir()) if p.is_file()]
     f = files[0]
     out = {"run": run["run"], "file": str(f.relative_to(ROOT))}
-    info = subprocess.run([CLI, "info", str(f), "--json"], capture_output=True, text=True, timeout=120)
-    out["info_rc"] = info.returncode
-    if info.returncode:
-        out["info_error"] = (info.stderr or info.stdout).strip().splitlines()[-1:]
+    i = cli(out, "info", f, timeout=120)
+    if i is None:
         return out
-    i = json.loads(info.stdout)
     out["format"] = i["run"]["format"]
     out["rows"] = i["steps"]["rows"]
     out["steps"] = [i["steps"]["first"], i["steps"]["last"]]
@@ -76,12 +84,9 @@ def one(run: dict) -> dict:
                       for m in i["metrics"]}
     out["loss_scale"] = scale_series(f)
     out["nan_steps"] = nan_rows(f)
-    an = subprocess.run([CLI, "analyze", str(f), "--json"], capture_output=True, text=True, timeout=300)
-    out["analyze_rc"] = an.returncode
-    if an.returncode:
-        out["analyze_error"] = (an.stderr or an.stdout).strip().splitlines()[-1:]
+    a = cli(out, "analyze", f, timeout=300)
+    if a is None:
         return out
-    a = json.loads(an.stdout)
     out["incidents"] = [{"kind": x.get("kind"), "metric": x.get("metric"), "step": x.get("step"),
                          "top": (x.get("hypotheses") or [{}])[0].get("pattern"),
                          "top_score": (x.get("hypotheses") or [{}])[0].get("score")}

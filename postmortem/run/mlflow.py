@@ -169,7 +169,7 @@ def db_run_listing(path: Path) -> dict[str, StoredRun]:
 
 
 def file_store_listing(run_dir: Path) -> StoredRun | None:
-    """A StoredRun from the run's meta.yaml (name, start, status); its steps: file_store_steps."""
+    """A StoredRun from the run's meta.yaml (name, start, status); its steps: storerows counts them."""
     meta: dict[str, str] = {}
     try:
         for line in (run_dir / "meta.yaml").read_text(errors="replace").splitlines():
@@ -184,21 +184,6 @@ def file_store_listing(run_dir: Path) -> StoredRun | None:
     return StoredRun(run_dir.name, name=run_name, start=int(start) / 1000 if start.isdigit() else None,
                      status=_MLFLOW_STATUS.get(meta.get("status", ""), meta.get("status", "")),
                      aliases={run_name} if run_name else set())
-
-
-def file_store_steps(run_dir: Path, limit: int = 64 << 20) -> int | None:
-    """The points of the run's longest metric file (one a line); None past `limit` bytes."""
-    files = [p for p in (run_dir / "metrics").rglob("*") if p.is_file()]
-    try:
-        longest = max(files, key=lambda p: p.stat().st_size, default=None)
-        if longest is None:
-            return None
-        if longest.stat().st_size > limit:
-            return None
-        with open(longest, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except OSError:
-        return None
 
 
 _MLFLOW_STATUS = {"1": "running", "2": "scheduled", "3": "finished", "4": "failed", "5": "killed"}

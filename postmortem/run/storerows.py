@@ -97,8 +97,18 @@ def _mlflow(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
 
 
 def _mlflow_steps(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
-    run.steps = mlflow.file_store_steps(c.files[0])
+    """The points of the run's longest metric file (one a line)."""
+    files = [p for p in (c.files[0] / "metrics").rglob("*") if p.is_file()]
+    longest = max(files, key=_size, default=None)
+    run.steps = lines(longest) if longest is not None else None
     return run
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
 
 
 def _wandb(c: CandidateView, base: Path, run: StoredRun) -> StoredRun:
