@@ -12,7 +12,8 @@ icefall/err.py `raise_grad_scale_is_too_small_error`, the same words). The scale
 from postmortem.run.dialects import register
 from postmortem.run.dialects.entries import entry, scale
 
-_ICEFALL = ("k2-fsa/icefall egs/librispeech/ASR/pruned_transducer_stateless7/train.py, zipformer/train.py "
+_ICEFALL = ("k2-fsa/icefall at 5c142d4 (no tagged releases; the recipes since 2022 say the same words) "
+            "egs/librispeech/ASR/pruned_transducer_stateless7/train.py, zipformer/train.py "
             "(train_one_epoch)")
 
 register(
