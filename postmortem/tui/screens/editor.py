@@ -200,10 +200,12 @@ class EditorScreen(Screen):
 
     def settle(self) -> None:
         """What the pause in typing would do, now: the pending save, lint and preview (tests
-        call it rather than sleep out the debounce)."""
+        call it rather than sleep out the debounce). It runs whether or not a timer is pending:
+        text set from code reaches the screen's change handler only once the message queue
+        turns, so a loaded machine may not have started the timer yet."""
         if self._timer is not None:
             self._timer.stop()
-            self._settle()
+        self._settle()
 
     def show_remedies(self) -> None:
         pattern = self.query_one("#pattern", Input).value.strip()
