@@ -216,7 +216,7 @@ def table(rows: list[dict], tot: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", choices=["tuning", "reporting", "fresh", "fresh2", "fresh3"], required=True)
+    ap.add_argument("--set", choices=["tuning", "reporting", "fresh", "fresh2", "fresh3", "fresh4"], required=True)
     ap.add_argument("--json", action="store_true", help="also write benchmarks/results/accuracy-<set>.json")
     ap.add_argument("--only", default="", help="score only runs whose name contains this")
     args = ap.parse_args(argv)

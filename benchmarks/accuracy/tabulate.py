@@ -1,4 +1,4 @@
-"""Per-log record of a blind set (reporting only: fresh, fresh2, fresh3): what the CLI read and found.
+"""Per-log record of a blind set (reporting only: fresh, fresh2, fresh3, fresh4): what the CLI read and found.
 
     .venv/bin/python benchmarks/accuracy/tabulate.py fresh3 > benchmarks/results/accuracy-fresh3-perlog.json
     PYTHONPATH=/tmp/pm-COMMIT .venv/bin/python benchmarks/accuracy/tabulate.py fresh3   # an older commit's code
@@ -98,8 +98,8 @@ def one(run: dict) -> dict:
 
 def main() -> int:
     which = sys.argv[1] if len(sys.argv) > 1 else "fresh"
-    if which not in ("fresh", "fresh2", "fresh3"):
-        print(f"tabulate.py: {which}: not a blind set (fresh, fresh2, fresh3)", file=sys.stderr)
+    if which not in ("fresh", "fresh2", "fresh3", "fresh4"):
+        print(f"tabulate.py: {which}: not a blind set (fresh, fresh2, fresh3, fresh4)", file=sys.stderr)
         return 2
     # postmortem from PYTHONPATH where it is set (another commit's code under test), else this tree's
     if "PYTHONPATH" not in os.environ:
