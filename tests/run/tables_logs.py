@@ -140,3 +140,13 @@ def gluonnlp_overflow(scale: float) -> str:
     return ("/home/ubuntu/gluon-nlp/scripts/bert/fp16_utils.py:162: UserWarning: "
             "DynamicLossScaler: overflow detected. set loss_scale = %s\n"
             "  warnings.warn('DynamicLossScaler: overflow detected. set loss_scale = %%s'%%" % scale)
+
+
+def parlai_eval(step: int, loss: float, datatype: str = "valid") -> str:
+    """`_run_eval`'s report: `logging.report(f'{datatype}:\\n{nice_report(report)}\\n')` (ParlAI's
+    REPORT level), after `eval completed in {:.2f}s`."""
+    report = {"accuracy": 0.0, "bleu-4": 0.0012, "exs": 7801, "f1": 0.1534, "loss": loss,
+              "ppl": math.exp(loss) if loss == loss else loss, "token_acc": 0.3811, "total_train_updates": step,
+              "ctpb": 9622, "tpb": 9872}
+    return (f"10:00:00 INFO | eval completed in 12.31s\n"
+            f"10:00:00 REPORT | {datatype}:\n{nice_report(report)}\n")

@@ -22,6 +22,7 @@ from tables_logs import (  # noqa: E402
     chainer_observations,
     gluonnlp_overflow,
     log_report,
+    parlai_eval,
     parlai_overflow,
     parlai_report,
     print_report,
@@ -176,3 +177,19 @@ def test_gluonnlp_scaler_warning(tmp_path):
     assert f.overflows.fillna(0).to_dict() == {10: 0, 19: 0, 20: 1}
     assert f.loss_scale.dropna().to_dict() == {19: 1.0, 20: 0.5}
     assert not math.isnan(f.loss[20])
+
+
+def test_parlai_eval_report_is_the_val_stream(tmp_path):
+    """`_run_eval`'s table under `valid:` is the validation loss, never a second training loss."""
+    lines = []
+    for s in range(50, 1050, 50):
+        lines.append(parlai_report(s, smooth(s // 50, 20), 128.0))
+        if s % 500 == 0:
+            lines.append(parlai_eval(s, 2.75))
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_run(p)
+    f = run.frame
+    assert f.step.tolist() == list(range(50, 1050, 50)) and len(run.source.warnings) == 0, run.source.warnings
+    assert f.loss.round(3).tolist() == [round(smooth(s // 50, 20), 3) for s in range(50, 1050, 50)]
+    assert f.set_index("step").val_loss.dropna().to_dict() == {500: 2.75, 1000: 2.75}

@@ -159,7 +159,7 @@ def aligned(text: str, above: list[str]) -> Parsed | None:
     cells = _tokens(body)
     if not cells or not all(_CELL_NUMBER.match(c) for c, _, _ in cells):
         return None
-    for line in above:
+    for j, line in enumerate(above):
         head = _tokens(_WRAP.sub("", _ANSI_LEAD.sub("", line)))
         if not head or all(_CELL_NUMBER.match(c) for c, _, _ in head):
             continue                          # a row above this one, or a blank line
@@ -172,13 +172,37 @@ def aligned(text: str, above: list[str]) -> Parsed | None:
             named = [(ends.get(e), s, e) for _, s, e in cells]
             said = {name for name, _, _ in named}
             blanks = [(name, e) for name, _, e in head if name not in said]
+            stream = _parlai_stream(above[j + 1:j + 1 + LOOK_BACK])
+            if stream:                        # `_run_eval`'s report: every name the eval's
+                named = [(n and f"{stream}_{n}", s, e) for n, s, e in named]
+                blanks = [(f"{stream}_{n}", e) for n, e in blanks]
         elif _header([line], len(head)) is not None:
             return None                       # another table's header: not one of these rows
         else:
             continue                          # a message between the rows (a progress bar)
         if any(name is None for name, _, _ in named):
             return None
-        return _aligned_values(text, [(n, s, e) for n, s, e in named if n is not None], blanks)
+        out = _aligned_values(text, [(n, s, e) for n, s, e in named if n is not None], blanks)
+        if out is not None and named and named[0][0] and named[0][0].startswith(("val_", "test_")):
+            out.stream = named[0][0].split("_", 1)[0]
+        return out
+    return None
+
+
+# ParlAI's `_run_eval`: `logging.report(f'{datatype}:\n{nice_report(report)}\n')`, datatype
+# `valid` or `test` (parlai/scripts/train_model.py v0.8.0..v1.7.2)
+_PARLAI_EVAL = re.compile(r"(?:^|\|\s)(valid|test):\s*$")
+
+
+def _parlai_stream(lines: list[str]) -> str | None:
+    """`val` or `test` where the lines above a ParlAI table (its other blocks first) begin
+    with an eval's `valid:` / `test:`, else None (a training report)."""
+    for line in lines:
+        head = _tokens(_WRAP.sub("", line))
+        if not head or all(_CELL_NUMBER.match(c) for c, _, _ in head) or parlai.is_report_header(line):
+            continue
+        m = _PARLAI_EVAL.search(line.rstrip())
+        return None if m is None else "val" if m.group(1) == "valid" else "test"
     return None
 
 

@@ -26,6 +26,8 @@ REPORT_KEYS = frozenset(("exs", "loss", "ppl", "token_acc", "token_em", "lr", "g
                          "updates", "total_train_updates", "fp16_loss_scalar", "ctpb", "ctps", "ctrunc",
                          "ctrunclen", "exps", "llen", "ltpb", "ltps", "ltrunc", "ltrunclen", "tpb", "tps",
                          "gpu_mem", "clen", "bsz", "nll_loss"))
+# ...of which ParlAI's own (a `loss  lr` header is anyone's)
+_OWN_KEYS = REPORT_KEYS - {"loss", "lr", "ppl", "clip", "bsz", "nll_loss", "updates"}
 _NAME = re.compile(r"[A-Za-z][\w@-]*")
 _WRAP = re.compile(r"\s\\\s*$")
 
@@ -58,9 +60,10 @@ register(
 
 
 def is_report_header(line: str) -> bool:
-    """A header of `nice_report`'s table: names in ParlAI's order (sorted), some of them a
-    training report's own (`exs`, `gnorm`, `ups`, ...)."""
+    """A header of `nice_report`'s table: names in ParlAI's order (sorted), two of them a
+    training report's, one at least ParlAI's own (`exs`, `gnorm`, `ups`, ...)."""
     names = _WRAP.sub("", line).split()
     if len(names) < 2 or not all(_NAME.fullmatch(n) for n in names):
         return False
-    return names == sorted(names) and len(REPORT_KEYS.intersection(names)) >= 2
+    return (names == sorted(names) and len(REPORT_KEYS.intersection(names)) >= 2
+            and bool(_OWN_KEYS.intersection(names)))
