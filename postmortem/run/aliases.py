@@ -50,6 +50,9 @@ _SCALE_TAILS = frozenset((
     # static AMP `get_loss_scaling()`); the `incr_count`/`decr_count` beside it are the scaler's
     # running counts of clean and overflowing steps, reset at each change: no skip counter
     "loss_scaling",
+    # ParlAI's report (parlai/core/torch_agent.py v1.x: `self.global_metrics.add('fp16_loss_scalar',
+    # GlobalAverageMetric(self.optimizer.loss_scale))`): the fp16 optimizer's loss scale
+    "fp16_loss_scalar",
 ))
 # a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
 _SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))

@@ -98,7 +98,11 @@ def is_trainer_state(p: Probe) -> str | None:
 
 
 def is_jsonl(p: Probe) -> str | None:
-    """JSON records whose first one has a step (or epoch) key, or a lone record cut short."""
+    """JSON records whose first one has a step (or epoch) key, or a lone record cut short;
+    or one JSON list of such records (Chainer's LogReport `log`, `json.dump(self._log, f,
+    indent=4)`)."""
+    if _JSON_LIST.match(p.text):
+        return "jsonl" if _json_keys(_first_record(p.text)) & _KEY_NAMES else None
     if not p.text.startswith(b"{"):
         return None
     line = _first_line(p.path, p.text)
@@ -151,6 +155,16 @@ def _first_line(path: Path, head: bytes, limit: int = 4 << 20) -> bytes:
     with open(path, "rb") as f:
         line = f.readline(limit)
     return line.removeprefix(b"\xef\xbb\xbf")
+
+
+_JSON_LIST = re.compile(rb"\[\s*\{")       # not `[rank0]: {...}`: a log line's prefix
+
+
+def _first_record(head: bytes) -> bytes:
+    """The first flat record of a JSON list, as far as the head holds it (b"" if not whole)."""
+    start = head.find(b"{")
+    end = head.find(b"}", start)
+    return head[start:end + 1] if 0 <= start < end and b"{" not in head[start + 1:end] else b""
 
 
 def _json_keys(line: bytes) -> set[str]:

@@ -450,7 +450,11 @@ def read_parquet(path: Path, source: Source, manifest: RunManifest | None = None
 def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
                step_column: str | None = None) -> RunLog:
     """One JSON object per line; bare NaN/Infinity accepted; a torn last line is dropped,
-    a whole one without its newline kept."""
+    a whole one without its newline kept. A file that is one JSON list of such objects is
+    read whole (`_json_list`)."""
+    if _starts_list(path):
+        return _batches_to_runlog([_json_list(path)], path, source, manifest, header_lines=0,
+                                  step_column=step_column)
     with open(path, "rb") as f:
         f.seek(0, 2)
         size = f.tell()
@@ -492,6 +496,35 @@ def read_jsonl(path: Path, source: Source, manifest: RunManifest | None = None,
             raise RunReadError(path, f"not valid JSON lines: {str(err).splitlines()[0]}") from None
     return _batches_to_runlog([table], path, source, manifest, header_lines=1, sentinel=sentinel,
                               step_column=step_column)
+
+
+def _starts_list(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return re.match(rb"\[\s*\{", f.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")) is not None
+
+
+def _json_list(path: Path):
+    """A JSON list of records as a table: Chainer's and pytorch-pfn-extras' LogReport `log`
+    (`json.dump(self._log, f, indent=4)`, chainer/training/extensions/log_report.py v7.8.1;
+    ppe `LogWriterSaveFunc` format 'json'), written whole at each report. Python's json writes
+    a NaN as `NaN` and reads it back; a key a record lacks is not logged there."""
+    try:
+        records = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as err:
+        raise RunReadError(path, f"not UTF-8 (byte {err.start})") from None
+    except (ValueError, RecursionError) as err:
+        raise RunReadError(path, f"not a complete JSON list (file still being written?): {err}") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise RunReadError(path, "a JSON list, but not of records (objects)")
+    if not records:
+        raise RunReadError(path, "an empty JSON list: no record to read")
+    try:
+        # every record's keys (`from_pylist` would take only the first's: the validation
+        # columns appear at the first evaluation)
+        names = dict.fromkeys(k for r in records for k in r)
+        return pa.table({k: pa.array([r.get(k) for r in records]) for k in names})
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise RunReadError(path, f"records that do not make a table: {str(err).splitlines()[0]}") from None
 
 
 # A non-finite number written as a string, as JSON without NaN makes writers do: `"NaN"`

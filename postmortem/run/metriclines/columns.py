@@ -307,6 +307,8 @@ def read_groups(data: bytes, binary: list[int] | None = None,
     eval_ends: list[np.ndarray] = []
     predict_begins: list[np.ndarray] = []
     bare: list[tuple[bytes, str, np.ndarray]] = []
+    headers = table.header_lines(
+        (data[starts[line_no]:ends[line_no]], order[bounds[g]:bounds[g + 1]]) for g, line_no in enumerate(first))
     for g, line_no in enumerate(first):
         rep = data[starts[line_no]:ends[line_no]]
         if not rep.strip():
@@ -320,8 +322,8 @@ def read_groups(data: bytes, binary: list[int] | None = None,
             banners.extend(order[bounds[g]:bounds[g + 1]].tolist())
         parsed = _parse(text)
         if not parsed.values and not parsed.overflow and not parsed.code:
-            above = (data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
-                     range(line_no - 1, max(-1, line_no - 1 - table.LOOK_BACK), -1))
+            above = [data[starts[i]:ends[i]].decode("utf-8", "replace") for i in
+                     table.lines_above(line_no, headers)]
             parsed = table.row(text, above) or parsed        # numbers under a header of names
         if not parsed.values and not parsed.overflow and _BARE_PAIR.fullmatch(text):
             bare.append((rep, text, order[bounds[g]:bounds[g + 1]]))
