@@ -66,3 +66,20 @@ def test_a_cascade_far_below_1_is_a_persistent_overflow(tmp_path):
     assert b3.status == "fail" and "persistent overflow" in b3.detail, b3.detail
     top = report.incidents[0]
     assert top.shown_kind == "cascade" and top.step == 0 and top.hypotheses[0].pattern == "fp16-overflow", top
+
+
+def test_the_text_reader_dates_deepspeed_messages_after_the_last_dict_the_same(tmp_path):
+    """HF Trainer's console dicts (`ProgressCallback.on_log`: `print(logs)` of
+    `{'loss': ..., 'learning_rate': ..., 'epoch': ...}`) with DeepSpeed's ZeRO scaler message
+    (deepspeed/runtime/fp16/loss_scaler.py: `[deepspeed] OVERFLOW! Rank {rank} Skipping step.
+    Attempted loss scale: {int(self.cur_scale)}, reducing to {int(next_scale)}`) after the last
+    dict: the general text reader's path, one iteration each."""
+    lines = ["{'loss': 2.31, 'learning_rate': 4.9e-05, 'epoch': 0.01}",
+             "{'loss': 2.2, 'learning_rate': 4.8e-05, 'epoch': 0.02}"]
+    lines += ["[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: %d, reducing to %d"
+              % (2 ** k, 2 ** (k - 1)) for k in range(16, 12, -1)]
+    log = _read(tmp_path, lines)
+    f = log.frame.set_index("step")
+    assert f.skipped.dropna().index.tolist() == [3, 4, 5, 6]
+    assert f.loss_scale.dropna().tolist() == [65536, 32768, 16384, 8192, 4096]
+    assert "L+1..L+4" in log.source.extras["events_placed"]
