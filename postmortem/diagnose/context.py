@@ -16,6 +16,7 @@ from postmortem.diagnose.detectors.event import Event, overlaps
 from postmortem.diagnose.detectors.grad_norm_spikes import grad_norm_spikes
 from postmortem.diagnose.detectors.loss_spikes import Unjudged, loss_spikes
 from postmortem.diagnose.detectors.resumes import Resume, resumes
+from postmortem.diagnose.detectors.short_rise import short_rises
 from postmortem.diagnose.logfacts import dtype_in_text, model_size, texts, vocab_in_text
 from postmortem.diagnose.models import Check
 from postmortem.diagnose.nan import nan_rows, overflow_rows, scaler_idle, skip_counts
@@ -290,7 +291,7 @@ class Context:
 
     @cached_property
     def divergences(self) -> list[Event]:
-        return divergence(self.log, self.th)
+        return divergence(self.log, self.th) + short_rises(self.log, self.th)
 
     @cached_property
     def resumes(self) -> list[Resume]:

@@ -73,6 +73,9 @@ class Thresholds(BaseModel):
     divergence_smooth: int = 50
     divergence_min_points: int = 20          # a sparse log's windows widen to hold these
     short_log_points: int = 8                # fewer losses than this: the rise cannot be judged
+    # ... except a loss that at least doubles its lowest earlier value, above every earlier
+    # one, with the validation loss doing the same at that row (two series agreeing)
+    short_log_rise: float = 2.0
     divergence_rising_share: float = 0.6     # of the smoothed loss's steps going up (not all)
     divergence_min_rise: float = 0.1         # 10% of the level
     divergence_sigma: float = 5.0            # and this many of the smoothed loss's own noise

@@ -15,6 +15,7 @@ import numpy as np
 from postmortem.diagnose.context import DECAYS, Context
 from postmortem.diagnose.detectors.cascades import ScaleDrop
 from postmortem.diagnose.detectors.divergence import divergence_too_short, divergence_windows
+from postmortem.diagnose.detectors.short_rise import lone_rise
 from postmortem.diagnose.models import Check, Status
 from postmortem.diagnose.scaler import cascade_words, persistent_words
 from postmortem.diagnose.series import interval
@@ -440,7 +441,8 @@ def b_divergence(ctx: Context) -> Outcome:
     if not ev:
         short = divergence_too_short(ctx.log, ctx.th)
         if short:
-            return skip(short)
+            lone = lone_rise(ctx.log, ctx.th)
+            return skip(f"{short}; cannot tell: {lone}" if lone else short)
         steps, _ = ctx.finite("loss", 0)
         window = divergence_windows(steps, ctx.th)[0] if len(steps) else ctx.th.divergence_window
         return "pass", (f"no sustained rise of the smoothed loss over {window} steps "
@@ -475,7 +477,13 @@ def _val_rise(ctx: Context) -> str:
 
 
 def _divergence_said(e) -> str:
-    """One divergence in B4's words: a slow rise, or a jump to a level that stayed up."""
+    """One divergence in B4's words: a slow rise, a jump to a level that stayed up, or a short
+    log's rise that the validation loss made too."""
+    if e.notes.short_rise is not None:
+        low, high, vlow, vhigh = e.notes.short_rise
+        return (f"on a log of {e.notes.points} rows, the loss rose from {number(low)} to {number(high)} at step "
+                f"{e.step} (x{high / low:.2f}, above every earlier value, and stayed) and the validation loss "
+                f"with it, from {number(vlow)} to {number(vhigh)} (x{vhigh / vlow:.2f}): two series agreeing")
     if e.notes.confirmed_at is None:
         return (f"loss jumped from {number(e.window_mean)} to {number(e.peak)} from step {e.step} and stayed "
                 f"above the band before it (+{e.notes.rise or 0:.0%}) to step {e.last}")

@@ -332,7 +332,9 @@ class _Parse:
         `glued`: the step of the progress line printed in front of it on the same line
         (written at the same moment): the message's step when its own words give none."""
         value = {k: (events.number(line[ev[k][0]:ev[k][1]]) if ev[k] else math.nan)
-                 for k in ("scale", "prev_scale", "rank", "step")}
+                 for k in ("scale", "prev_scale", "ratio", "rank", "step")}
+        if math.isnan(value["scale"]) and not ev["scale"]:      # Paddle's `decrease to: X*0.5`
+            value["scale"] = events.product(value["prev_scale"], value["ratio"])
         if glued is None:
             self.bars.event(line, ev["start"])
         else:
@@ -361,7 +363,8 @@ class _Parse:
         nxt = [self.around[index[id(e)]][1] for e in kept]
         placed = events.place(kept, nxt, last)
         good = [(e, s) for e, s in zip(kept, placed) if 0 <= s < 1 << 40]
-        events.say(self.source, kept, placed, others, repeats, self.steps_read > 0)
+        events.say(self.source, kept, placed, others, repeats, self.steps_read > 0,
+                   events.trailing(kept, nxt))
         if not good:
             return []
         orders = np.array([e.order for e, _ in good], dtype=np.int64)

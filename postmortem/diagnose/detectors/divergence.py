@@ -319,6 +319,7 @@ def _event(s: _Smoothed, r: _Rise, seg: int, th: Thresholds) -> Event:
     with np.errstate(invalid="ignore", divide="ignore"):
         rise = r.up / np.abs(smooth[start])
     share = (s.rising[end] - s.rising[start]) / max(end - start, 1)
+    onset = left_band(steps, loss, float(smooth[start]), float(s.noise[start]), start, end, s.window)
     # it spans until the smoothed loss is back at the level it rose from (within half the
     # margin it had to rise by), or to the log's end: what comes after is judged on its own
     with np.errstate(invalid="ignore"):
@@ -326,10 +327,42 @@ def _event(s: _Smoothed, r: _Rise, seg: int, th: Thresholds) -> Event:
                                                                    * abs(smooth[start])))
     last = end + int(home[0]) if len(home) else len(steps) - 1
     peak = start + int(np.argmax(loss[start:last + 1]))     # where the highest loss is
-    return Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]),
+    return Event("divergence", "loss", int(steps[onset]), seg, int(steps[peak]),
                  float(loss[peak]), float(smooth[start]), end_step=int(steps[last]),
                  notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[end])),
                  severity=float(r.up / s.noise[end]) if s.noise[end] > 0 else th.spike_sigma)
+
+
+def left_band(steps: np.ndarray, loss: np.ndarray, level: float, noise: float, start: int, end: int,
+              window: int) -> int:
+    """Where a jump that stays left its band: the first point from `start` (the lowest
+    smoothed loss) to `end` above the pre-incident band, `level` + `BAND_NOISES` point noises,
+    with the point after it above too (one noisy batch does not leave a band), where that
+    point leaps past twice the band's half-width (a jump: a rolling mean's lowest point is
+    the point before it, or the log's first row before a level that stays). A climb crosses
+    the band's top by a little: it is dated where it began, at `start`, as before. The noise is
+    the points' before `start` (a window of them; none before the log's first row), else the
+    segment's `noise`: the chaos after a jump is no measure of the band before it."""
+    pre = loss[int(np.searchsorted(steps, steps[start] - window, side="left")):start + 1]
+    if len(pre) >= 4:
+        noise = _mad_noise(pre)
+    elif len(pre) == 1:
+        noise = 0.0
+    width = BAND_NOISES * max(noise, 0.0)
+    with np.errstate(invalid="ignore"):
+        up = loss[start:end + 2] > level + width
+    both = up[:-1] & up[1:] if len(up) > 1 else up
+    if end + 1 >= len(loss) and len(up) == end - start + 1:   # the log's last point: no point after
+        both = np.r_[both, up[-1:]]
+    hit = np.flatnonzero(both)
+    if not len(hit):
+        return start
+    first = start + int(hit[0])
+    return first if loss[first] > level + 2 * width else start
+
+
+# the half-width of the band a loss stays in before an incident, in point noises (robust)
+BAND_NOISES = 3.0
 
 
 def divergence_reference(log: RunLog, th: Thresholds) -> list[Event]:
@@ -399,7 +432,8 @@ def _segment_reference(steps: np.ndarray, loss: np.ndarray, seg: int, th: Thresh
         with np.errstate(invalid="ignore", divide="ignore"):
             rise = up / np.abs(smooth[start])
         share = (rising[i] - rising[start]) / max(i - start, 1)
-        return [Event("divergence", "loss", int(steps[start]), seg, int(steps[peak]), float(loss[peak]),
+        onset = left_band(steps, loss, float(smooth[start]), float(noise[start]), start, i, window)
+        return [Event("divergence", "loss", int(steps[onset]), seg, int(steps[peak]), float(loss[peak]),
                       float(smooth[start]), end_step=int(steps[last]),
                       notes=Notes(rise=float(rise), rising_share=float(share), confirmed_at=int(steps[i])),
                       severity=float(up / noise[i]) if noise[i] > 0 else th.spike_sigma)]

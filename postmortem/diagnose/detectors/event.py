@@ -23,6 +23,9 @@ class Notes:
     rise: float | None = None
     rising_share: float | None = None
     confirmed_at: int | None = None
+    # a divergence on a log too short to smooth (`short_rise`): the loss and the validation
+    # loss at its step, each over its lowest earlier value, and the rows the log has
+    short_rise: tuple[float, float, float, float] | None = None     # (from, to, val from, val to)
     # a loss-scale cascade: the scale from and to, its halvings and skipped steps, whether it
     # fell across a hole in the log, the line before its first fall (None: dated by a skip)
     scale_from: float | None = None

@@ -618,6 +618,7 @@ def _extract(cutter: _Cutter, rep: bytes, text: str, parsed: Parsed, rows: np.nd
     if parsed.overflow:
         extra["overflow_scale"] = parsed.overflow["scale"]
         extra["overflow_rank"] = parsed.overflow["rank"]
+        extra["overflow_prev_scale"] = parsed.overflow["prev_scale"]   # per line: a cascade's
     wanted += [(group.counters, kind, span) for kind, span in extra.items() if span is not None]
     cuts = []
     for where, name, span in wanted:

@@ -69,8 +69,9 @@ def stems(keywords: list[str], progress: list[str], n: int = 7) -> tuple[str, ..
 
 def find_event(text: str) -> dict | None:
     """The first event message in `text`: {'dialect', 'kind', 'start', 'end', and the spans of its
-    values: 'scale', 'prev_scale', 'rank', 'step', 'loss' (None where the message has none; a
-    loss only where the message is the run's own metric line)}."""
+    values: 'scale', 'prev_scale', 'ratio', 'rank', 'step', 'loss' (None where the message has
+    none; a loss only where the message is the run's own metric line; 'ratio' where the new
+    scale is printed as a product `X*r`, Paddle's)}."""
     dialects = entries()
     if not any(k in text for k in _KEYWORDS):
         return None
@@ -84,7 +85,7 @@ def find_event(text: str) -> dict | None:
     d, m = best
     names = m.re.groupindex
     out = {"dialect": d.id, "kind": d.kind, "start": m.start(), "end": m.end()}
-    for name in ("scale", "prev_scale", "rank", "step", "loss"):
+    for name in ("scale", "prev_scale", "ratio", "rank", "step", "loss"):
         out[name] = m.span(name) if name in names and m.group(name) is not None else None
     return out
 
@@ -95,6 +96,12 @@ def number(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+def product(prev, ratio: float):
+    """The scale after a change printed as a product (Paddle's `decrease to: X*0.5`): the
+    scale before times the ratio, X/2 for the default `decr_ratio`."""
+    return prev * ratio
 
 
 @dataclass
@@ -244,6 +251,9 @@ def group_scale(g) -> tuple[np.ndarray, bool]:
     col = g.counters.get("overflow_scale")
     if col is not None:
         return col, False
+    ratio = g.parsed.overflow.get("ratio")
+    if ratio and not g.parsed.overflow.get("scale"):
+        return product(group_prev(g), number(g.text[ratio[0]:ratio[1]])), False
     span = g.parsed.overflow.get("scale")
     value = number(g.text[span[0]:span[1]]) if span else math.nan
     return np.full(len(g.rows), value), bool(span) and math.isnan(value)
@@ -281,15 +291,21 @@ def place_lines(groups, pos, step: np.ndarray, counted: np.ndarray, overflow: np
     at = [at[i] for i in order]
     adjacent = [False] + [b == a + 1 for a, b in zip(at, at[1:])]
     kept, others, repeats = merge_repeats(evs, adjacent)
-    placed = place(kept, [float(after[e.order]) for e in kept], [float(last[e.order]) for e in kept])
+    nxt = [float(after[e.order]) for e in kept]
+    placed = place(kept, nxt, [float(last[e.order]) for e in kept])
     step[np.asarray(at, dtype=np.int64)] = np.nan
     for e, s in zip(kept, placed):
         step[e.order] = s
-    say(source, kept, placed, others, repeats, bool(np.isfinite(base).any()))
+    say(source, kept, placed, others, repeats, bool(np.isfinite(base).any()), trailing(kept, nxt))
+
+
+def trailing(kept: list[Event], next_step: list[float]) -> int:
+    """Skips with no step of their own and no step line after them (after the last one)."""
+    return sum(e.kind in SKIPS and math.isnan(e.step) and math.isnan(n) for e, n in zip(kept, next_step))
 
 
 def say(source, kept: list[Event], placed: list[float], others: int, repeats: int,
-         any_step: bool) -> None:
+         any_step: bool, after_last: int = 0) -> None:
     if others:
         source.warn(f"{others} loss-scaler message(s) from ranks other than the first one were "
                     f"not counted twice")
@@ -304,6 +320,11 @@ def say(source, kept: list[Event], placed: list[float], others: int, repeats: in
         source.extras["events_placed"] = (
             "a message without a step of its own is on the step the next step line names; "
             "k of them between step lines L and N are the steps N-k+1..N, one each")
+        if after_last:
+            # each scaler message is one iteration: the trainer went on past its last step line
+            source.extras["events_placed"] += (
+                f"; after the last step line L there is no N: its {after_last} message(s) are "
+                f"L+1..L+{after_last}, one iteration each")
     crowd = crowded(placed, kept)
     if crowd:
         source.warn(f"{crowd} skipped-step message(s) outnumber the steps between the step lines "
