@@ -1,0 +1,164 @@
+"""Marian NMT's training logs, release by release, built from the format strings of
+marian-nmt/marian-dev src/training/scheduler.h (the display and validation lines),
+src/training/graph_group.cpp and graph_group_sync.cpp (cost scaling, skipped updates,
+restores) and src/common/config.cpp (`[config] ` dump), behind spdlog's `[%Y-%m-%d %T] `."""
+
+import math
+
+import pytest
+
+from postmortem.run import read_run, textlogs
+
+TS = "[2022-02-08 10:00:00] "
+
+# scheduler.h, as each release prints the display line
+V1 = "Ep. {} : Up. {} : Sen. {} : Cost {:.2f} : Time {} : {:.2f} words/s : L.r. {:.4e}"          # v1.0-1.4
+V15 = "Ep. {} : Up. {} : Sen. {} : Cost {:.8f} * {} after {} : Time {:.2f}s : {:.2f} words/s : L.r. {:.4e}"  # 1.7
+V18 = "Ep. {} : Up. {} : Sen. {} : {} : Time {:.2f}s : {:.2f} words/s : L.r. {:.4e}"             # 1.8-1.10
+V111 = "Ep. {} : Up. {} : Sen. {} : {} : Time {:.2f}s : {:.2f} words/s : gNorm {:.4f} : L.r. {:.4e}"  # 1.11+
+VALID_V1 = "[valid] {} : {} : {} : new best"
+VALID = "[valid] Ep. {} : Up. {} : {} : {} : stalled {} times (last best: {})"
+# graph_group.cpp / graph_group_sync.cpp 1.11.0, 1.12.0 (LOG(debug, ...))
+START = "Training with cost scaling - factor: {}, frequency: {}, multiplier: {}, minimum: {}"
+SKIP = "Seen NaN in gradient, skipping update, resetting gradient"
+REDUCED = "Seen NaN/Inf after {} gradient updates. Reduced cost-scaling factor to {}"
+INCREASED = "No NaN/Inf after {} gradient updates. Increasing cost-scaling factor to {}"
+RESTORED = ("[training] Master parameters and optimizers restored from training checkpoint {} and {}")
+
+
+def cost(value, labels=3305233, batch=3412, total=33052330):
+    """formatLoss (1.8.0+), ce-sum with --disp-label-counts."""
+    return f"Cost {value:.8f} * {labels:,} @ {batch:,} after {total:,}"
+
+
+def line(release, up, loss, gnorm=1.0, lr=3e-4):
+    if release == "1.4":
+        return V1.format(1, up, up * 64, loss, "35.46s", 8012.33, lr)
+    if release == "1.7":
+        return V15.format(1, up, f"{up * 64:,}", loss, f"{up * 3000:,}", f"{up * 30000:,}", 71.52, 46213.37, lr)
+    if release == "1.10":
+        return V18.format("1.000", up, f"{up * 64:,}", cost(loss), 71.52, 46213.37, lr)
+    return V111.format(1, up, f"{up * 64:,}", cost(loss), 71.52, 46213.37, gnorm, lr)
+
+
+def config(precision):
+    return [TS + "[config] after-epochs: 0", TS + "[config] precision:"] + \
+           [TS + f"[config]   - {p}" for p in precision] + [TS + "[config] quiet: false"]
+
+
+def curve(up):
+    return 4.0 * math.exp(-up / 4000) + 2.0
+
+
+def write(tmp_path, lines, name="train.log"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@pytest.mark.parametrize("release", ["1.4", "1.7", "1.10", "1.12"])
+def test_each_releases_display_line_is_read_with_its_update(tmp_path, release):
+    lines = [TS + f"[marian] Marian v{release}.0", TS + "Training started"]
+    lines += [TS + line(release, up, curve(up), gnorm=0.5 + up / 1e5) for up in range(100, 3001, 100)]
+    p = write(tmp_path, lines)
+    assert textlogs.sniff(p)[0] == "marian"
+    run = read_run(p)
+    f = run.frame.set_index("step")
+    assert run.source.format == "marian" and len(f) == 30
+    digits = 2 if release == "1.4" else 8
+    assert f.loc[1200, "loss"] == pytest.approx(round(curve(1200), digits))
+    assert f.loc[3000, "lr"] == pytest.approx(3e-4)
+    if release == "1.12":
+        assert f.loc[2000, "grad_norm"] == pytest.approx(0.52)
+    else:
+        assert "grad_norm" not in run.frame
+
+
+def test_validation_lines_of_both_shapes_are_the_evals_at_their_update(tmp_path):
+    old = [TS + line("1.4", up, curve(up)) for up in range(100, 1001, 100)]
+    old += [TS + VALID_V1.format(1000, "cross-entropy", 95.25)]
+    run = read_run(write(tmp_path, old, "old.log"))
+    assert run.frame.set_index("step").loc[1000, "val_loss"] == 95.25
+    new = [TS + line("1.12", up, curve(up)) for up in range(100, 1001, 100)]
+    new += [TS + VALID.format(1, 1000, "perplexity", 11.8123, 1, 11.0213)]
+    run = read_run(write(tmp_path, new, "new.log"))
+    assert run.frame.set_index("step").loc[1000, "val_perplexity"] == pytest.approx(11.8123)
+
+
+def cascade_log(halvings=12, at=2000):
+    """1.12 with --log-level debug: 256 doubled once, then `halvings` skipped updates in a row."""
+    lines = config(["float16", "float32"]) + [TS + START.format(256, 1000, 2, 1), TS + "Training started"]
+    factor = 256
+    for up in range(100, 4001, 100):
+        if up == 1100:
+            factor *= 2
+            lines.append(TS + INCREASED.format(1000, factor))
+        if up == at + 100:
+            for _ in range(halvings):
+                factor /= 2
+                lines += [TS + SKIP, TS + REDUCED.format(1, f"{factor:g}")]
+        lines.append(TS + line("1.12", up, curve(up)))
+    return lines
+
+
+def test_cost_scaling_is_the_loss_scale_and_a_skipped_update_an_overflow(tmp_path):
+    run = read_run(write(tmp_path, cascade_log()))
+    f = run.frame.set_index("step")
+    assert run.dtype == "fp16"
+    scale = f.loss_scale.dropna()
+    assert scale.loc[0] == 256 and scale.loc[1100] == 512          # the first factor, then the increase
+    assert scale.iloc[-1] == 512 / 2 ** 12
+    # twelve skips printed before the line of update 2100: updates 2089..2100, one each
+    assert f.overflows.sum() == 12 and f.overflows.dropna().index.min() == 2089
+    said = run.source.extras["series_dialects"]
+    assert said["overflows"] == ["marian.skip_nan_gradient"]
+    assert "marian.cost_scaling.reduced" in said["loss_scale"]
+
+
+@pytest.mark.parametrize("message", [
+    "Seen NaN/Inf in gradient, skipping update, reducing cost-scaling factor to {}",          # 2496bd21
+    "NaN/Inf percentage 0.05 in gradients, skipping update, reducing cost-scaling factor to {}"])  # c91243e6
+def test_fp16_branch_says_skip_and_scale_in_one_line(tmp_path, message):
+    lines = [TS + line("1.10", up, curve(up)) for up in range(100, 1001, 100)]
+    lines.insert(5, TS + message.format(16384))
+    run = read_run(write(tmp_path, lines))
+    f = run.frame.set_index("step")
+    assert f.overflows.sum() == 1 and f.loc[600, "loss_scale"] == 16384
+
+
+def test_a_nan_cost_is_a_nan_loss_at_its_update(tmp_path):
+    lines = [TS + line("1.12", up, curve(up) if up < 1500 else float("nan")) for up in range(100, 2001, 100)]
+    assert "Cost nan * " in lines[14] or "Cost -nan * " in lines[14]
+    f = read_run(write(tmp_path, lines)).frame.set_index("step")
+    assert math.isnan(f.loc[1500, "loss"]) and f.loc[1400, "loss"] == pytest.approx(curve(1400))
+
+
+def test_a_skipped_update_of_1_10_is_the_next_update_with_its_nan_loss(tmp_path):
+    """graph_group_sync.cpp 1.9.0/1.10.0: `scheduler_->numberOfBatches()` counts the updates done."""
+    lines = [TS + line("1.10", up, curve(up)) for up in range(100, 1001, 100)]
+    lines.insert(4, TS + "[training] skipping {}-th update due to loss being {}".format(437, "nan"))
+    f = read_run(write(tmp_path, lines)).frame.set_index("step")
+    assert math.isnan(f.loc[438, "loss"]) and f.loc[438, "overflows"] == 1
+    assert f.loc[500, "loss"] == pytest.approx(curve(500))
+
+
+@pytest.mark.parametrize("release", ["1.4", "1.12"])
+def test_a_relaunch_is_a_second_segment(tmp_path, release):
+    lines = [TS + "Training started"] + [TS + line(release, up, curve(up)) for up in range(100, 1001, 100)]
+    if release == "1.12":       # the restore message, then the launch's own words
+        lines += [TS + RESTORED.format("model.npz", "model.npz.optimizer.npz"),
+                  TS + START.format(256, 1000, 2, 1)]
+    else:
+        lines += [TS + "Loading model from model/model.npz"]
+    lines += [TS + "Training started"] + [TS + line(release, up, curve(up)) for up in range(1100, 2001, 100)]
+    run = read_run(write(tmp_path, lines))
+    assert len(run.segments()) == 2 and len(run.source.resumes) == 1
+    assert [s["rows"] for s in run.segments()][1] >= 10
+
+
+def test_precision_in_the_config_dump_is_the_dtype(tmp_path):
+    body = [TS + line("1.12", up, curve(up)) for up in range(100, 1001, 100)]
+    assert read_run(write(tmp_path, config(["float32", "float32"]) + body, "a.log")).dtype == "fp32"
+    run = read_run(write(tmp_path, config(["float16", "float32"]) + body, "b.log"))
+    assert run.dtype == "fp16" and "precision: float16" in run.source.extras["dtype_from"]
+    assert read_run(write(tmp_path, body, "c.log")).dtype is None
