@@ -315,6 +315,7 @@ class _Parse:
         self.engine_steps: list[int] = []       # DeepSpeed's step lines, in order
         self.user_rows: list[userloss.UserRow] = []   # the script's own loss lines beside them
         self.config_key: str | None = None      # Marian's config dump: the key its items are under
+        self.marian_updates = MARIAN_UPDATES     # its release's display line first, once seen
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -644,9 +645,11 @@ def _marian(p: _Parse, line: str) -> None:
     the cost scaling's first factor and its config dump (`precision`); a `Training started`
     after updates were read is a relaunch (every launch prints it; the updates go on)."""
     if "Up. " in line:
-        for d in MARIAN_UPDATES:
+        for d in p.marian_updates:
             m = d.search(line)
             if m:
+                if d is not p.marian_updates[0]:    # `Cost nan` fits two releases' shapes: keep the file's
+                    p.marian_updates = (d, *(x for x in MARIAN_UPDATES if x is not d))
                 names = m.re.groupindex
                 values = {k: m.group(k) for k in ("loss", "lr", "grad_norm") if k in names and m.group(k)}
                 p.add(int(m.group("step")), values, d.id)

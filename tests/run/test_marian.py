@@ -38,6 +38,8 @@ def line(release, up, loss, gnorm=1.0, lr=3e-4):
         return V15.format(1, up, f"{up * 64:,}", loss, f"{up * 3000:,}", f"{up * 30000:,}", 71.52, 46213.37, lr)
     if release == "1.10":
         return V18.format("1.000", up, f"{up * 64:,}", cost(loss), 71.52, 46213.37, lr)
+    if release == "1.10 ce-mean-words":           # formatLoss: the mean alone, `Cost nan` as v1.0's
+        return V18.format(1, up, f"{up * 64:,}", f"Cost {loss:.8f}", 71.52, 46213.37, lr)
     return V111.format(1, up, f"{up * 64:,}", cost(loss), 71.52, 46213.37, gnorm, lr)
 
 
@@ -56,10 +58,11 @@ def write(tmp_path, lines, name="train.log"):
     return p
 
 
-@pytest.mark.parametrize("release", ["1.4", "1.7", "1.10", "1.12"])
+@pytest.mark.parametrize("release", ["1.4", "1.7", "1.10", "1.10 ce-mean-words", "1.12"])
 def test_each_releases_display_line_is_read_with_its_update(tmp_path, release):
-    lines = [TS + f"[marian] Marian v{release}.0", TS + "Training started"]
-    lines += [TS + line(release, up, curve(up), gnorm=0.5 + up / 1e5) for up in range(100, 3001, 100)]
+    lines = [TS + f"[marian] Marian v{release.split()[0]}.0", TS + "Training started"]
+    lines += [TS + line(release, up, curve(up) if up != 2500 else math.nan, gnorm=0.5 + up / 1e5)
+              for up in range(100, 3001, 100)]
     p = write(tmp_path, lines)
     assert textlogs.sniff(p)[0] == "marian"
     run = read_run(p)
@@ -67,7 +70,10 @@ def test_each_releases_display_line_is_read_with_its_update(tmp_path, release):
     assert run.source.format == "marian" and len(f) == 30
     digits = 2 if release == "1.4" else 8
     assert f.loc[1200, "loss"] == pytest.approx(round(curve(1200), digits))
-    assert f.loc[3000, "lr"] == pytest.approx(3e-4)
+    assert f.loc[3000, "lr"] == pytest.approx(3e-4) and math.isnan(f.loc[2500, "loss"])
+    # the release's own entry names the loss, its NaN line too (`Cost nan` fits two shapes)
+    entry = {"1.4": "update_v1", "1.12": "update_gnorm"}.get(release, "update")
+    assert run.source.extras["series_dialects"]["loss"] == [f"marian.{entry}"]
     if release == "1.12":
         assert f.loc[2000, "grad_norm"] == pytest.approx(0.52)
     else:
@@ -162,3 +168,24 @@ def test_precision_in_the_config_dump_is_the_dtype(tmp_path):
     run = read_run(write(tmp_path, config(["float16", "float32"]) + body, "b.log"))
     assert run.dtype == "fp16" and "precision: float16" in run.source.extras["dtype_from"]
     assert read_run(write(tmp_path, body, "c.log")).dtype is None
+
+
+def test_lr_report_off_and_the_scale_at_its_minimum(tmp_path):
+    """`--lr-report` is off by default (no `L.r.`); ba91b391's warning at the minimum factor
+    (the shape of marian-nmt/marian issue #386: NaN costs with the factor at its floor)."""
+    display = V111.rsplit(" : L.r.", 1)[0]
+    at_min = "NaN/Inf percentage {:.2f} in {} gradient updates, but cost-scaling factor {} is already at minimum"
+    lines = []
+    for up in range(500, 5001, 500):
+        c = float("nan") if up in (3500, 4000) else curve(up)
+        lines.append(TS + display.format(8, up, f"{up * 180:,}", f"Cost {c:.8f}", 111.03, 191311.12, 0.6068))
+        if up == 4000:
+            lines.append(TS + at_min.format(0.7, 10, f"{2 ** -17:g}"))
+        if up % 2500 == 0:
+            lines.append(TS + VALID.format(8, up, "translation", 49.5, 3, 49.7))
+    run = read_run(write(tmp_path, lines))
+    f = run.frame.set_index("step")
+    assert run.source.format == "marian" and "lr" not in run.frame
+    assert math.isnan(f.loc[3500, "loss"]) and f.loc[3000, "grad_norm"] == pytest.approx(0.6068)
+    assert f.loss_scale.dropna().tolist() == [pytest.approx(7.62939e-06)]
+    assert f.loc[5000, "val_translation"] == 49.5

@@ -18,7 +18,8 @@ cost scaling yet) skip an update whose loss is not finite: `"[training] skipping
 due to loss being {}"` with `scheduler_->numberOfBatches()` (the updates done: the skipped one
 is the next, N+1). Restarts: 1.9.0-1.10.0 `"[training] Model reloaded from {}"`
 (graph_group_sync.cpp `load`), 1.11.0+ `"[training] Master parameters and optimizers restored
-from training checkpoint {} and {}"` (graph_group.cpp `restoreFromCheckpoint`). The reader
+from training checkpoint {} and {}"` (graph_group.cpp `restoreFromCheckpoint`); master after
+1.12.0 restarts a diverged run from its checkpoint (`--throw-on-divergence`). The reader
 (run/textlogs.py `_marian`) reads `Training with cost scaling - factor: {}` (the first scale)
 and `Training started` (every launch: a relaunch where updates were read before it).
 """
@@ -107,4 +108,13 @@ register(
           ("[2022-02-08 10:00:00] [training] Master parameters and optimizers restored from training "
            "checkpoint model/model.npz and model/model.npz.optimizer.npz",),
           ("optimizers restored from training checkpoint",)),
+    entry("marian.divergence_fallback", "Marian", "resume",
+          f"{_DEV} c9f287db (master after 1.12.0, 2025-06) src/training/training.h (--throw-on-divergence "
+          f"with --fallback-to-checkpoint: the run restarts from its last checkpoint)",
+          'LOG(warn, "Training diverged, but fallback is enabled. Attempting restart from the last checkpoint '
+          'with these options: {}", YAML::Dump(fallback))',
+          r"Training diverged, but fallback is enabled\. Attempting restart from the last checkpoint",
+          ("[2025-06-23 10:00:00] Training diverged, but fallback is enabled. Attempting restart from the last "
+           "checkpoint with these options: precision:",),      # YAML::Dump's block style: the rest below
+          ("Attempting restart from the last checkpoint",)),
 )

@@ -32,7 +32,8 @@ from postmortem.run.dialects.entries import NUM, entry, scale
 _REPO = "marian-nmt/marian-dev"
 _HEAD = (r"\bEp\. (?P<epoch>\d+(?:\.\d+)?) : Up\. (?P<step>\d+) : Sen\. (?P<samples>\d[\d,]*) : "
          r"Cost (?P<loss>" + NUM + r")")
-_COST2 = r"(?P<loss>[-+]?\d+\.\d\d|-?(?i:nan|inf))(?= : Time)"     # `{:.2f}`: two digits, no label counts
+# `{:.2f}`: two digits and no label counts; a NaN in any runtime's spelling (MSVC builds too)
+_COST2 = r"(?P<loss>[-+]?\d+\.\d\d(?= : Time)|(?![-+]?\d+\.\d+ )" + NUM + r")(?= : Time)"
 _LABELS = r"(?: \* (?P<labels>\d[\d,]*)(?: @ (?P<batch_labels>\d[\d,]*))? after (?P<labels_total>\d[\d,]*))?"
 _TAIL = r" : Time (?P<time>[\d.]+)s : (?P<wps>" + NUM + r") words/s"
 _LR = r"(?: : L\.r\. (?P<lr>" + NUM + r"))?"
