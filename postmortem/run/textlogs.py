@@ -218,6 +218,16 @@ def _marian_evidence(head: bytes) -> int:
                and any(d.search(line) for d in MARIAN_UPDATES))
 
 
+def is_marian_valid_log(path: Path) -> bool:
+    """A Marian `--valid-log`: validation lines and no display line in its head."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return False
+    return b"[valid] " in head and not _marian_evidence(head)
+
+
 def sniff(path: Path) -> tuple[str | None, int]:
     """The family of the text log at `path` by evidence over the whole file, and its count."""
     try:

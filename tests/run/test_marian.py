@@ -189,3 +189,21 @@ def test_lr_report_off_and_the_scale_at_its_minimum(tmp_path):
     assert math.isnan(f.loc[3500, "loss"]) and f.loc[3000, "grad_norm"] == pytest.approx(0.6068)
     assert f.loss_scale.dropna().tolist() == [pytest.approx(7.62939e-06)]
     assert f.loc[5000, "val_translation"] == 49.5
+
+
+def test_the_valid_log_beside_the_log_is_read_once(tmp_path):
+    """`--log train.log --valid-log valid.log`: the validator's logger writes both files
+    (src/common/logging.cpp createLoggers), so valid.log is a copy of train.log's [valid] lines."""
+    lines = []
+    for up in range(100, 3001, 100):
+        lines.append(TS + line("1.12", up, curve(up)))
+        if up % 1000 == 0:
+            lines.append(TS + VALID.format(1, up, "ce-mean-words", round(curve(up) + 0.1, 4), 0, 0))
+    write(tmp_path, lines)
+    write(tmp_path, [x for x in lines if "[valid]" in x], "valid.log")
+    run = read_run(tmp_path)
+    f = run.frame.set_index("step")
+    assert run.source.format == "marian" and len(run.segments()) == 1
+    assert f.loc[2000, "loss"] == pytest.approx(curve(2000))
+    assert f.loc[2000, "val_ce-mean-words"] == pytest.approx(round(curve(2000) + 0.1, 4))
+    assert any("valid.log holds Marian's validation lines" in w for w in run.source.warnings)
