@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.errors import RunReadError
-from postmortem.run import encodings
+from postmortem.run import encodings, marianlog
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
@@ -326,6 +326,7 @@ class _Parse:
         self.user_rows: list[userloss.UserRow] = []   # the script's own loss lines beside them
         self.config_key: str | None = None      # Marian's config dump: the key its items are under
         self.marian_updates = MARIAN_UPDATES     # its release's display line first, once seen
+        self.marian_launches = marianlog.Launches()
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -677,8 +678,11 @@ def _marian(p: _Parse, line: str) -> None:
         return
     if "[config] " in line:
         _marian_config(p, line)
-    elif (line.endswith("Training started") and p.steps_read
-          and not any(p.events[k].kind == "resume" for k in p.waiting)):   # a restore message said it
+    elif line.endswith("Training started"):
+        restored = any(p.events[k].kind == "resume" for k in p.waiting)
+        p.marian_launches.launch(p.steps_read, restored, math.nan if p.step is None else float(p.step))
+        if not p.steps_read or restored:    # the first launch, or a restore message said it
+            return
         at = p.out.count
         p.source.resumes.append(at)
         segment_reason(p.source, "Marian's `Training started` again", [at], "a relaunch (Training started)")
@@ -887,6 +891,10 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         p.overflow(line, ev, p.step if p.steps_read > read else None)
         if ev["dialect"] == "marian.skip_nan_loss":
             _marian_skipped(p, line)
+        elif dialect == "marian":
+            if ev["kind"] == "resume" and not p.steps_read:
+                p.marian_launches.restored()
+            p.marian_launches.message(len(p.events) - 1, ev["dialect"], line, p.steps_read)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
@@ -910,9 +918,16 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
     if any(s.name.lower() == "skipped_total" for s in series):
         present.add("skipped")          # DeepSpeed's own counter says it (`_postprocess`)
+    own = marianlog.updates(p.marian_launches, p.around) if dialect == "marian" else {}
+    for k, step in own.items():
+        p.events[k].step = step
     series = events.join_scale(series, p.event_series(present))
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
+    if own:
+        source.extras["events_placed"] = (
+            "Marian's cost-scaling messages on their own updates: the launch's first update plus the "
+            "counts they print (`after N gradient updates`, reset at each change)")
     if dialect == "hf-console":
         if p.bars.used:
             source.extras["step_from"] = ("the training bar's counter (tqdm `n/total [..]`: the "

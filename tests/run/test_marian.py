@@ -207,3 +207,53 @@ def test_the_valid_log_beside_the_log_is_read_once(tmp_path):
     assert f.loc[2000, "loss"] == pytest.approx(curve(2000))
     assert f.loc[2000, "val_ce-mean-words"] == pytest.approx(round(curve(2000) + 0.1, 4))
     assert any("valid.log holds Marian's validation lines" in w for w in run.source.warnings)
+
+
+def simulate(skips, updates=3000, disp=500, factor=256.0, freq=1000, first=1, head=()):
+    """Marian 1.12 with --log-level debug, as graph_group.cpp counts: `nanSeen_ + noNanSeen_`
+    since the last change is printed with each change (a skip and its reduction before the
+    update's display line, a rise after it); the display every `disp` updates."""
+    lines, since = list(head) + [TS + START.format(f"{factor:g}", freq, 2, 1), TS + "Training started"], 0
+    clean = 0
+    for up in range(first, first + updates):
+        since += 1
+        if up in skips:
+            factor /= 2
+            lines += [TS + SKIP, TS + REDUCED.format(since, f"{factor:g}")]
+            since = clean = 0
+        else:
+            clean += 1
+        if up % disp == 0:
+            lines.append(TS + line("1.12", up, curve(up)))
+        if up not in skips and clean % freq == 0:
+            factor *= 2
+            lines.append(TS + INCREASED.format(since, f"{factor:g}"))
+            since = clean = 0
+    return lines
+
+
+def test_each_skip_on_its_own_update_from_the_counts(tmp_path):
+    """Routine probes between display lines 500 apart: each skip and each rise on its own
+    update (the counts chain from update 0), not on the last updates before the next line."""
+    run = read_run(write(tmp_path, simulate({730, 1900, 2050})))
+    f = run.frame.set_index("step")
+    assert f.overflows.dropna().index.tolist() == [730, 1900, 2050]
+    scale = f.loss_scale.dropna()
+    assert list(zip(scale.index, scale)) == [(0, 256), (730, 128), (1730, 256), (1900, 128), (2050, 64)]
+    assert "their own updates" in run.source.extras["events_placed"]
+
+
+def test_a_restored_launch_starts_from_the_last_display_update(tmp_path):
+    first = simulate({730}, updates=2000)
+    again = simulate({2200, 2830}, updates=1000, first=2001,
+                     head=[TS + RESTORED.format("model.npz", "model.npz.optimizer.npz")])
+    f = read_run(write(tmp_path, first + again)).frame
+    skips = f[f.overflows > 0]
+    assert list(zip(skips.segment, skips.step)) == [(0, 730), (1, 2200), (1, 2830)]
+
+
+def test_counts_the_display_lines_contradict_keep_the_placement_before_the_next_line(tmp_path):
+    lines = simulate({730}, updates=1000)
+    lines = [x.replace("after 730 gradient", "after 7 gradient") for x in lines]    # a cut log
+    f = read_run(write(tmp_path, lines)).frame.set_index("step")
+    assert f.overflows.dropna().index.tolist() == [1000]
