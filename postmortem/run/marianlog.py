@@ -41,6 +41,7 @@ class Said:
     dialect: str
     total: int | None
     own_line_before: bool      # a display line of its own launch was read before it
+    again: list[int] = field(default_factory=list)   # the same skip line from other MPI ranks
 
 
 @dataclass
@@ -71,6 +72,12 @@ class Launches:
             return
         m = TOTAL.search(text)
         launch = len(self.fresh) - 1
+        last = self.said[-1] if self.said else None
+        if dialect == SKIP and "mpi:" in text and last and last.dialect == SKIP and last.launch == launch:
+            # graph_group_sync.cpp logs the skip on every process (`[... mpi:N]`), the change on
+            # the main one only: the same update's skip again
+            last.again.append(event)
+            return
         self.said.append(Said(event, launch, dialect, int(m.group(1)) if m else None,
                               lines_read > self.lines_at_start[launch]))
 
@@ -129,5 +136,6 @@ def _launch(said: list[Said], start: float, around: list[list[float]]) -> dict[i
         k += 1
     for i, s in enumerate(said):
         if s.dialect == SKIP:
-            out[s.event] = out[said[i + 1].event]
+            for e in (s.event, *s.again):
+                out[e] = out[said[i + 1].event]
     return out

@@ -257,3 +257,16 @@ def test_counts_the_display_lines_contradict_keep_the_placement_before_the_next_
     lines = [x.replace("after 730 gradient", "after 7 gradient") for x in lines]    # a cut log
     f = read_run(write(tmp_path, lines)).frame.set_index("step")
     assert f.overflows.dropna().index.tolist() == [1000]
+
+
+def test_every_mpi_process_logging_the_skip_is_one_skip(tmp_path):
+    """graph_group_sync.cpp logs the skip on every process, graph_group.cpp the reduction on
+    the main one (`isMainProcess()`), each behind logging.cpp's `[%Y-%m-%d %T mpi:{}] `."""
+    lines = []
+    for x in simulate({730, 1900}):
+        if SKIP in x:
+            lines += [x.replace(TS, f"[2022-02-08 10:00:00 mpi:{r}] ") for r in range(4)]
+        else:
+            lines.append(x.replace(TS, "[2022-02-08 10:00:00 mpi:0] "))
+    f = read_run(write(tmp_path, lines)).frame.set_index("step")
+    assert f.overflows.dropna().to_dict() == {730: 1, 1900: 1}
