@@ -174,8 +174,26 @@ def _pastes(pool: list[Candidate]) -> list[Candidate] | None:
     files = [c.files[0] for c in pool]
     if len({f.parent for f in files}) != 1:
         return None
+    if pool[0].format == "marian":
+        kept = _without_marian_valid_logs(pool)
+        if len(kept) == 1:
+            return kept
     ordered = textlogs.pastes_of_one_run(files)
     return [Candidate(pool[0].format, ordered, files[0].parent)] if ordered else None
+
+
+def _without_marian_valid_logs(pool: list[Candidate]) -> list[Candidate]:
+    """Marian's `--valid-log` beside its `--log`: the validator's logger writes its lines to
+    both (src/common/logging.cpp `createLoggers`, but on Windows), so the file of validation
+    lines alone is a copy of the log's own: read once, named."""
+    valid = [c for c in pool if textlogs.is_marian_valid_log(c.files[0])]
+    logs = [c for c in pool if c not in valid]
+    if not valid or not logs:
+        return pool
+    for c in logs:
+        c.notes.append(", ".join(v.files[0].name for v in valid) + " holds Marian's validation lines (--valid-log), "
+                       f"which {c.files[0].name} holds too: read once")
+    return logs
 
 
 def _side_file(cand: Candidate, source: Source, manifest: RunManifest | None, step: str | None) -> RunLog:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.errors import RunReadError
-from postmortem.run import encodings
+from postmortem.run import encodings, marianlog
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
@@ -46,6 +46,12 @@ FAIRSEQ_V09 = progress.dialect("fairseq.json_v09")
 FAIRSEQ_SIMPLE = progress.dialect("fairseq.simple").pattern
 HF_DICT = progress.dialect("hf-console.logs").pattern
 PIPE_KV = progress.dialect("kv-pipe.step").pattern
+MARIAN_UPDATES = tuple(progress.dialect(f"marian.{k}") for k in ("update_gnorm", "update_v1", "update"))
+MARIAN_VALID = tuple(progress.dialect(f"marian.{k}") for k in ("valid", "valid_v1"))
+MARIAN_SCALE = progress.dialect("marian.cost_scaling_start")
+# the config dump (src/common/config.cpp `LOG(info, "[config] {}", line)`, the YAML a line):
+# `precision:` then its items `  - float16`; the first is the type the model trains in
+MARIAN_CONFIG = re.compile(r"\[config\] (?:(?P<key>[\w-]+):(?: (?P<value>\S.*))?|  - (?P<item>\S+))$")
 REWARD = re.compile(r"average reward score: (" + NUM + r")")
 
 KV_COLON = re.compile(r"([A-Za-z_][\w./()\- ]*?):\s*(" + NUM + r")(ms|s|%)?(?=\s|$|\||,)")
@@ -63,7 +69,7 @@ def _sniff_table() -> dict[str, tuple[re.Pattern[str], ...]]:
     return {**progress.families(), "metric-lines": ()}
 MIN_HITS = 3
 # Dialects read by a line reader of their own; every other one by the general reader.
-LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe")
+LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe", "marian")
 
 
 def is_metric_log(groups: list[Group]) -> bool:
@@ -201,6 +207,27 @@ def _megatron_banner(head: bytes) -> bool:
     return any(marker in head for marker in _MEGATRON_ARGS)
 
 
+def _marian_evidence(head: bytes) -> int:
+    """Marian's display lines in the head: the general reading finds no metric in them
+    (`Ep. 1 : Up. 500 : Sen. 64,000 : Cost 5.1 * 3,305 @ 3,412 after ...`), so the groups do
+    not count them; one byte search first, the patterns only where it finds `: Up. `."""
+    if b" : Up. " not in head:
+        return 0
+    text = head.decode("utf-8", "replace")
+    return sum(1 for line in text.splitlines() if " : Up. " in line
+               and any(d.search(line) for d in MARIAN_UPDATES))
+
+
+def is_marian_valid_log(path: Path) -> bool:
+    """A Marian `--valid-log`: validation lines and no display line in its head."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return False
+    return b"[valid] " in head and not _marian_evidence(head)
+
+
 def sniff(path: Path) -> tuple[str | None, int]:
     """The family of the text log at `path` by evidence over the whole file, and its count."""
     try:
@@ -221,6 +248,9 @@ def sniff(path: Path) -> tuple[str | None, int]:
         return "megatron", hits["megatron"]
     if not hits["megatron"] and _megatron_banner(head):
         return "megatron", 1      # cut before its first iteration line: read as what it is
+    marian = _marian_evidence(head)
+    if marian >= MIN_HITS:
+        return "marian", marian
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
@@ -294,6 +324,9 @@ class _Parse:
         self.hf_epoch: float | None = None      # the last HF train dict's epoch
         self.engine_steps: list[int] = []       # DeepSpeed's step lines, in order
         self.user_rows: list[userloss.UserRow] = []   # the script's own loss lines beside them
+        self.config_key: str | None = None      # Marian's config dump: the key its items are under
+        self.marian_updates = MARIAN_UPDATES     # its release's display line first, once seen
+        self.marian_launches = marianlog.Launches()
 
     def add(self, step: int, values: dict, dialect: str | None = None) -> None:
         if not 0 <= step < 1 << 40:
@@ -621,7 +654,82 @@ def _kv_pipe(p: _Parse, line: str) -> None:
         p.attach({"reward": m.group(1)})
 
 
-PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe}
+def _marian(p: _Parse, line: str) -> None:
+    """Marian's display line (the update and the display window's mean cost), its validation,
+    the cost scaling's first factor and its config dump (`precision`); a `Training started`
+    after updates were read is a relaunch (every launch prints it; the updates go on)."""
+    if "Up. " in line:
+        for d in p.marian_updates:
+            m = d.search(line)
+            if m:
+                if d is not p.marian_updates[0]:    # `Cost nan` fits two releases' shapes: keep the file's
+                    p.marian_updates = (d, *(x for x in MARIAN_UPDATES if x is not d))
+                names = m.re.groupindex
+                values = {k: m.group(k) for k in ("loss", "lr", "grad_norm") if k in names and m.group(k)}
+                p.add(int(m.group("step")), values, d.id)
+                return
+    if "[valid] " in line:
+        for d in MARIAN_VALID:
+            m = d.search(line)
+            if m:
+                p.add(int(m.group("step")), {f"val_{m.group('metric')}": m.group("value")}, d.id)
+                return
+    m = MARIAN_SCALE.search(line)
+    if m:       # the factor this launch starts from: the scale at the last update read (0: none)
+        p.out.add(p.step or 0, {"loss_scale": m.group("loss_scale")})
+        p.said.setdefault(MARIAN_SCALE.id, set()).add("loss_scale")
+        return
+    if "[config] " in line:
+        _marian_config(p, line)
+    elif line.endswith("Training started"):
+        restored = any(p.events[k].kind == "resume" for k in p.waiting)
+        p.marian_launches.launch(p.steps_read, restored, math.nan if p.step is None else float(p.step))
+        if not p.steps_read or restored:    # the first launch, or a restore message said it
+            return
+        at = p.out.count
+        p.source.resumes.append(at)
+        segment_reason(p.source, "Marian's `Training started` again", [at], "a relaunch (Training started)")
+
+
+MARIAN_SKIP = progress.dialect("marian.skip_nan_loss").pattern
+
+
+def _marian_skipped(p: _Parse, line: str) -> None:
+    """`skipping {}-th update due to loss being {}` (1.9.0, 1.10.0) names the updates done
+    (`numberOfBatches()`): the skipped one is the next, and its loss is the one printed."""
+    m = MARIAN_SKIP.search(line)
+    if m:
+        step = int(m.group("done")) + 1
+        p.events[-1].step = float(step)
+        p.out.add(step, {"loss": m.group("cost")})
+
+
+def _marian_config(p: _Parse, line: str) -> None:
+    """`precision:` and its first item, or `fp16: true`: the dtype the run trains in."""
+    m = MARIAN_CONFIG.search(line)
+    if not m:
+        return
+    if m.group("key"):
+        p.config_key = m.group("key")
+        if m.group("key") == "fp16" and m.group("value") == "true":
+            _marian_dtype(p, "fp16", "fp16: true")
+        return
+    if p.config_key == "precision":
+        p.config_key = None             # the first item only: the type of the forward pass
+        item = m.group("item")
+        dtype = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16"}.get(item)
+        if dtype:
+            _marian_dtype(p, dtype, f"precision: {item} first")
+
+
+def _marian_dtype(p: _Parse, dtype: str, said: str) -> None:
+    if "dtype" not in p.source.extras:
+        p.source.extras["dtype"] = dtype
+        p.source.extras["dtype_from"] = f"Marian's config dump ({said})"
+
+
+PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe,
+           "marian": _marian}
 
 
 def _dtype_from_args(args: dict[str, str]) -> str | None:
@@ -784,6 +892,12 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         if head.strip():
             parse(p, head)
         p.overflow(line, ev, p.step if p.steps_read > read else None)
+        if ev["dialect"] == "marian.skip_nan_loss":
+            _marian_skipped(p, line)
+        elif dialect == "marian":
+            if ev["kind"] == "resume" and not p.steps_read:
+                p.marian_launches.restored()
+            p.marian_launches.message(len(p.events) - 1, ev["dialect"], line, p.steps_read)
     if p.too_big:
         source.warn(f"{len(p.too_big)} line(s) with a step out of range (e.g. {p.too_big[0][:24]}) "
                     f"were left out")
@@ -807,9 +921,16 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
     present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
     if any(s.name.lower() == "skipped_total" for s in series):
         present.add("skipped")          # DeepSpeed's own counter says it (`_postprocess`)
+    own = marianlog.updates(p.marian_launches, p.around) if dialect == "marian" else {}
+    for k, step in own.items():
+        p.events[k].step = step
     series = events.join_scale(series, p.event_series(present))
     if not series:
         raise RunReadError(path, f"no {dialect} metric lines")
+    if own:
+        source.extras["events_placed"] = (
+            "Marian's cost-scaling messages on their own updates: the launch's first update plus the "
+            "counts they print (`after N gradient updates`, reset at each change)")
     if dialect == "hf-console":
         if p.bars.used:
             source.extras["step_from"] = ("the training bar's counter (tqdm `n/total [..]`: the "

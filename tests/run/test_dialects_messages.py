@@ -31,7 +31,7 @@ def test_every_entry_names_its_source_and_words():
     frameworks = {d.framework for d in EVENTS}
     assert {"DeepSpeed", "apex", "fairseq", "Megatron-LM", "ColossalAI", "HF Trainer", "Lightning",
             "mmengine", "fairseq2", "torchtune", "OLMo", "levanter", "OpenNMT-py", "mmcv", "GPT-NeoX",
-            "NeMo", "accelerate", "torch.distributed.elastic"} <= frameworks
+            "NeMo", "accelerate", "torch.distributed.elastic", "Marian"} <= frameworks
     for d in EVENTS:
         assert "/" in d.source and d.format and d.keywords and d.examples, d.id
         for example in d.examples:

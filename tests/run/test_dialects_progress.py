@@ -18,7 +18,7 @@ def test_every_framework_of_the_brief_has_an_entry():
     for fw in ("Megatron-LM", "DeepSpeed", "GPT-NeoX", "ColossalAI", "fairseq", "fairseq2", "HF Trainer",
                "Lightning", "torchtune", "litgpt", "mmengine", "detectron2", "PaddlePaddle",
                "PaddleDetection", "OpenNMT-py", "Keras", "timm", "Ultralytics", "MetricLogger", "llm.c",
-               "nanoGPT", "OLMo", "levanter", "MaxText", "loguru"):
+               "nanoGPT", "OLMo", "levanter", "MaxText", "loguru", "Marian"):
         assert fw in named, fw
 
 
@@ -63,7 +63,7 @@ def test_of_line_names_the_dialect():
 _STEP_FAMILIES = {"megatron", "deepspeed", "nanogpt", "llm.c", "modded-nanogpt", "torchtitan", "olmo",
                   "mmengine", "litgpt", "mlx-lm", "metriclogger", "timm", "maxtext", "gpt-neox",
                   "opennmt", "torchtune", "detectron2", "paddle", "colossalai", "kv-pipe", "fairseq2",
-                  "loguru", "build-nanogpt", "fairseq", "hf-console"}
+                  "loguru", "build-nanogpt", "fairseq", "hf-console", "marian"}
 
 
 @pytest.mark.parametrize("fam", sorted(_STEP_FAMILIES))
