@@ -576,7 +576,10 @@ _ALPHA_WORD = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?![\w.])")
 def _prose(text: str, out: Parsed) -> bool:
     """A sentence with a few numbers in it (a generated sample, a banner), not a metric line."""
     named = sum(len(_ALPHA_WORD.findall(v.column)) for v in out.values)
-    words = len(_ALPHA_WORD.findall(text))
+    # a value is never a word of prose, even spelled in letters: a row whose every loss is
+    # `nan` (PaddleDetection's `loss_xy: nan loss_wh: nan ... loss: nan`) stays a row
+    spelled = sum(len(_ALPHA_WORD.findall(text, v.start, v.end)) for v in out.values)
+    words = len(_ALPHA_WORD.findall(text)) - spelled
     return words - named > max(10, 3 * named)
 
 
