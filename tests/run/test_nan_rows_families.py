@@ -44,3 +44,71 @@ def test_ppdet_row_whose_every_loss_is_nan_is_a_row(tmp_path):
         assert list(f.index) == [0, 20], space_fmt
         assert f.loss.iloc[0] == 31146.6 and math.isnan(f.loss.iloc[1])
         assert np.isnan(f.loss_obj.iloc[1]) and f.lr.iloc[1] > 0
+
+
+def _funasr_row(step, loss, stats):
+    # modelscope/FunASR v1.3.2..v1.4.3 funasr/train_utils/trainer.py (Trainer.log), logged through
+    # logging.info (SenseVoice's hydra logging: '[%(asctime)s][%(name)s][%(levelname)s] - %(message)s')
+    tag, rank, epoch, max_epoch, data_split_i, data_split_num, batch_idx, batch_num_epoch = \
+        "train", 0, 0, 100, 0, 1, step - 1, 44
+    loss_avg_epoch, acc_avg_epoch, lr = loss + 3.4, 0.0, 3e-07
+    speed_stats = {'data_load': '1.313', 'forward_time': '0.201', 'backward_time': '0.158'}
+    gpu_info = "GPU, memory: usage: {:.3f} GB, peak: {:.3f} GB, cache: {:.3f} GB, cache_peak: {:.3f} GB".format(
+        0.918, 5.583, 6.035, 6.035)
+    description = (
+        f"{tag}, "
+        f"rank: {rank}, "
+        f"epoch: {epoch}/{max_epoch}, "
+        f"data_slice: {data_split_i}/{data_split_num}, "
+        f"step_in_slice: {batch_idx + 1}/{batch_num_epoch}, step_in_epoch: {step}, total step: {step}, "
+        f"(loss_avg_rank: {loss:.3f}), "
+        f"(loss_avg_slice: {loss_avg_epoch:.3f}), "
+        f"(ppl_avg_slice: {math.exp(loss_avg_epoch):.3e}), "
+        f"(acc_avg_slice: {acc_avg_epoch:.3f}), "
+        f"(lr: {lr:.3e}), "
+        f"{[(k, round(v, 3)) for k, v in stats.items()]}, "
+        f"{speed_stats}, "
+        f"{gpu_info}"
+    )
+    return f"[2025-10-29 23:59:0{step},779][root][INFO] - " + description
+
+
+# FunASR trainer.py / trainer_ds.py and ESPnet2 espnet2/train/trainer.py: f"The grad norm is {grad_norm}.
+# Skipping updating the model." (a 0-dim tensor formats as its item: `nan`)
+FUNASR_SKIP = "[2025-10-29 23:59:01,773][root][WARNING] - The grad norm is {}. Skipping updating the model."
+
+
+def test_funasr_row_reads_the_step_loss_from_its_stats_tuples(tmp_path):
+    rows = [_funasr_row(s, 24.221 - s / 10, {'loss_ctc': 24.181, 'loss_rich': 0.041, 'loss': 24.221 - s / 10,
+                                             'acc_rich': 1.0}) for s in (1, 2, 3)]
+    log = _read(tmp_path, rows)
+    f = log.frame.set_index("step")
+    assert list(f.index) == [1, 2, 3]
+    assert f.loss.round(3).tolist() == [24.121, 24.021, 23.921]
+    assert log.source.extras["loss_from"] == "loss" and f.loss_ctc.iloc[0] == 24.181
+
+
+def test_a_skip_on_a_nan_grad_norm_is_that_grad_norm_at_its_step(tmp_path):
+    stats = {'loss_ctc': 24.181, 'loss_rich': 0.041, 'loss': 24.221, 'acc_rich': 1.0}
+    lines = [_funasr_row(2, 24.3, stats), FUNASR_SKIP.format(float("nan")), _funasr_row(3, 24.221, stats),
+             FUNASR_SKIP.format(float("inf"))]
+    log = _read(tmp_path, lines)
+    f = log.frame.set_index("step")
+    assert list(f.index) == [2, 3, 4]
+    # what the message says: a non-finite grad norm on the step it was printed at
+    assert np.isnan(f.grad_norm.loc[3]) and f.grad_norm.loc[4] == math.inf and np.isnan(f.grad_norm.loc[2])
+    assert log.nan_mask("grad_norm").tolist() == [False, True, False]
+    # no loss scale printed anywhere: no scaler's skip in evidence
+    assert "skipped" not in f and "overflows" not in f
+
+
+def test_espnet2_skip_under_a_printed_loss_scale_stays_a_skip_and_names_its_norm(tmp_path):
+    # espnet/espnet v0.9.0..v202402 espnet2/train/trainer.py; under amp the reporter prints loss_scale
+    warn = ("[gpu1] 2023-01-01 10:00:00,000 (trainer:640) WARNING: The grad norm is tensor(inf, "
+            "device='cuda:0'). Skipping updating the model.")
+    line = ("[gpu1] 2023-01-01 10:00:00,000 (trainer:732) INFO: 1epoch:train:{}-{}batch: iter_time=1.2e-04, "
+            "loss={}, loss_scale={}")
+    log = _read(tmp_path, [line.format(1, 100, 5.0, 65536.0), warn, warn, line.format(101, 200, 4.9, 16384.0)])
+    f = log.frame.set_index("step")
+    assert np.nansum(f.overflows.to_numpy(dtype=float, na_value=np.nan)) == 2
+    assert (f.grad_norm.dropna() == math.inf).all() and f.grad_norm.notna().sum() == 2

@@ -233,9 +233,18 @@ def _word_before(text: str, k: int) -> str:
     return m.group(1) if m else ""
 
 
+# a Python list of (name, value) tuples printed whole: FunASR's trainer (modelscope/FunASR v1.3.2..
+# v1.4.3 funasr/train_utils/trainer.py `log`) prints the model's stats as
+# `[(k, round(v.item(), 3)) for k, v in stats.items()]`: `[('loss_ctc', 24.181), ('loss', 24.221)]`
+_TUPLE_NAME = re.compile(r"\(['\"]([A-Za-z_][\w./-]*)['\"],\s*$")
+
+
 def _name_and_start(text: str, p: int) -> tuple[str, int]:
     """The metric name printed before the value at `p` ('' when there is none), and where
     its words start."""
+    tup = _TUPLE_NAME.search(text, max(0, p - 80), p)
+    if tup:
+        return tup.group(1), tup.start(1)
     j = start = p
     while j > 0 and text[j - 1] in " :='\"":
         j -= 1
