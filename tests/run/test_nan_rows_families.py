@@ -112,3 +112,30 @@ def test_espnet2_skip_under_a_printed_loss_scale_stays_a_skip_and_names_its_norm
     f = log.frame.set_index("step")
     assert np.nansum(f.overflows.to_numpy(dtype=float, na_value=np.nan)) == 2
     assert (f.grad_norm.dropna() == math.inf).all() and f.grad_norm.notna().sum() == 2
+
+
+def _wetts(epoch, tag, batch, n, loss, ploss, pacc, sloss, sacc):
+    # wenet-e2e/wetts wetts/frontend/train.py (train_or_cv), the same string at 94d8508 and ba8734f
+    logstr = "Epoch {} [{}] progress {}/{} loss {:.6f}".format(epoch, tag, batch, n, loss)
+    logstr += " polyphone_loss {:.6f} polyphone_acc {:.6f}".format(ploss, pacc)
+    logstr += " prosody_loss {:.6f} prosody_acc {:.6f}".format(sloss, sacc)
+    return logstr
+
+
+def test_wetts_train_progress_is_the_batch_of_its_epoch_and_cv_is_validation(tmp_path):
+    nan = float("nan")
+    lines = ["Epoch {}/{}...".format(0, 10)]
+    lines += [_wetts(0, "TRAIN", b, 2754, 0.9 - b / 1e4, 0.5, 0.8, 0.9, 0.7) for b in range(0, 2754, 900)]
+    lines += [_wetts(0, "CV", b, 341, nan, nan if b >= 300 else 0.3, 0.9, 0.5, 0.7) for b in range(0, 341, 100)]
+    lines += ["Epoch {}/{}...".format(1, 10)]
+    lines += [_wetts(1, "TRAIN", b, 2754, nan if b == 20 else 0.61, 0.4, 0.9, nan if b == 20 else 0.6, 0.7)
+              for b in (0, 10, 20)]
+    log = _read(tmp_path, lines)
+    f = log.frame
+    train = f[f.loss.notna() | log.nan_mask("loss")]
+    # e x N + i: the batch within its epoch, never a restart at each epoch or at each CV pass
+    assert train.step.tolist() == [0, 900, 1800, 2700, 2754, 2764, 2774]
+    assert f.segment.nunique() == 1
+    assert train.loss.isna().tolist() == [False] * 6 + [True]
+    # the CV rows are validation: never the training loss
+    assert log.nan_mask("val_loss").sum() == 4 and log.nan_mask("loss").sum() == 1

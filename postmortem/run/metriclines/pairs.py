@@ -134,6 +134,9 @@ _EPOCH_BATCH = [
     # PaddleFleetX's `[train] epoch: [%d/%d], batch: [%d/%d], loss: ...` (ppfleetx/core/module/basic_module.py,
     # the language modules' training_step_end)
     re.compile(r"\bepoch:\s*\[(\d+)/\d+\],\s*batch:\s*\[(\d+)/(\d+)\]"),
+    # WeTTS's frontend (wenet-e2e/wetts wetts/frontend/train.py `train_or_cv`): `"Epoch {} [{}]
+    # progress {}/{} loss {:.6f}".format(epoch, tag, batch, len(dataloader), ...)`, tag TRAIN or CV
+    re.compile(r"\bEpoch (\d+) \[(?:TRAIN|CV)\] progress (\d+)/(\d+)"),
 ]
 # A line that leads with its epoch and then its iteration, both bare: (epoch, iteration) spans.
 _LEAD_EPOCH_ITER = [
