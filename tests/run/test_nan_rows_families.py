@@ -5,6 +5,7 @@ the framework's own format strings: PaddleDetection's LogPrinter row whose every
 import math
 
 import numpy as np
+import pytest
 
 from postmortem.run import read_run
 
@@ -139,3 +140,109 @@ def test_wetts_train_progress_is_the_batch_of_its_epoch_and_cv_is_validation(tmp
     assert train.loss.isna().tolist() == [False] * 6 + [True]
     # the CV rows are validation: never the training loss
     assert log.nan_mask("val_loss").sum() == 4 and log.nan_mask("loss").sum() == 1
+
+
+def _format_time(seconds):
+    # kuangliu/pytorch-cifar utils.py format_time, copied by vinvino02/GLPDepth code/utils/logging.py
+    days = int(seconds / 3600 / 24)
+    seconds = seconds - days * 3600 * 24
+    hours = int(seconds / 3600)
+    seconds = seconds - hours * 3600
+    minutes = int(seconds / 60)
+    seconds = seconds - minutes * 60
+    secondsf = int(seconds)
+    seconds = seconds - secondsf
+    millis = int(seconds * 1000)
+    f, i = '', 1
+    for value, unit, width in ((days, 'D', 1), (hours, 'h', 1), (minutes, 'm', 2), (secondsf, 's', 2),
+                               (millis, 'ms', 3)):
+        if value > 0 and (i <= 2 or unit == 'D'):
+            f += str(value).zfill(width) + unit
+            i += 1
+    return f or '0ms'
+
+
+def _progress_bar(out, current, total, epochs, cur_epoch, step_time, tot_time, msg=None, term_width=120):
+    # vinvino02/GLPDepth code/utils/logging.py progress_bar (kuangliu/pytorch-cifar utils.py's, with the
+    # epochs): the bar, `  Step: | Tot: | Rem: | msg`, padded, then `\b` back to the bar's middle for
+    # ' %d/%d ', then `\r` (the next frame overwrites it) or `\n` after the last batch
+    total_bar_length = 30.
+    cur_len = int(total_bar_length * current / total)
+    rest_len = int(total_bar_length - cur_len) - 1
+    out.append(' [' + '=' * cur_len + '>' + '.' * rest_len + ']')
+    remain_time = step_time * (total - current) + (epochs - cur_epoch) * step_time * total
+    L = ['  Step: %s' % _format_time(step_time), ' | Tot: %s' % _format_time(tot_time),
+         ' | Rem: %s' % _format_time(remain_time)]
+    if msg:
+        L.append(' | ' + msg)
+    msg = ''.join(L)
+    out.append(msg + ' ' * (term_width - int(total_bar_length) - len(msg) - 3))
+    out.append('\b' * (term_width - int(total_bar_length / 2) + 2))
+    out.append(' %d/%d ' % (current + 1, total))
+    out.append('\r' if current < total - 1 else '\n')
+
+
+def _terminal(raw, width=120):
+    """What a terminal shows of `raw` (a paste from it): `\\r` back to column 0, `\\b` one back."""
+    lines, line, col = [], [], 0
+    for c in raw:
+        if c == '\n':
+            lines.append(''.join(line).rstrip())
+            line, col = [], 0
+        elif c == '\r':
+            col = 0
+        elif c == '\b':
+            col = max(0, col - 1)
+        else:
+            line[col:col + 1] = [c] if col < len(line) else [' '] * (col - len(line)) + [c]
+            col += 1
+    return '\n'.join(lines + [''.join(line)]) + '\n'
+
+
+def _glpdepth_run(losses, n=50, val_n=8, term_width=120):
+    out = []
+    for epoch, epoch_losses in enumerate(losses, 1):
+        out.append('\nEpoch: %03d - %03d\n' % (epoch, 25))
+        total = 0.
+        for batch_idx in range(n):
+            val = epoch_losses[batch_idx]
+            total += val
+            # long times first: each later frame is shorter and leaves the earlier one's tail
+            step_time = 0.404 + (n - batch_idx) * 0.9
+            _progress_bar(out, batch_idx, n, 25, epoch, step_time, 40 * 60 + batch_idx,
+                          'Depth Loss: %.4f (%.4f)' % (val, total / (batch_idx + 1)), term_width)
+        for batch_idx in range(val_n):
+            _progress_bar(out, batch_idx, val_n, 25, epoch, 0.052, 35.6, term_width=term_width)
+        # logging.display_result, printed
+        result = dict(zip(['d1', 'd2', 'd3', 'abs_rel', 'sq_rel', 'rmse', 'rmse_log', 'log10', 'silog'],
+                          [0.9085 - epoch / 100, 0.987, 0.9971, 0.1018, 0.0523, 0.3511, 0.1265, 0.0429, 0.1149]))
+        line = "\n" + "=" * 100 + '\n' + "".join("{:>10} ".format(m) for m in result) + "\n"
+        line += "".join("{:10.4f} ".format(v) for v in result.values()) + "\n" + "=" * 100 + '\n'
+        out.append(line + '\n')
+    return ''.join(out)
+
+
+@pytest.mark.parametrize("term_width", [120, 80])
+def test_glpdepth_bar_read_raw_and_as_a_terminal_shows_it(tmp_path, term_width):
+    nan = float("nan")
+    losses = [[0.2 - e / 100 + b / 1e4 for b in range(50)] for e in range(2)] + [[0.13] * 10 + [nan] * 40]
+    raw = _glpdepth_run(losses, term_width=term_width)
+    pasted = _terminal(raw, term_width)
+    # (80 columns: the message is wider than the terminal, the count lands in it and a shorter
+    # frame leaves the longer one's tail behind: `Depth Loss: nan (nan)300)`, as GLPDepth #13 shows)
+    assert "Depth Loss: nan (nan)" in pasted and "\b" not in pasted
+    for name, text in (("raw", raw), ("pasted", pasted)):
+        log_dir = tmp_path / name
+        log_dir.mkdir()
+        (log_dir / "train.log").write_text(text)
+        log = read_run(log_dir / "train.log")
+        f = log.frame.set_index("step")
+        assert list(f.index) == [1, 2, 3], name
+        # a frame of each epoch's bar (the paste shows the last one), nan in epoch 3
+        assert np.isfinite(f.loss.iloc[:2]).all() and np.isnan(f.loss.loc[3]), name
+        if name == "pasted":
+            assert f.loss.iloc[:2].round(4).tolist() == [0.2049, 0.1949]
+        assert log.nan_mask("loss").tolist() == [False, False, True], name
+        # a time of two units (`Rem: 1h13m`) is no metric, `Step: 052ms` no step
+        assert not {"Rem", "Step"} & set(f.columns), (name, list(f.columns))
+        assert f.d1.round(4).tolist() == [0.8985, 0.8885, 0.8785], name
