@@ -16,7 +16,7 @@ def _read(tmp_path, lines, name="train.log"):
     return read_run(log)
 
 
-def _ppdet_row(epoch, step, steps_per_epoch, losses, space_fmt=None):
+def ppdet_row(epoch, step, steps_per_epoch, losses, space_fmt=None):
     # PaddlePaddle/PaddleDetection 2.1..2.5 ppdet/engine/callbacks.py (LogPrinter.on_step_end):
     # ' '.join(['Epoch: [{}]', '[{' + space_fmt + '}/{}]', 'learning_rate: {lr:.6f}', '{meters}',
     # 'eta: {eta}', 'batch_cost: {btime}', 'data_cost: {dtime}', 'ips: {ips:.4f} images/s']) with
@@ -38,16 +38,16 @@ YOLO_LOSSES = ("loss_xy", "loss_wh", "loss_iou", "loss_iou_aware", "loss_obj", "
 def test_ppdet_row_whose_every_loss_is_nan_is_a_row(tmp_path):
     nan = float("nan")
     for space_fmt in (None, ':>4'):
-        rows = [_ppdet_row(0, 0, 800, dict(zip(YOLO_LOSSES, (10.9, 38.6, 45.0, 6.03, 30990.1, 55.9, 31146.6))),
+        rows = [ppdet_row(0, 0, 800, dict(zip(YOLO_LOSSES, (10.9, 38.6, 45.0, 6.03, 30990.1, 55.9, 31146.6))),
                            space_fmt),
-                _ppdet_row(0, 20, 800, dict.fromkeys(YOLO_LOSSES, nan), space_fmt)]
+                ppdet_row(0, 20, 800, dict.fromkeys(YOLO_LOSSES, nan), space_fmt)]
         f = _read(tmp_path, ["ppyolov2_r50:"] + rows).frame.set_index("step")
         assert list(f.index) == [0, 20], space_fmt
         assert f.loss.iloc[0] == 31146.6 and math.isnan(f.loss.iloc[1])
         assert np.isnan(f.loss_obj.iloc[1]) and f.lr.iloc[1] > 0
 
 
-def _funasr_row(step, loss, stats):
+def funasr_row(step, loss, stats):
     # modelscope/FunASR v1.3.2..v1.4.3 funasr/train_utils/trainer.py (Trainer.log), logged through
     # logging.info (SenseVoice's hydra logging: '[%(asctime)s][%(name)s][%(levelname)s] - %(message)s')
     tag, rank, epoch, max_epoch, data_split_i, data_split_num, batch_idx, batch_num_epoch = \
@@ -80,7 +80,7 @@ FUNASR_SKIP = "[2025-10-29 23:59:01,773][root][WARNING] - The grad norm is {}. S
 
 
 def test_funasr_row_reads_the_step_loss_from_its_stats_tuples(tmp_path):
-    rows = [_funasr_row(s, 24.221 - s / 10, {'loss_ctc': 24.181, 'loss_rich': 0.041, 'loss': 24.221 - s / 10,
+    rows = [funasr_row(s, 24.221 - s / 10, {'loss_ctc': 24.181, 'loss_rich': 0.041, 'loss': 24.221 - s / 10,
                                              'acc_rich': 1.0}) for s in (1, 2, 3)]
     log = _read(tmp_path, rows)
     f = log.frame.set_index("step")
@@ -91,7 +91,7 @@ def test_funasr_row_reads_the_step_loss_from_its_stats_tuples(tmp_path):
 
 def test_a_skip_on_a_nan_grad_norm_is_that_grad_norm_at_its_step(tmp_path):
     stats = {'loss_ctc': 24.181, 'loss_rich': 0.041, 'loss': 24.221, 'acc_rich': 1.0}
-    lines = [_funasr_row(2, 24.3, stats), FUNASR_SKIP.format(float("nan")), _funasr_row(3, 24.221, stats),
+    lines = [funasr_row(2, 24.3, stats), FUNASR_SKIP.format(float("nan")), funasr_row(3, 24.221, stats),
              FUNASR_SKIP.format(float("inf"))]
     log = _read(tmp_path, lines)
     f = log.frame.set_index("step")
@@ -115,7 +115,7 @@ def test_espnet2_skip_under_a_printed_loss_scale_stays_a_skip_and_names_its_norm
     assert (f.grad_norm.dropna() == math.inf).all() and f.grad_norm.notna().sum() == 2
 
 
-def _wetts(epoch, tag, batch, n, loss, ploss, pacc, sloss, sacc):
+def wetts_line(epoch, tag, batch, n, loss, ploss, pacc, sloss, sacc):
     # wenet-e2e/wetts wetts/frontend/train.py (train_or_cv), the same string at 94d8508 and ba8734f
     logstr = "Epoch {} [{}] progress {}/{} loss {:.6f}".format(epoch, tag, batch, n, loss)
     logstr += " polyphone_loss {:.6f} polyphone_acc {:.6f}".format(ploss, pacc)
@@ -126,10 +126,10 @@ def _wetts(epoch, tag, batch, n, loss, ploss, pacc, sloss, sacc):
 def test_wetts_train_progress_is_the_batch_of_its_epoch_and_cv_is_validation(tmp_path):
     nan = float("nan")
     lines = ["Epoch {}/{}...".format(0, 10)]
-    lines += [_wetts(0, "TRAIN", b, 2754, 0.9 - b / 1e4, 0.5, 0.8, 0.9, 0.7) for b in range(0, 2754, 900)]
-    lines += [_wetts(0, "CV", b, 341, nan, nan if b >= 300 else 0.3, 0.9, 0.5, 0.7) for b in range(0, 341, 100)]
+    lines += [wetts_line(0, "TRAIN", b, 2754, 0.9 - b / 1e4, 0.5, 0.8, 0.9, 0.7) for b in range(0, 2754, 900)]
+    lines += [wetts_line(0, "CV", b, 341, nan, nan if b >= 300 else 0.3, 0.9, 0.5, 0.7) for b in range(0, 341, 100)]
     lines += ["Epoch {}/{}...".format(1, 10)]
-    lines += [_wetts(1, "TRAIN", b, 2754, nan if b == 20 else 0.61, 0.4, 0.9, nan if b == 20 else 0.6, 0.7)
+    lines += [wetts_line(1, "TRAIN", b, 2754, nan if b == 20 else 0.61, 0.4, 0.9, nan if b == 20 else 0.6, 0.7)
               for b in (0, 10, 20)]
     log = _read(tmp_path, lines)
     f = log.frame
@@ -199,7 +199,7 @@ def _terminal(raw, width=120):
     return '\n'.join(lines + [''.join(line)]) + '\n'
 
 
-def _glpdepth_run(losses, n=50, val_n=8, term_width=120):
+def glpdepth_run(losses, n=50, val_n=8, term_width=120):
     out = []
     for epoch, epoch_losses in enumerate(losses, 1):
         out.append('\nEpoch: %03d - %03d\n' % (epoch, 25))
@@ -226,7 +226,7 @@ def _glpdepth_run(losses, n=50, val_n=8, term_width=120):
 def test_glpdepth_bar_read_raw_and_as_a_terminal_shows_it(tmp_path, term_width):
     nan = float("nan")
     losses = [[0.2 - e / 100 + b / 1e4 for b in range(50)] for e in range(2)] + [[0.13] * 10 + [nan] * 40]
-    raw = _glpdepth_run(losses, term_width=term_width)
+    raw = glpdepth_run(losses, term_width=term_width)
     pasted = _terminal(raw, term_width)
     # (80 columns: the message is wider than the terminal, the count lands in it and a shorter
     # frame leaves the longer one's tail behind: `Depth Loss: nan (nan)300)`, as GLPDepth #13 shows)
