@@ -379,7 +379,9 @@ class _Parse:
         self.out.add(0, {})                 # its place in the file; the step comes later
         self.events.append(events.Event(record, ev["dialect"], ev["kind"], value["step"],
                                         value["scale"], value["prev_scale"], value["rank"],
-                                        bool(ev["scale"]) and math.isnan(value["scale"])))
+                                        bool(ev["scale"]) and math.isnan(value["scale"]),
+                                        events.said_norm(line[ev["norm"][0]:ev["norm"][1]])
+                                        if ev.get("norm") else None))
         self.around.append([math.nan if self.step is None else float(self.step), math.nan])
         self.waiting.append(len(self.events) - 1)
 
@@ -406,7 +408,8 @@ class _Parse:
         return events.series_of(orders, steps, scales, [e.kind for e, _ in good],
                                 [e.dialect for e, _ in good], self.source, present,
                                 np.array([e.said_nan for e, _ in good], dtype=bool),
-                                np.array([e.prev for e, _ in good], dtype=np.float64))
+                                np.array([e.prev for e, _ in good], dtype=np.float64),
+                                [e.norm for e, _ in good])
 
 
 # tqdm's frame `{n}/{total} [{elapsed}<{remaining}, {rate}]` (tqdm/std.py format_meter)

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 _NUM = r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_CMP = r"(?<![=<>!])(?:==|!=|<=|>=)(?!=)"
 # Each pattern is something a logger does not print; any one of them makes the line code.
 _CODE = re.compile("|".join([
     # a statement: def, class, if/while/with ...:, for ... in, return, assert, import
@@ -23,8 +24,10 @@ _CODE = re.compile("|".join([
     r"|(?:el)?if\s.*:\s*(?:#.*)?$|while\s.*:\s*(?:#.*)?$|with\s.*:\s*(?:#.*)?$"
     r"|for\s+[\w, ]+\s+in\s|return\b|assert\s|import\s+\w|from\s+[\w.]+\s+import\s|lambda\b)",
     # a number that is an operand: `0.1*args`, `4 * config`, `** 0.5`, `== 2`, `1.0 / (base`
-    _NUM + r"(?:\*\*?[\w(.]|\s+(?:\*\*?|//)\s+[\w(.]|\s*(?:==|!=|<=|>=)|\s*/\s*\()",
-    r"(?:[\w)]\*\*?|[\w)]\s+\*\*?\s+|(?:==|!=|<=|>=)\s*)" + _NUM,
+    # (a comparison is two characters: `[==========  654/654 ====>]`, a progress bar's run of
+    # `=` beside its count, compares nothing)
+    _NUM + r"(?:\*\*?[\w(.]|\s+(?:\*\*?|//)\s+[\w(.]|\s*" + _CMP + r"|\s*/\s*\()",
+    r"(?:[\w)]\*\*?|[\w)]\s+\*\*?\s+|" + _CMP + r"\s*)" + _NUM,
     # a method call: `g.size(0)`, `train_loss.item()`, `torch.arange(`
     r"(?<!\w)[A-Za-z_]\w*\.[A-Za-z_]\w*\(",
     # an f-string's field: `{val_loss:.4f}`, `{step}`, `{approx_time/timed_steps:.2f}`

@@ -16,6 +16,7 @@ Messages after the last step line take L+1, L+2, ...; a log of messages alone, 1
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Series
 from postmortem.run.dialects import Dialect, catalogue
 from postmortem.run.metriclines.steps import STEP_KINDS, bfill, ffill
+from postmortem.run.nonfinite import nonfinite
 
 EVENT_KINDS = ("overflow", "skipped", "scale", "resume", "checkpoint", "eval_boundary")
 # kinds that are one skipped optimizer step each
@@ -69,9 +71,10 @@ def stems(keywords: list[str], progress: list[str], n: int = 7) -> tuple[str, ..
 
 def find_event(text: str) -> dict | None:
     """The first event message in `text`: {'dialect', 'kind', 'start', 'end', and the spans of its
-    values: 'scale', 'prev_scale', 'ratio', 'rank', 'step', 'loss' (None where the message has
-    none; a loss only where the message is the run's own metric line; 'ratio' where the new
-    scale is printed as a product `X*r`, Paddle's)}."""
+    values: 'scale', 'prev_scale', 'ratio', 'rank', 'step', 'loss', 'norm' (None where the message
+    has none; a loss only where the message is the run's own metric line; 'ratio' where the new
+    scale is printed as a product `X*r`, Paddle's; a norm where it names the grad norm it skipped
+    on)}."""
     dialects = entries()
     if not any(k in text for k in _KEYWORDS):
         return None
@@ -85,9 +88,19 @@ def find_event(text: str) -> dict | None:
     d, m = best
     names = m.re.groupindex
     out = {"dialect": d.id, "kind": d.kind, "start": m.start(), "end": m.end()}
-    for name in ("scale", "prev_scale", "ratio", "rank", "step", "loss"):
+    for name in ("scale", "prev_scale", "ratio", "rank", "step", "loss", "norm"):
         out[name] = m.span(name) if name in names and m.group(name) is not None else None
     return out
+
+
+def said_norm(text: str) -> float | None:
+    """The grad norm a skip message names, where it is not finite (`nan`, `inf`, PyTorch's
+    `tensor(inf, device='cuda:0')`); None where it names none or a finite one."""
+    m = _NORM_WORD.match(text)
+    return nonfinite(m.group(1)) if m else None
+
+
+_NORM_WORD = re.compile(r"\s*(?:tensor\()?([-+]?[\w.#()]+?)(?:,|\)|$)")
 
 
 def number(text: str) -> float:
@@ -116,6 +129,7 @@ class Event:
     prev: float = math.nan
     rank: float = math.nan
     said_nan: bool = False        # the scale printed was `nan` (not: no scale printed)
+    norm: float | None = None     # the non-finite grad norm it names (ESPnet's, FunASR's skip)
 
 
 def merge_repeats(events: list[Event], adjacent: list[bool]) -> tuple[list[Event], int, int]:
@@ -210,11 +224,18 @@ def join_scale(series: list, extra: list) -> list:
     """The messages' series added to the lines' ones; the scales the messages print join a
     `loss_scale` the progress lines log (fairseq's `loss_scale=` every N updates and its
     `overflow detected, setting loss scale to: X` between them): every printed scale is a
-    value; where a line and a message name the same step, the one printed last is kept."""
-    mine = next((s for s in extra if s.name == "loss_scale"), None)
-    theirs = next((i for i, s in enumerate(series) if canonical_name(s.name) == "loss_scale"), None)
+    value; where a line and a message name the same step, the one printed last is kept. The
+    grad norms skip messages name join a logged `grad_norm` the same way."""
+    for name in ("loss_scale", "grad_norm"):
+        series, extra = _join(series, extra, name)
+    return series + extra
+
+
+def _join(series: list, extra: list, name: str) -> tuple[list, list]:
+    mine = next((s for s in extra if s.name == name), None)
+    theirs = next((i for i, s in enumerate(series) if canonical_name(s.name) == name), None)
     if mine is None or theirs is None:
-        return series + extra
+        return series, extra
     old = series[theirs]
     order = np.concatenate([old.order, mine.order])
     step = np.concatenate([old.step, mine.step])
@@ -224,7 +245,7 @@ def join_scale(series: list, extra: list) -> list:
     last = np.append(step[1:] != step[:-1], True)
     series = list(series)
     series[theirs] = Series(old.name, order[last], step[last], value[last])
-    return series + [s for s in extra if s is not mine]
+    return series, [s for s in extra if s is not mine]
 
 
 # --- the general reader's side: groups of lines -> events on steps -> series ---------------
@@ -257,6 +278,13 @@ def group_scale(g) -> tuple[np.ndarray, bool]:
     span = g.parsed.overflow.get("scale")
     value = number(g.text[span[0]:span[1]]) if span else math.nan
     return np.full(len(g.rows), value), bool(span) and math.isnan(value)
+
+
+def group_norm(g) -> float | None:
+    """The non-finite grad norm the group's messages name (`nan`, `inf`: a word, the same on
+    every line of the shape); None where they name none."""
+    span = g.parsed.overflow.get("norm")
+    return said_norm(g.text[span[0]:span[1]]) if span else None
 
 
 def group_prev(g) -> np.ndarray:
@@ -348,11 +376,12 @@ def scale_before(order: int, step: int, scale: float, prev: float, dialect: str
 
 def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: list[str],
               ids: list[str], source, present: set[str], nan_said: np.ndarray | None = None,
-              prevs: np.ndarray | None = None) -> list:
+              prevs: np.ndarray | None = None, norms: list[float | None] | None = None) -> list:
     """Events on their steps -> `overflows` and `skipped` (skips per step), `loss_scale` (the
     scale after the last message of each step, and the one before the first of them: see
     `scale_before`); resumes are remembered for the segments, eval boundaries in
-    `extras["evals"]`. `prevs`: the scale each message names as the one before (NaN: none)."""
+    `extras["evals"]`. `prevs`: the scale each message names as the one before (NaN: none);
+    `norms`: the non-finite grad norm each names (None: none), a `grad_norm` logged at its step."""
     kinds_a = np.asarray(kinds, dtype=object)
     nan_said = np.zeros(len(orders), dtype=bool) if nan_said is None else nan_said
     prevs = np.full(len(orders), np.nan) if prevs is None else prevs
@@ -361,8 +390,18 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
     orders, steps, scales = orders[srt], steps[srt].astype(np.int64), scales[srt]
     prevs = prevs[srt]
     kinds_a, ids_a = kinds_a[srt], ids_a[srt]
+    norm_a = np.full(len(orders), np.nan) if norms is None else \
+        np.array([math.nan if v is None else v for v in norms], dtype=np.float64)[srt]
+    norm_said = np.zeros(len(orders), dtype=bool) if norms is None else \
+        np.array([v is not None for v in norms], dtype=bool)[srt]
     out, said = [], {}
     skip = np.isin(kinds_a, SKIPS)
+    if norm_said.any() and "loss_scale" not in present and np.isnan(scales).all():
+        # a trainer's own skip on a non-finite grad norm (ESPnet2 / FunASR `The grad norm is nan.
+        # Skipping updating the model.`) in a log that prints no loss scale anywhere: no scaler's
+        # overflow is in evidence, so it is the grad norm it names, not a scaler's skip (under
+        # fp16 their reporter prints `loss_scale`, and the skips count as before)
+        skip &= ~norm_said
     if skip.any():
         u, first, counts = np.unique(steps[skip], return_index=True, return_counts=True)
         at = orders[skip][first + counts - 1]
@@ -370,6 +409,14 @@ def series_of(orders: np.ndarray, steps: np.ndarray, scales: np.ndarray, kinds: 
         for name in names:
             out.append(Series(name, at, u, counts.astype(np.float64)))
             said[name] = sorted(set(ids_a[skip]))
+    if norm_said.any():
+        # `The grad norm is nan. Skipping updating the model.`: what it says is a non-finite grad
+        # norm at that step (the skip is counted above): the NaN judgement reads it as any other
+        idx = np.flatnonzero(norm_said)
+        u, f, c = np.unique(steps[idx], return_index=True, return_counts=True)
+        pick = idx[f + c - 1]
+        out.append(Series("grad_norm", orders[pick], u, norm_a[pick]))
+        said["grad_norm"] = sorted(set(ids_a[idx]))
     # the scale each message printed (`inf`, `0` and a printed `nan` kept); a message that
     # prints none (a hysteresis skip, ColossalAI's) sets no scale
     has = np.isin(kinds_a, ("overflow", "scale", "skipped")) & (~np.isnan(scales) | nan_said[srt])

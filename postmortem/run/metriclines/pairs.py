@@ -93,6 +93,18 @@ _LIBRARY_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\]
 _SKIP_LINE = re.compile(r"improved from|did not improve|[Ss]aving (?:model|checkpoint)|Namespace\(|"
                         r"Traceback|^\s*File \"|Warning:|[Ww]arnings?\.warn")
 
+# A time as kuangliu's pytorch-cifar `format_time` writes it (utils.py `progress_bar`, copied by
+# GLPDepth code/utils/logging.py and many repositories): up to two of `D`, `h`, `m`, `s`, `ms`
+# glued to their numbers (`41m50s`, `35s649ms`, `10h28s`, `052ms`)
+_TIME_UNIT = r"(?:D|h|m|s|ms)(?:\d|(?![A-Za-z]))"
+# That `progress_bar`'s head: ` [====>....]  Step: 1s2ms | Tot: ...`, its ` %d/%d ` written over the
+# bar's middle after `\b`s, or, on a terminal narrower than the line, over `Step: ..|` (` [==>]  St
+# 6057/6057  Tot:`): the bar, the batch of the epoch and the last step's time, none a counter of
+# the run (GLPDepth prints the epoch on a line of its own)
+_CIFAR_BAR = re.compile(r"^\s*\[[=>.][^|\n]*?(?=\|?\s*Tot: )")
+_DURATION = re.compile(r"(?:D|h|m|s|ms)\d+(?:D|h|m|s|ms)(?![A-Za-z])")
+
+
 # Counters (their kinds, in the order of preference for the step: steps.STEP_KINDS). A counter
 # ends where no digit follows it, nor a decimal part (`step 30.5` is no step; `after step 30.`
 # ends a sentence: it is).
@@ -100,7 +112,10 @@ _COUNTERS = [
     ("step", re.compile(r"\[(?:step|batch)=(\d+)(?:/(\d+))?")),       # OLMo, Composer headers
     # a float `global_step=99.0` too (Lightning loggers print their postfix values as floats)
     ("global_step", re.compile(r"\bglobal[_ ]step\b['\"]?\s*[:=]?\s*(\d+)(?:\.0+)?(?!\d|\.\d)", re.I)),
-    ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
+    # (never a duration: kuangliu's pytorch-cifar `progress_bar` prints `  Step: %s` % format_time(step_time),
+    # `Step: 052ms`, the time of the last step)
+    ("step", re.compile(r"(?:^\s*s:|\bstep\b['\"]?\s*[:=]?\s*)(\d+)(?!\d|\.\d|" + _TIME_UNIT + r")(?:\s*/\s*\d+)?",
+                        re.I)),
     # `iteration 100/3877`, and the bracketed counter after the word (`Iter: [100/3877]`,
     # `Iteration [100/3877]`, mmcv's `Iter [100/3877]`, `iter [ 100/3877]`)
     ("iteration", re.compile(r"\biteration\b['\"]?\s*[:=]?\s*(?:\[\s*)?(\d+)(?!\d|\.\d)(?:\s*/\s*\d+)?", re.I)),
@@ -134,6 +149,9 @@ _EPOCH_BATCH = [
     # PaddleFleetX's `[train] epoch: [%d/%d], batch: [%d/%d], loss: ...` (ppfleetx/core/module/basic_module.py,
     # the language modules' training_step_end)
     re.compile(r"\bepoch:\s*\[(\d+)/\d+\],\s*batch:\s*\[(\d+)/(\d+)\]"),
+    # WeTTS's frontend (wenet-e2e/wetts wetts/frontend/train.py `train_or_cv`): `"Epoch {} [{}]
+    # progress {}/{} loss {:.6f}".format(epoch, tag, batch, len(dataloader), ...)`, tag TRAIN or CV
+    re.compile(r"\bEpoch (\d+) \[(?:TRAIN|CV)\] progress (\d+)/(\d+)"),
 ]
 # A line that leads with its epoch and then its iteration, both bare: (epoch, iteration) spans.
 _LEAD_EPOCH_ITER = [
@@ -233,9 +251,18 @@ def _word_before(text: str, k: int) -> str:
     return m.group(1) if m else ""
 
 
+# a Python list of (name, value) tuples printed whole: FunASR's trainer (modelscope/FunASR v1.3.2..
+# v1.4.3 funasr/train_utils/trainer.py `log`) prints the model's stats as
+# `[(k, round(v.item(), 3)) for k, v in stats.items()]`: `[('loss_ctc', 24.181), ('loss', 24.221)]`
+_TUPLE_NAME = re.compile(r"\(['\"]([A-Za-z_][\w./-]*)['\"],\s*$")
+
+
 def _name_and_start(text: str, p: int) -> tuple[str, int]:
     """The metric name printed before the value at `p` ('' when there is none), and where
     its words start."""
+    tup = _TUPLE_NAME.search(text, max(0, p - 80), p)
+    if tup:
+        return tup.group(1), tup.start(1)
     j = start = p
     while j > 0 and text[j - 1] in " :='\"":
         j -= 1
@@ -426,6 +453,9 @@ def _done_before_counters(text: str, ov: dict | None, out: Parsed) -> bool:
 
 def _counters(text: str, ov: dict | None, out: Parsed, taken: list[tuple[int, int]]) -> None:
     """The step counters of each kind (the first match of each, none inside another's span)."""
+    bar = _CIFAR_BAR.match(text)
+    if bar:
+        taken.append(bar.span())      # its count is the batch of the epoch, its `Step:` a time
     for pattern in _LEAD_EPOCH_ITER:
         m = pattern.match(text)
         if m:
@@ -576,7 +606,10 @@ _ALPHA_WORD = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?![\w.])")
 def _prose(text: str, out: Parsed) -> bool:
     """A sentence with a few numbers in it (a generated sample, a banner), not a metric line."""
     named = sum(len(_ALPHA_WORD.findall(v.column)) for v in out.values)
-    words = len(_ALPHA_WORD.findall(text))
+    # a value is never a word of prose, even spelled in letters: a row whose every loss is
+    # `nan` (PaddleDetection's `loss_xy: nan loss_wh: nan ... loss: nan`) stays a row
+    spelled = sum(len(_ALPHA_WORD.findall(text, v.start, v.end)) for v in out.values)
+    words = len(_ALPHA_WORD.findall(text)) - spelled
     return words - named > max(10, 3 * named)
 
 
@@ -589,6 +622,10 @@ def _values(text: str, out: Parsed, taken: list[tuple[int, int]]) -> None:
         s, e = m.span()
         if (s, e) in inside:
             last_end = e
+            continue
+        duration = _DURATION.match(text, e)
+        if duration:
+            last_end = duration.end()                # `Tot: 41m50s`: a time, no metric
             continue
         before = text[last_end:s]
         if before.strip() in ("(", "") and last_end >= 0 and "(" in before:

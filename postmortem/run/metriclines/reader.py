@@ -273,6 +273,7 @@ def _stated(lines: Lines, name: str, entry: int) -> bool:
 
 def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Series]:
     orders, steps, scales, kinds, ids, nans, prevs = [], [], [], [], [], [], []
+    norms: list[float | None] = []
     for g, p in zip(lines.groups, lines.pos):
         if not g.parsed.overflow:
             continue
@@ -285,8 +286,10 @@ def _overflow_series(lines: Lines, source: Source, present: set[str]) -> list[Se
         prevs.append(events.group_prev(g)[k])
         nans.append(np.full(n, said_nan))
         kinds += [g.parsed.overflow["kind"]] * n
+        norms += [events.group_norm(g)] * n
         ids += [g.parsed.overflow["dialect"]] * n
     if not orders or not sum(len(o) for o in orders):
         return []
     return events.series_of(np.concatenate(orders), np.concatenate(steps), np.concatenate(scales),
-                            kinds, ids, source, present, np.concatenate(nans), np.concatenate(prevs))
+                            kinds, ids, source, present, np.concatenate(nans), np.concatenate(prevs),
+                            norms)

@@ -7,6 +7,12 @@ a tensor from PyTorch 1.5: `tensor(inf, device='cuda:0')`; v0.8 printed `nan` al
 logs below ERROR: espnet2/tasks/abs_task.py `main_worker`) and
 espnet/asr/pytorch_backend/asr.py (ESPnet1 `CustomUpdater.update_core`: `logging.warning("grad
 norm is nan. Do not update model.")`).
+FunASR prints the same words (modelscope/FunASR v1.3.2..v1.4.3 funasr/train_utils/trainer.py and
+trainer_ds.py, when `clip_grad_norm_` returns a non-finite norm: `logging.warning(f"The grad norm is
+{grad_norm}. Skipping updating the model.")`, a 0-dim tensor formatted as its item: `nan`), in fp32
+runs too. The norm the message names is read as the step's `grad_norm`
+(`metriclines/overflow.py` `said_norm`); the skip counts as a scaler's only where the log prints a
+loss scale.
 """
 
 from postmortem.run.dialects import register
@@ -14,7 +20,8 @@ from postmortem.run.dialects.entries import entry
 
 register(
     entry("espnet.skip", "ESPnet", "skipped",
-          "espnet/espnet v0.9.0..v202402 espnet2/train/trainer.py (train_one_epoch)",
+          "espnet/espnet v0.9.0..v202402 espnet2/train/trainer.py (train_one_epoch); modelscope/FunASR "
+          "v1.3.2..v1.4.3 funasr/train_utils/trainer.py, trainer_ds.py (the same words)",
           'logging.warning(f"The grad norm is {grad_norm}. Skipping updating the model.")',
           r"The grad norm is (?P<norm>.+?)\.? Skipping updating the model",
           ("The grad norm is nan. Skipping updating the model.",
