@@ -32,7 +32,21 @@ from postmortem.run.model import RunLog, RunManifest, Source
 from postmortem.run.nonfinite import nonfinite
 
 STEP_NAMES = ("step", "_step", "global_step", "iteration", "iter", "trainer/global_step",
-              "train/global_step")
+              "train/global_step", "current_steps", "global_step/max_steps")
+# Steps under a name of one trainer's own, said by `info`: LLaMA-Factory's trainer_log.jsonl
+# (hiyouga/LLaMA-Factory v0.5 src/llmtuner/extras/callbacks.py, v0.6+ src/llamafactory/train/
+# callbacks.py LogCallback.on_log: `current_steps=self.cur_steps`, the Trainer's global step) and
+# ms-swift's logging.jsonl (modelscope/ms-swift swift/trainers/callback.py add_train_message:
+# `logs['global_step/max_steps'] = f'{state.global_step}/{state.max_steps}'`, 2.x and 3.x)
+_OWN_STEP = {"current_steps": "current_steps (LLaMA-Factory's trainer_log.jsonl: the global step)",
+             "global_step/max_steps": "global_step/max_steps (ms-swift: its numerator, the global step)"}
+_OF_TOTAL = re.compile(r"\s*(\d+)\s*/\s*\d+\s*")
+
+
+def step_number(cell: str) -> float | None:
+    """A step cell as a number; `601/2161` (a step of its total) as its numerator."""
+    m = _OF_TOTAL.fullmatch(cell)
+    return float(m.group(1)) if m else to_number(cell)
 # Arrow's JSON reader refuses bare NaN/Infinity: unlikely doubles stand in for them while it parses.
 SENTINELS = {b"NaN": -1.2345678901234567e+308, b"Infinity": 1.2345678901234567e+308,
               b"-Infinity": -1.2345678901234565e+308}
@@ -60,6 +74,8 @@ def _step_column(names: list[str], path: Path, source: Source | None = None,
                                  f"{', '.join(n.strip() for n in names[:8])}")
     for cand in STEP_NAMES:
         if cand in lowered:
+            if source is not None and cand in _OWN_STEP:
+                source.extras["step_from"] = _OWN_STEP[cand]
             return lowered[cand]
     for cand in EPOCH_NAMES:
         if cand in lowered:
@@ -99,7 +115,7 @@ def _step_values(step, step_name: str, path: Path, header_lines: int) -> np.ndar
     """The step column as numbers (float where the file had a NaN or a fraction)."""
     if pa.types.is_string(step.type) or pa.types.is_large_string(step.type):
         cells = step.to_pylist()
-        parsed = [None if v is None else to_number(v) for v in cells]
+        parsed = [None if v is None else step_number(v) for v in cells]
         if any(p is None and v is not None for p, v in zip(parsed, cells)):
             raise RunReadError(path, _first_bad(path, step_name, step, header_lines))
         return np.array([np.nan if p is None else p for p in parsed], dtype=np.float64)
@@ -167,7 +183,7 @@ def _as_numbers(col, name: str, path: Path, source: Source, header_lines: int):
             return np.array(col.to_pylist(), dtype=object)
         # Mixed cells such as "nan%" or "1,234": coerce one by one, or refuse.
         cells = col.to_pylist()
-        parsed = [None if v is None else to_number(v) for v in cells]
+        parsed = [None if v is None else step_number(v) for v in cells]
         if any(p is None and v is not None for p, v in zip(parsed, cells)):
             if canonical_name(name) in STRICT:
                 raise RunReadError(path, _first_bad(path, name, col, header_lines))

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from postmortem.errors import RunReadError
-from postmortem.run import encodings, marianlog
+from postmortem.run import encodings, marianlog, tables
 from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
@@ -322,6 +322,7 @@ class _Parse:
         self.glued: set[int] = set()            # events on the step of a line glued in front
         self.said: dict[str, set[str]] = {}     # catalogue entry -> the names its lines gave
         self.hf_epoch: float | None = None      # the last HF train dict's epoch
+        self.hf_own_steps = 0                   # HF dicts that named their own step (ms-swift)
         self.engine_steps: list[int] = []       # DeepSpeed's step lines, in order
         self.user_rows: list[userloss.UserRow] = []   # the script's own loss lines beside them
         self.config_key: str | None = None      # Marian's config dump: the key its items are under
@@ -624,14 +625,34 @@ def _hf_console(p: _Parse, line: str) -> None:
     if "train_runtime" in values:
         p.source.extras["summary"] = values
         return
-    # Console dicts carry no step: train dicts are counted (the bar's frames give the
-    # global step at the end, `_Bars`); eval dicts join the last one.
+    own = _hf_own_step(values)
+    p.hf_own_steps += own is not None
+    # Transformers' dicts carry no step: train dicts are counted (the bar's frames give the
+    # global step at the end, `_Bars`); eval dicts join the last one. ms-swift's carry theirs.
     if "loss" in values or "grad_norm" in values:
         p.bars.train_dict(line, m.start())
         _hf_relaunch(p, to_number(values.get("epoch")))
-        p.add((p.step or 0) + 1, values, "hf-console.logs")
+        p.add((p.step or 0) + 1 if own is None else own, values, "hf-console.logs")
+    elif own is not None and own != p.step:
+        p.add(own, {k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
     else:
         p.attach({k: v for k, v in values.items() if k != "epoch"}, "hf-console.logs")
+
+
+# ms-swift (modelscope/ms-swift 2.x/3.x swift/trainers/callback.py `add_train_message`) adds
+# `logs['global_step/max_steps'] = f'{state.global_step}/{state.max_steps}'` to each dict it
+# prints: the dict's own step, its numerator
+_HF_STEP_KEYS = ("global_step/max_steps",)
+
+
+def _hf_own_step(values: dict) -> int | None:
+    """The step a console dict names itself (taken out of its values), else None."""
+    for key in _HF_STEP_KEYS:
+        if key in values:
+            n = tables.step_number(values.pop(key))
+            if n is not None and n == n and n == int(n):
+                return int(n)
+    return None
 
 
 def _hf_relaunch(p: _Parse, epoch: float | None) -> None:
@@ -918,7 +939,7 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
         source.warn("two DeepSpeed engines print the same steps (e.g. RLHF actor and critic): "
                     "the second one's columns are prefixed engine2/; loss_scale left out")
         p.out.drop("loss_scale")
-    if dialect == "hf-console":
+    if dialect == "hf-console" and not p.hf_own_steps:
         p.bars.renumber(p.out.steps)
     series = p.out.series()
     present = {canonical_name(s.name) for s in series} | ({"loss_scale"} if two_engines else set())
@@ -935,7 +956,10 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
             "Marian's cost-scaling messages on their own updates: the launch's first update plus the "
             "counts they print (`after N gradient updates`, reset at each change)")
     if dialect == "hf-console":
-        if p.bars.used:
+        if p.hf_own_steps:
+            source.extras["step_from"] = ("each dict's own global_step/max_steps (ms-swift: its "
+                                           "numerator, the Trainer's global step)")
+        elif p.bars.used:
             source.extras["step_from"] = ("the training bar's counter (tqdm `n/total [..]`: the "
                                            "Trainer's global step) in front of each logged dict")
         else:

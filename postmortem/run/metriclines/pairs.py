@@ -70,8 +70,12 @@ _CONFIG_LINE = re.compile(r'^\s*"[^"]+"\s*:\s*(?:[^\s{}\[\],"]+|"[^"]*")\s*,?\s*
 # 'momentum': 0.9, 'snapshot': '50000'}`, `vars(args)`), told from a metrics dict (HF's
 # `{'loss': ..., 'learning_rate': ..., 'epoch': ...}`, mmcv's `"mode": "train"`) by two keys
 # that are hyper-parameters or two values that are words (strings, True/False/None; fairseq's
-# json bar quotes its numbers: `"loss": "9.1"` is a number)
-_DICT_ENTRY = re.compile(r"""['"]([\w./-]+)['"]\s*:\s*(['"](?![-+]?[\d.][\w.+-]*['"])|True\b|False\b|None\b)?""")
+# json bar quotes its numbers: `"loss": "9.1"` is a number; ms-swift's `add_train_message` quotes
+# its progress: `'global_step/max_steps': '601/2161'`, `'percentage': '27.81%'`, `'elapsed_time':
+# '8h 8m 1s'`, LLaMA-Factory's `'0:01:00'`: a fraction, a percent, a duration are no words)
+_QUOTED_NUMBER = (r"""[-+]?[\d.][\w.+-]*['"]|\d+\s*/\s*\d+['"]|[-+]?[\d.]+\s*%['"]"""
+                  r"""|(?:\d+(?:\.\d+)?[dhms]\s*)+['"]|\d+(?::\d+)+(?:\.\d+)?['"]""")
+_DICT_ENTRY = re.compile(r"""['"]([\w./-]+)['"]\s*:\s*(['"](?!""" + _QUOTED_NUMBER + r""")|True\b|False\b|None\b)?""")
 _PARAM_KEY = re.compile(r"(?:^|[_.])(?:batch_size|bs|weight_decay|wd|momentum|lr_decay|decay|snapshot|seed"
                         r"|num_workers|workers|max_iters?|max_epochs?|max_steps|iter_num|epoch_num|num_epochs"
                         r"|last_iter|last_epoch|start_iter|start_epoch|warmup\w*|betas?|eps|resume|pretrained"
