@@ -50,6 +50,9 @@ _SCALE_TAILS = frozenset((
     # static AMP `get_loss_scaling()`); the `incr_count`/`decr_count` beside it are the scaler's
     # running counts of clean and overflowing steps, reset at each change: no skip counter
     "loss_scaling",
+    # coqui-ai Trainer v0.0.x trainer/trainer.py (_optimize): `loss_dict["amp_scaler"] =
+    # scaler.get_scale()`, printed `| > amp_scaler: 32768.0  (32768.0)` among the losses
+    "amp_scaler",
 ))
 # a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
 _SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))

@@ -650,8 +650,12 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
             continue
         if out.stream in ("val", "test") and stream is None and low not in ("lr", "learning rate"):
             name = f"{out.stream}_{name}"
-        elif stream == "train" and (has_val or out.stream in ("val", "test")):
-            name = f"eval_{name}"                # the train loss measured at an eval
+        elif stream == "train" and (has_val or out.stream in ("val", "test")) and not (
+                out.epoch is not None and out.step_kind is None):
+            # the train loss measured at an eval (nanoGPT's `step N: train loss X, val loss Y`); on
+            # an epoch's line with no step (SpeechBrain's `epoch: 3, lr: ... - train loss: X -
+            # valid loss: Y`) it is the epoch's own train loss
+            name = f"eval_{name}"
         elif stream is None and has_val and not has_loss and out.stream is None:
             name = f"val_{name}"                 # the timings of an eval line are the eval's
         if low == "scale" and loss_scale_in_context(text, name_start):
