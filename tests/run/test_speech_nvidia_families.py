@@ -6,6 +6,7 @@ NVIDIA DLLogger as DeepLearningExamples prints it (`DLL ... - PARAMETER loss_sca
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -258,3 +259,112 @@ def test_speechbrain_skipped_nonfinite_batches_are_that_epochs_nan(tmp_path):
     assert len(run.segments()) == 1 and f.step.tolist() == list(range(1, 11))
     assert f[f.loss.isna()].step.tolist() == [6]
     assert f.val_loss.notna().all()
+
+
+# --- NVIDIA DLLogger (DeepLearningExamples) ---------------------------------------------
+
+DLL_TS = "2020-06-01 12:00:00.000000"
+
+
+def format_step(step) -> str:
+    """DeepLearningExamples PyTorch/LanguageModeling/BERT/utils.py `format_step`."""
+    if isinstance(step, str):
+        return step
+    s = ""
+    if len(step) > 0:
+        s += "Training Epoch: {} ".format(step[0])
+    if len(step) > 1:
+        s += "Training Iteration: {} ".format(step[1])
+    if len(step) > 2:
+        s += "Validation Iteration: {} ".format(step[2])
+    return s
+
+
+def dll_line(step, data: dict, backend: str, step_format=format_step) -> str:
+    """NVIDIA/dllogger v1.0.0 `StdOutBackend.log` (default metric format "{} : {} {}") and
+    `JSONStreamBackend.log` ("DLLL {}".format(json.dumps(...)))."""
+    if backend == "json":
+        return "DLLL {}".format(json.dumps(dict(timestamp="1591012800.0", datetime=DLL_TS + "+00:00",
+                                                elapsedtime="12.5", type="LOG", step=step, data=data)))
+    return "{}{} {}".format("DLL {} - ".format(DLL_TS), step_format(step),
+                            " ".join("{} : {} {}".format(m, v, "") for m, v in data.items()))
+
+
+def bert_log(tmp_path, backend, release="2020", n=200, nan_at=None, cascade_at=None):
+    """run_pretraining.py: PARAMETER lines, then a line per step (log_freq 1), the scale after
+    each overflow (`dllogger.log(step="PARAMETER", data={"loss_scale": ...})`)."""
+    lines = [dll_line("PARAMETER", {"SEED": 42}, backend), dll_line("PARAMETER", {"train_start": True}, backend),
+             dll_line("PARAMETER", {"batch_size_per_gpu": 64}, backend)]
+    scale, skipped = 65536.0, 0
+    for s in range(1, n + 1):
+        loss = 7.5 - s / 100
+        if nan_at is not None and s >= nan_at:
+            loss = float("nan")
+        overflow = cascade_at is not None and cascade_at <= s < cascade_at + 12
+        skipped += overflow
+        data = ({"average_loss": loss, "step_loss": loss - 0.1, "learning_rate": 0.0001} if release == "2020"
+                else {"average_loss": loss, "learning_rate": 0.0001, "skipped_steps": skipped})
+        lines.append(dll_line((0, s), data, backend))
+        if overflow:
+            scale /= 2
+            lines.append(dll_line("PARAMETER", {"loss_scale": scale}, backend))
+    p = tmp_path / ("dllogger.json" if backend == "json" else "bert.log")
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@pytest.mark.parametrize("backend", ["stdout", "json"])
+@pytest.mark.parametrize("release", ["2020", "2022"])
+def test_bert_loss_scale_after_each_overflow(backend, release, tmp_path):
+    f = read_run(bert_log(tmp_path, backend, release, cascade_at=120)).frame
+    assert f.step.tolist() == list(range(1, 201))
+    scaled = f.dropna(subset=["loss_scale"])
+    # the scale printed after the step line of the step that overflowed is that step's
+    assert scaled.step.iloc[-1] == 131 and scaled.loss_scale.iloc[-1] == 16.0
+    assert f[f.step == 120].loss_scale.iloc[0] == 32768.0
+    assert f.loss.notna().all()
+
+
+@pytest.mark.parametrize("backend", ["stdout", "json"])
+def test_bert_nan_at_its_step_and_a_clean_log_has_no_scale(backend, tmp_path):
+    f = read_run(bert_log(tmp_path, backend, nan_at=150)).frame
+    assert f[f.loss.isna()].step.min() == 150
+    assert "loss_scale" not in f and "SEED" not in f
+
+
+def test_dllogger_json_parameters_are_no_rows(tmp_path):
+    f = read_run(bert_log(tmp_path, "json", n=20)).frame
+    assert f.step.tolist() == list(range(1, 21)) and "train_start" not in f
+
+
+def tacotron2_log(tmp_path, nan_in=None):
+    """Tacotron2 train.py: `DLLogger.log(step=(epoch, i), data={...})`, one key a line, by the
+    default step format (`str(step)`); `raise Exception("loss is NaN")` before the loss is logged."""
+    lines = []
+    for epoch in range(3):
+        for i in range(50):
+            it = epoch * 50 + i
+            lines.append(dll_line((epoch, i), {"glob_iter/iters_per_epoch": f"{it}/50"}, "stdout", str))
+            if nan_in is not None and it == nan_in:
+                lines += ["Traceback (most recent call last):", '  File "train.py", line 554, in <module>',
+                          "Exception: loss is NaN"]
+                break
+            lines.append(dll_line((epoch, i), {"train_loss": 1.5 - it / 200}, "stdout", str))
+            lines.append(dll_line((epoch, i), {"train_items_per_sec": 51234.5}, "stdout", str))
+        else:
+            lines.append(dll_line((epoch,), {"val_loss": 1.4 - epoch / 20}, "stdout", str))
+            continue
+        break
+    p = tmp_path / "nvlog.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_tacotron2_epoch_batch_steps_and_its_nan_exception(tmp_path):
+    run = read_run(tacotron2_log(tmp_path, nan_in=70))
+    f = run.frame
+    # step=(epoch, i): i counts from 0 again each epoch, the run is one segment
+    assert len(run.segments()) == 1 and f.step.is_monotonic_increasing
+    assert f.dropna(subset=["val_loss"]).step.tolist() == [49]
+    # iteration 70 (epoch 1, batch 20) raised before its loss was logged: the step after 69
+    assert f[f.loss.isna()].step.tolist() == [70] and f.loss.notna().sum() == 70
