@@ -368,3 +368,27 @@ def test_tacotron2_epoch_batch_steps_and_its_nan_exception(tmp_path):
     assert f.dropna(subset=["val_loss"]).step.tolist() == [49]
     # iteration 70 (epoch 1, batch 20) raised before its loss was logged: the step after 69
     assert f[f.loss.isna()].step.tolist() == [70] and f.loss.notna().sum() == 70
+
+
+def nnunet_log(tmp_path, backend, nan_at=None):
+    """nnUNet nn_unet.py `validation_epoch_end`: `log_metrics(step=self.current_epoch, metrics=...)`
+    with Dice, Val Loss, Max Dice, Best epoch (the best so far: no step) and Train Loss."""
+    lines, best = [], 0
+    for epoch in range(30):
+        best = epoch if epoch < 12 else best          # the best epoch stays put from epoch 12
+        train = round(0.45 - epoch / 200, 4) if epoch != nan_at else float("nan")
+        metrics = {"Dice": round(80 + epoch / 5, 2), "Val Loss": round(0.5 - epoch / 200, 4),
+                   "Max Dice": round(80 + best / 5, 2), "Best epoch": best, "Train Loss": train}
+        lines.append(dll_line(epoch, metrics, backend, str))
+    p = tmp_path / ("logs.json" if backend == "json" else "nnunet.log")
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@pytest.mark.parametrize("backend", ["stdout", "json"])
+def test_nnunet_epoch_is_the_step_not_the_best_epoch(backend, tmp_path):
+    f = read_run(nnunet_log(tmp_path, backend, nan_at=20)).frame
+    assert f.step.tolist() == list(range(30))
+    # `Train Loss` beside `Val Loss` is the epoch's train loss, not the train split at an eval
+    assert f.loss.iloc[5] == pytest.approx(0.425) and f.val_loss.iloc[5] == pytest.approx(0.475)
+    assert f[f.loss.isna()].step.tolist() == [20]

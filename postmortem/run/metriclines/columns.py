@@ -470,6 +470,9 @@ def _parse(text: str) -> Parsed:
             return parsed               # the message's own step stays its own
         text = text[:parsed.overflow["start"]]
     d = progress.of_line(text.strip())
+    if d is not None and d.id in progress.TRAIN_BESIDE_VAL:
+        for v in parsed.values:
+            v.column = v.column.removeprefix("eval_")
     lead = len(text) - len(text.lstrip())
     if d is not None and "batch" in d.pattern.groupindex and parsed.period is None:
         _batch_total(text, lead, d.pattern.search(text.strip()), parsed)

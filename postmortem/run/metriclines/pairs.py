@@ -80,9 +80,10 @@ _PARAM_KEY = re.compile(r"(?:^|[_.])(?:batch_size|bs|weight_decay|wd|momentum|lr
 # `step="PARAMETER"`: `DLL {time} - PARAMETER key : value key : value`
 # NVIDIA dllogger's JSONStreamBackend.log: "DLLL {}".format(json.dumps(dict(timestamp=str(...),
 # datetime=..., elapsedtime=..., type="LOG", step=step, data=data))) (progress/dllogger.py); a step
-# given as a list is a step's record; "PARAMETER" is the run's parameters (config), but for BERT's
+# given as a list or a number (nnUNet's epoch) is a step's record; "PARAMETER" is the run's parameters
+# (config), but for BERT's
 # loss scale after an overflow (messages/dllogger.py)
-_DLLL_LOG = ('"type": "LOG", "step": [', '"step": "PARAMETER", "data": {"loss_scale": ')
+_DLLL_LOG = re.compile(r'"type": "LOG", "step": [\[\d]|"step": "PARAMETER", "data": \{"loss_scale": ')
 _PARAM_LINE = re.compile(r"Namespace\(\w+=|(?:^|\s)PARAMETER\s+[\w./-]+\s+:\s")
 # counts of the data or the model, printed once (`number of examples: 66620`, HF Trainer's
 # `Num examples = 66,620`, `Total optimization steps = 1,000`), never a training metric
@@ -416,7 +417,7 @@ def _done_before_counters(text: str, ov: dict | None, out: Parsed) -> bool:
         # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
         return True
-    if _config_dump(rest) and not ("DLLL {" in text and any(k in text for k in _DLLL_LOG)):
+    if _config_dump(rest) and not ("DLLL {" in text and _DLLL_LOG.search(text)):
         # the run's parameters printed mid-log: config, never a row (a message in it, DLLogger's
         # `PARAMETER loss_scale : 32768.0`, is read: the words around it are the test); DLLogger's
         # JSON record of a step is none (its `timestamp`, `type` are strings)

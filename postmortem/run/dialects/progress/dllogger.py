@@ -13,7 +13,9 @@ datetime=..., elapsedtime=..., type="LOG", step=step, data=data))). DeepLearning
 train.py `step=(epoch, i)` (the batch within the epoch), one key a line (`train_loss`,
 `train_items_per_sec`, ...) by the default step format; PyTorch/LanguageModeling/Transformer-XL/
 pytorch/train.py `step=tuple([train_step])` with `epoch`, `train_batch`, `lr`, `train_loss`,
-`train_perplexity`. The scale lines are in messages/dllogger.py.
+`train_perplexity`; PyTorch/Segmentation/nnUNet nn_unet.py `step=self.current_epoch` (an int) with
+`Dice`, `Val Loss`, `Max Dice`, `Best epoch` (not the step), `Train Loss`. The scale lines are in
+messages/dllogger.py.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 
 from postmortem.run.dialects import register
 from postmortem.run.dialects.entries import entry
+from postmortem.run.dialects.progress import TRAIN_BESIDE_VAL
 
 _DLL = "NVIDIA/dllogger v1.0.0 dllogger/logger.py (StdOutBackend.log, default_*_format)"
 _DLE = "NVIDIA/DeepLearningExamples 729963d"
@@ -67,6 +70,14 @@ register(
            _stdout(str((1000,)), {"epoch": 1, "train_batch": 1000, "lr": 0.00025, "train_loss": 5.23,
                                   "train_perplexity": 186.8})),
           ("DLL ",)),
+    entry("dllogger.int", "DLLogger", "progress",
+          f"{_DLL}; {_DLE} PyTorch/Segmentation/nnUNet/utils/logger.py (log_metrics), nnunet/nn_unet.py "
+          "(validation_epoch_end: step=self.current_epoch)",
+          '"{}{} {}".format("DLL {} - ".format(timestamp), str(step), " ".join("{} : {} {}"...))  # step an int',
+          r"\bDLL .{0,40}? - (?P<step>\d+) (?=[A-Z][\w ]* : )",
+          (_stdout(str(12), {"Dice": 87.12, "Val Loss": 0.3123, "Max Dice": 87.5, "Best epoch": 9,
+                             "Train Loss": 0.2841}),),
+          ("DLL ",)),
     entry("dllogger.json", "DLLogger", "progress",
           "NVIDIA/dllogger v1.0.0 dllogger/logger.py (JSONStreamBackend.log); " + _DLE
           + " BERT run_pretraining.py, Tacotron2 train.py, Transformer-XL train.py",
@@ -76,4 +87,14 @@ register(
           (_json([0, 100], {"average_loss": 7.51234, "step_loss": 7.4123, "learning_rate": 0.0001}),
            _json([1000], {"epoch": 1, "train_batch": 1000, "lr": 0.00025, "train_loss": 5.23})),
           ("DLLL ",)),
+    entry("dllogger.json_int", "DLLogger", "progress",
+          "NVIDIA/dllogger v1.0.0 dllogger/logger.py (JSONStreamBackend.log); " + _DLE
+          + " PyTorch/Segmentation/nnUNet/nnunet/nn_unet.py (step=self.current_epoch)",
+          '"DLLL {}\\n".format(json.dumps(dict(..., type="LOG", step=step, data=data)))  # step an int',
+          r'^DLLL \{.*"type": "LOG", "step": (?P<step>\d+), "data": \{',
+          (_json(12, {"Dice": 87.12, "Val Loss": 0.3123, "Max Dice": 87.5, "Best epoch": 9, "Train Loss": 0.2841}),),
+          ("DLLL ",)),
 )
+
+# nnUNet's `Train Loss` beside `Val Loss` is the epoch's mean train loss
+TRAIN_BESIDE_VAL.update(("dllogger.int", "dllogger.json_int"))
