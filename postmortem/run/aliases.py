@@ -53,6 +53,9 @@ _SCALE_TAILS = frozenset((
     # ParlAI's report (parlai/core/torch_agent.py v1.x: `self.global_metrics.add('fp16_loss_scalar',
     # GlobalAverageMetric(self.optimizer.loss_scale))`): the fp16 optimizer's loss scale
     "fp16_loss_scalar",
+    # coqui-ai Trainer v0.0.x trainer/trainer.py (_optimize): `loss_dict["amp_scaler"] =
+    # scaler.get_scale()`, printed `| > amp_scaler: 32768.0  (32768.0)` among the losses
+    "amp_scaler",
 ))
 # a bare `scale` is a loss scale only under a scaler's own prefix (`scaler/scale`, `amp/scale`)
 _SCALER_PREFIXES = frozenset(("scaler", "grad_scaler", "gradscaler", "amp", "fp16", "loss_scaler", "amp_scaler"))

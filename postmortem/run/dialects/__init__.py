@@ -45,6 +45,9 @@ class Dialect:
     # the framework prints it from one rank only (rank 0's logger, `ranks=[0]`): the same words
     # said again right after themselves are the next skipped steps, not the other ranks'
     one_rank: bool = False
+    # printed after the step line of its own step (DeepLearningExamples' BERT logs the scale
+    # after the step's progress line), not before the next one as a scaler's words are
+    after_step_line: bool = False
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:

@@ -33,9 +33,9 @@ def scale(name: str) -> str:
 
 def entry(id: str, framework: str, kind: Kind, source: str, format: str, pattern: str,
           examples: tuple[str, ...], keywords: tuple[str, ...] = (), flags: int = 0,
-          prev_factor: float | None = None, one_rank: bool = False) -> Dialect:
+          prev_factor: float | None = None, one_rank: bool = False, after_step_line: bool = False) -> Dialect:
     """One dialect: `pattern` (compiled with `flags` when first used); `examples` are lines
     built from `format`."""
     return Dialect(id=id, framework=framework, kind=kind, source=source, format=format,
                    regex=pattern, flags=flags, keywords=keywords, examples=examples,
-                   prev_factor=prev_factor, one_rank=one_rank)
+                   prev_factor=prev_factor, one_rank=one_rank, after_step_line=after_step_line)

@@ -372,7 +372,12 @@ def _bare_pair(text: str) -> Parsed:
 # (on_eval_begin), the eval's bar lines, `print('Eval samples: %d' % self.evaled_samples)`
 # (on_eval_end); Model.predict the same with `print('Predict begin...')` (on_test_begin) and
 # `print('Predict samples: %d' % self.tested_samples)` (on_test_end)
-_EVAL_BEGIN = re.compile(r"^\s*(Eval|Predict) begin\.\.\.\s*$")
+# Coqui TTS's ConsoleLogger (coqui-ai/Trainer trainer/logging/console_logger.py, coqui-ai/TTS
+# TTS/utils/logging/console_logger.py, mozilla/TTS TTS/utils/console_logger.py): `print_eval_start`
+# prints f"\n{tcolors.BOLD} > EVALUATION {tcolors.ENDC}\n" (its ` > ` blanked by `clean`); the eval's
+# step blocks (`--> STEP: {step}`, the eval batch) and its `--> EVAL PERFORMANCE` means follow,
+# up to the next ` > EPOCH: e/E`
+_EVAL_BEGIN = re.compile(r"^\s*(?:(Eval|Predict) begin\.\.\.|(?:> )?EVALUATION)\s*$")
 _EVAL_END = re.compile(r"^\s*(?:Eval|Predict) samples: \d+\s*$")
 
 
@@ -402,9 +407,11 @@ def _evals_apart(groups: list[Group], begins: list[np.ndarray], ends: list[np.nd
             continue
         k = np.searchsorted(b, g.rows, side="right") - 1       # the last begin line before
         inside = (k >= 0) & (g.rows < until[np.maximum(k, 0)])
-        if not g.values:       # a bar line with no metric: no step inside a prediction
-            in_predict = inside & is_predict[np.maximum(k, 0)]
-            out.append(_rows_of(g, ~in_predict) if in_predict.any() else g)
+        if not g.values:
+            # a bar line with no metric: no step inside a prediction; a counter alone inside an
+            # eval (Coqui's `--> STEP: 3` over the eval batch's block) is the eval's batch, no step
+            drop = inside & (is_predict[np.maximum(k, 0)] | ("epoch" not in g.counters))
+            out.append(_rows_of(g, ~drop) if drop.any() else g)
             continue
         if not inside.any():
             out.append(g)
@@ -423,7 +430,9 @@ def _eval_rows(ev: Group, stream: str) -> Group:
     ev.parsed = dataclasses.replace(ev.parsed, stream=stream, period=None, counters={
         c: span for c, span in ev.parsed.counters.items() if c not in STEP_KINDS})
     ev.counters = {c: v for c, v in ev.counters.items() if c not in STEP_KINDS and c != "period"}
-    _rename(ev, lambda c: c if c.lower() in ("lr", "learning rate") else f"{stream}_{c}")
+    # an eval's `avg_loss` (Coqui's EVAL PERFORMANCE: `avg_` + each key) is its loss: the mean
+    # over its batches is what an eval reports
+    _rename(ev, lambda c: c if c.lower() in ("lr", "learning rate") else f"{stream}_{c.removeprefix('avg_')}")
     return ev
 
 
@@ -463,6 +472,9 @@ def _parse(text: str) -> Parsed:
             return parsed               # the message's own step stays its own
         text = text[:parsed.overflow["start"]]
     d = progress.of_line(text.strip())
+    if d is not None and d.id in progress.TRAIN_BESIDE_VAL:
+        for v in parsed.values:
+            v.column = v.column.removeprefix("eval_")
     lead = len(text) - len(text.lstrip())
     if d is not None and "batch" in d.pattern.groupindex and parsed.period is None:
         _batch_total(text, lead, d.pattern.search(text.strip()), parsed)

@@ -12,16 +12,19 @@ if TYPE_CHECKING:
     from postmortem.run.metriclines.pairs import Parsed, Value
 
 _ENTRIES = None
+_KEYWORDS: tuple[str, ...] = ()
 
 
 def said_nan(text: str, out: Parsed, value: type[Value]) -> bool:
     """True where the line is such a message: `out` then holds that NaN loss, and nothing else
     (the traceback around OpenNMT-tf's words holds no metric)."""
-    global _ENTRIES
-    if "NaN" not in text:
-        return False
+    global _ENTRIES, _KEYWORDS
     if _ENTRIES is None:
         _ENTRIES = catalogue("nan_loss")
+        _KEYWORDS = tuple(k for d in _ENTRIES for k in d.keywords)
+    # (TensorFlow's words say `NaN`; SpeechBrain's `not finite` / `not yet exhausted`)
+    if not any(k in text for k in _KEYWORDS):
+        return False
     for d in _ENTRIES:
         m = d.search(text)
         if m:

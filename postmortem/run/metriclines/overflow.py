@@ -173,6 +173,10 @@ def _eq(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+def _after_step_line() -> frozenset[str]:
+    return frozenset(d.id for d in entries() if d.after_step_line)
+
+
 def place(events: list[Event], next_step: list[float], last_step: list[float]) -> list[float]:
     """The step of each event (see the module's docstring). `next_step[i]` / `last_step[i]`:
     the step of the step line after / before event i (NaN: none)."""
@@ -182,6 +186,10 @@ def place(events: list[Event], next_step: list[float], last_step: list[float]) -
         e = events[i]
         if not math.isnan(e.step):
             steps[i] = e.step
+            i += 1
+            continue
+        if e.dialect in _after_step_line() and not math.isnan(last_step[i]):
+            steps[i] = last_step[i]         # said after its own step's line
             i += 1
             continue
         # a run of events without a step of their own, between the same two step lines

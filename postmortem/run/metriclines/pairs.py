@@ -82,6 +82,12 @@ _PARAM_KEY = re.compile(r"(?:^|[_.])(?:batch_size|bs|weight_decay|wd|momentum|lr
                         r"|gamma|milestones|step_size|save_\w+|\w*_dir|\w*_path|image_size|img_size)$", re.I)
 # argparse's `Namespace(...)`; DLLogger's StdOutBackend prints the parameters it is given with
 # `step="PARAMETER"`: `DLL {time} - PARAMETER key : value key : value`
+# NVIDIA dllogger's JSONStreamBackend.log: "DLLL {}".format(json.dumps(dict(timestamp=str(...),
+# datetime=..., elapsedtime=..., type="LOG", step=step, data=data))) (progress/dllogger.py); a step
+# given as a list or a number (nnUNet's epoch) is a step's record; "PARAMETER" is the run's parameters
+# (config), but for BERT's
+# loss scale after an overflow (messages/dllogger.py)
+_DLLL_LOG = re.compile(r'"type": "LOG", "step": [\[\d]|"step": "PARAMETER", "data": \{"loss_scale": ')
 _PARAM_LINE = re.compile(r"Namespace\(\w+=|(?:^|\s)PARAMETER\s+[\w./-]+\s+:\s")
 # counts of the data or the model, printed once (`number of examples: 66620`, HF Trainer's
 # `Num examples = 66,620`, `Total optimization steps = 1,000`), never a training metric
@@ -442,8 +448,11 @@ def _done_before_counters(text: str, ov: dict | None, out: Parsed) -> bool:
         # `name ...... value`): kept, as code, only to find the dump around it (`columns.without_code`)
         out.code = True
         return True
-    if _config_dump(text):
-        return True         # the run's parameters printed mid-log: config, never a row
+    if _config_dump(rest) and not ("DLLL {" in text and _DLLL_LOG.search(text)):
+        # the run's parameters printed mid-log: config, never a row (a message in it, DLLogger's
+        # `PARAMETER loss_scale : 32768.0`, is read: the words around it are the test); DLLogger's
+        # JSON record of a step is none (its `timestamp`, `type` are strings)
+        return True
     coco = _COCO.search(text)
     if coco:
         # pycocotools' summary: the headline AP (IoU 0.50:0.95, all areas, 100 detections) is the
@@ -691,8 +700,12 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
             continue
         if out.stream in ("val", "test") and stream is None and low not in ("lr", "learning rate"):
             name = f"{out.stream}_{name}"
-        elif stream == "train" and (has_val or out.stream in ("val", "test")):
-            name = f"eval_{name}"                # the train loss measured at an eval
+        elif stream == "train" and (has_val or out.stream in ("val", "test")) and not (
+                out.epoch is not None and out.step_kind is None):
+            # the train loss measured at an eval (nanoGPT's `step N: train loss X, val loss Y`); on
+            # an epoch's line with no step (SpeechBrain's `epoch: 3, lr: ... - train loss: X -
+            # valid loss: Y`) it is the epoch's own train loss
+            name = f"eval_{name}"
         elif stream is None and has_val and not has_loss and out.stream is None:
             name = f"val_{name}"                 # the timings of an eval line are the eval's
         if low == "scale" and loss_scale_in_context(text, name_start):

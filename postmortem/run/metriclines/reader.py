@@ -104,7 +104,7 @@ def place(groups: list[Group], source: Source) -> Lines:
             kind = kind or beside or ""
     counted = np.flatnonzero(np.isfinite(own))
     step, note = stepping.assign(own, overflow, train & keep, source)
-    _after_last_logged(groups, pos, own, step)
+    _after_last_logged(groups, pos, own, step, keep)
     if kind:
         source.extras["step_from"] = f"{kind} (the lines' own counter)"
     elif note:
@@ -117,9 +117,12 @@ def place(groups: list[Group], source: Source) -> Lines:
     return Lines(groups, rows, gid, pos, step, keep, int(counted[0]) if len(counted) else None)
 
 
-def _after_last_logged(groups: list[Group], pos: list[np.ndarray], own: np.ndarray, step: np.ndarray) -> None:
+def _after_last_logged(groups: list[Group], pos: list[np.ndarray], own: np.ndarray, step: np.ndarray,
+                       keep: np.ndarray) -> None:
     """A NaN said in words (`nanwords`) at the step after the last one logged before it, under
-    the log's own loss column's name (OpenNMT-tf's `Loss`)."""
+    the log's own loss column's name (OpenNMT-tf's `Loss`). Where the log then prints that step
+    itself (SpeechBrain's epoch line after the words said during the epoch), the NaN is that
+    line's loss: the mean it prints leaves the non-finite batches out."""
     said = np.zeros(len(step), dtype=bool)
     for g, p in zip(groups, pos):
         if g.parsed.next_step:
@@ -128,11 +131,31 @@ def _after_last_logged(groups: list[Group], pos: list[np.ndarray], own: np.ndarr
         return
     last = stepping.ffill(np.where(said, np.nan, own))
     step[said] = np.where(np.isfinite(last[said]), last[said] + 1, step[said])
+    _onto_the_step_logged(groups, pos, own, step, said, keep)
     names = [c for g in groups if not g.parsed.next_step for c in g.values if c.lower() == "loss"]
     if names and names[0] != "loss":
         for g in groups:
             if g.parsed.next_step and "loss" in g.values:
                 g.values = {names[0]: g.values.pop("loss"), **g.values}
+
+
+def _onto_the_step_logged(groups: list[Group], pos: list[np.ndarray], own: np.ndarray, step: np.ndarray,
+                          said: np.ndarray, keep: np.ndarray) -> None:
+    """Each said NaN whose step a later train line of the log prints with its own counter:
+    that line's loss made NaN, the said row dropped (one step, one row)."""
+    for g, p in zip(groups, pos):
+        if g.parsed.next_step or g.parsed.stream in ("val", "test"):
+            continue
+        col = next((c for c in g.values if canonical_name(c) == "loss"), None)
+        if col is None:
+            continue
+        mine = np.isfinite(own[p])
+        for q in np.flatnonzero(said & keep):
+            at = np.flatnonzero(mine & (own[p] == step[q]) & (p > q))
+            if len(at):
+                g.values[col] = g.values[col].astype(np.float64, copy=True)
+                g.values[col][at[0]] = np.nan
+                keep[q] = False
 
 
 # A step printed again with other values at more places than this is a trainer's habit

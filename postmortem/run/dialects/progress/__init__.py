@@ -14,6 +14,10 @@ from postmortem.run.dialects import Dialect, catalogue
 # Families whose trainer steps on the sum of the loss parts it prints, with no total among
 # them (Ultralytics' box + cls + dfl): their module adds itself; the loss is then that sum.
 LOSS_IS_SUM_OF_PARTS: set[str] = set()
+# Progress entries whose `train ...` values beside `val ...` ones are the run's own train values
+# (an epoch's means: nnUNet's `Train Loss : X` beside `Val Loss : Y`), never the train split
+# measured at an eval (nanoGPT's `train loss X, val loss Y`): their module adds their ids.
+TRAIN_BESIDE_VAL: set[str] = set()
 
 
 def family(d: Dialect) -> str:
