@@ -26,6 +26,7 @@ from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
 from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
+from postmortem.run.dialects.progress.darknet import LAUNCH as DARKNET_LAUNCH
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines import userloss
@@ -34,7 +35,10 @@ from postmortem.run.metriclines.reader import is_metric_log as _named_like_metri
 from postmortem.run.model import Source
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+\]:)\s*")
+# torchrun's `--tee` label `3: ` is no rank where Darknet's own line starts with its iteration
+# (`812: 1.234, 1.456 avg, ...`, `5989: loss=0.444, avg loss=...`: dialects/progress/darknet.py)
+_RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\[\d+\]:"
+                          r"|\d+:(?=\s)(?!\s(?:loss=)?[-+\w.()]+, (?:avg loss=|[-+\w.()]+ avg\b)))\s*")
 
 # The catalogue's patterns (run/dialects/progress/): the line readers below use their groups.
 MEGATRON = progress.dialect("megatron.iteration").pattern
@@ -46,6 +50,9 @@ FAIRSEQ_V09 = progress.dialect("fairseq.json_v09")
 FAIRSEQ_SIMPLE = progress.dialect("fairseq.simple").pattern
 HF_DICT = progress.dialect("hf-console.logs").pattern
 PIPE_KV = progress.dialect("kv-pipe.step").pattern
+# Darknet's lines, the newest shapes first (hank-ai's `loss=`, AlexeyAB's `avg loss`)
+DARKNET = tuple(progress.dialect(f"darknet.{k}") for k in ("hank", "alexeyab", "detector", "classifier", "rnn"))
+DARKNET_MAP = progress.dialect("darknet.map")
 REWARD = re.compile(r"average reward score: (" + NUM + r")")
 
 KV_COLON = re.compile(r"([A-Za-z_][\w./()\- ]*?):\s*(" + NUM + r")(ms|s|%)?(?=\s|$|\||,)")
@@ -63,7 +70,7 @@ def _sniff_table() -> dict[str, tuple[re.Pattern[str], ...]]:
     return {**progress.families(), "metric-lines": ()}
 MIN_HITS = 3
 # Dialects read by a line reader of their own; every other one by the general reader.
-LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe")
+LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe", "darknet")
 
 
 def is_metric_log(groups: list[Group]) -> bool:
@@ -221,6 +228,9 @@ def sniff(path: Path) -> tuple[str | None, int]:
         return "megatron", hits["megatron"]
     if not hits["megatron"] and _megatron_banner(head):
         return "megatron", 1      # cut before its first iteration line: read as what it is
+    darknet = _darknet_hits(path, head)
+    if darknet >= MIN_HITS and darknet >= max(hits.values()):
+        return "darknet", darknet
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
@@ -242,6 +252,19 @@ def sniff(path: Path) -> tuple[str | None, int]:
     if is_metric_log(groups):
         return "metric-lines", sum(len(g.rows) for g in groups if g.parsed.values)
     return None, 0
+
+
+# Darknet's step line names none of its numbers (`812: 1.234, 1.456 avg, 0.001 rate, ...`):
+# the shape reader keeps no group of them, so its lines are counted here, in a file whose head
+# holds one of these words
+_DARKNET_WORDS = (b" avg, ", b" avg loss, ", b", avg loss=")
+
+
+def _darknet_hits(path: Path, head: bytes) -> int:
+    """The Darknet step lines over the whole file (dialects/progress/darknet.py)."""
+    if not any(w in head for w in _DARKNET_WORDS):
+        return 0
+    return sum(1 for line in iter_lines(path) if " avg" in line and any(d.search(line) for d in DARKNET))
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -618,7 +641,35 @@ def _kv_pipe(p: _Parse, line: str) -> None:
         p.attach({"reward": m.group(1)})
 
 
-PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe}
+def _darknet(p: _Parse, line: str) -> None:
+    """Darknet's console (dialects/progress/darknet.py): a step a line, its loss, `avg_loss`
+    and LR; the mAP of the step's validation joins that step; a launch line after steps is a
+    relaunch into the same log (a segment, whether the iteration goes on or starts again)."""
+    if "avg" in line:
+        for d in DARKNET:
+            m = d.search(line)
+            if m:
+                values = {"loss": m["loss"], "avg_loss": m["avg"], "lr": m["lr"]}
+                if "epoch" in m.re.groupindex and m["epoch"] is not None:
+                    values["epoch"] = m["epoch"]
+                p.add(int(m["step"]), values, d.id)
+                return
+    if "mAP@" in line:
+        m = DARKNET_MAP.search(line)
+        value = to_number(m["map"]) if m else None
+        if m and value is not None and p.steps_read:
+            # V4+ hank-ai prints a percent, the others a fraction: read as the fraction
+            p.attach({f"val_mAP@{m['iou']}": value / 100 if m["pct"] else value}, DARKNET_MAP.id)
+        return
+    if p.steps_read and DARKNET_LAUNCH.search(line):
+        segment_reason(p.source, "Darknet's launch line again", [p.out.count],
+                       "Darknet's launch line again (`Learning Rate: ..., Momentum: ..., Decay: ...`): "
+                       "a relaunch into the same log")
+        p.source.resumes.append(p.out.count)
+
+
+PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe,
+           "darknet": _darknet}
 
 
 def _dtype_from_args(args: dict[str, str]) -> str | None:
@@ -813,6 +864,10 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
                                            "Trainer's global step) in front of each logged dict")
         else:
             source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
+    if dialect == "darknet":
+        source.extras["step_from"] = ("the iteration in front of each Darknet line (get_current_batch / "
+                                      "get_current_iteration: the optimizer step); the loss is the number "
+                                      "after it, avg_loss its running mean")
     return _postprocess(series, source)
 
 
