@@ -102,6 +102,8 @@ def _between(it: int, iou_nan: bool = False) -> list[str]:
                          layer, iou, 0.52, 0.41, 0.0041, 0.25, 0.05, 0 if iou != iou else 8))
     out.append(c("v3 (%s loss, Normalizer: (iou: %.2f, obj: %.2f, cls: %.2f) Region %d Avg (IOU: %f), count: %d, "
                  "class_loss = %f, iou_loss = %f, total_loss = %f ", "mse", 0.75, 1.0, 1.0, 139, NAN, 0, 0.0, NAN, NAN))
+    # AlexeyAB src/network.c, after each forward pass of the yolo layers (stderr)
+    out.append(c(" total_bbox = %d, rewritten_bbox = %f %% ", it * 113, 3.99))
     if it % 10 == 0:
         out += ["Resizing", "608"]
     if it == 7:

@@ -16,7 +16,7 @@ register(
           "pjreddie/darknet f6afaabc src/parser.c (load_weights_upto); AlexeyAB/darknet 59596d78 "
           "src/parser.c; hank-ai/darknet v6.0 src-lib/weights.cpp",
           'fprintf(stderr, "Loading weights from %s...", filename)',
-          r"^\s*Loading weights from (?P<path>\"[^\"]+\"|\S+?)(?:\.\.\.|\s|$)",
+          r"\bLoading weights from (?P<path>\"[^\"]+\"|\S+?)(?:\.\.\.|\s|$)",
           ("Loading weights from backup/yolov3-voc.backup...Done!",
            "Loading weights from darknet53.conv.74...",
            'Loading weights from "/data/backup/animals_last.weights" (246.3 MiB)'),
