@@ -133,6 +133,9 @@ def encoding_of(path: Path) -> str | None:
 
 
 def _step_range(path: Path) -> tuple[float, float] | None:
+    darknet = _darknet_steps(path)
+    if darknet:            # its lines make no group of the shape reader (`_darknet_hits`)
+        return float(min(darknet)), float(max(darknet))
     groups = [g for g in groups_of(path) if g.parsed.values or g.parsed.overflow]
     if not groups:
         return None
@@ -163,6 +166,9 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order; a relaunch's piece goes back over the
     steps before it, and is a segment of its own (`assemble`)."""
+    if dialect == "darknet":       # read by its own line reader: the pieces' lines in order
+        source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
+        return _read_by_lines(files[0], source, dialect, (x for f in files for x in iter_lines(f)))
     joined = b"".join(bytes(encodings.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
@@ -262,13 +268,30 @@ _DARKNET_WORDS = (b" avg, ", b" avg loss, ", b", avg loss=")
 
 def _darknet_hits(path: Path, head: bytes) -> int:
     """The Darknet step lines over the whole file (dialects/progress/darknet.py)."""
+    return len(_darknet_steps(path, head))
+
+
+def _darknet_steps(path: Path, head: bytes | None = None) -> list[int]:
+    """The iterations of the file's Darknet step lines; a whole pass only for a file whose head
+    holds one (a log that says ` avg, ` otherwise costs a look at its head)."""
+    if head is None:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_BANNER_BYTES)
+        except OSError:
+            return []
     if not any(w in head for w in _DARKNET_WORDS):
-        return 0
-    # a whole pass only for a file whose head holds one (a log that says ` avg, ` otherwise)
+        return []
     lines = (clean(x) for x in head.decode("utf-8", "replace").splitlines() if " avg" in x)
     if not any(d.search(x) for x in lines for d in DARKNET):
-        return 0
-    return sum(1 for line in iter_lines(path) if " avg" in line and any(d.search(line) for d in DARKNET))
+        return []
+    steps = []
+    for line in iter_lines(path):
+        if " avg" in line:
+            m = next((m for d in DARKNET if (m := d.search(line))), None)
+            if m:
+                steps.append(int(m["step"]))
+    return steps
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -821,10 +844,12 @@ def _without_lead_in(head: str) -> str:
     return head[:len(head) - len(tail) + m.start()] if m else head
 
 
-def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
+def _read_by_lines(path: Path, source: Source, dialect: str,
+                   lines: Iterator[str] | None = None) -> list[Series]:
+    """The file's lines (or `lines`: pieces of one run, joined) through the dialect's reader."""
     parse = PARSERS[dialect]
     p = _Parse(path, source)
-    for line in iter_lines(path):
+    for line in iter_lines(path) if lines is None else lines:
         ev = events.find_event(line)
         if ev is None:
             parse(p, line)

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from postmortem.diagnose.analyze import analyze
+from postmortem.errors import RunReadError
 from postmortem.run import read_run
 
 NAN = float("nan")
@@ -275,3 +276,19 @@ def test_a_torchrun_rank_label_is_still_taken_off_other_lines(tmp_path):
     assert clean("0: step 10 loss 2.5") == "step 10 loss 2.5"
     assert clean(" 812: 1.234000, 1.456000 avg loss, 0.001000 rate, 3.2 seconds, 51968 images").lstrip().startswith("812:")
     assert clean("5989: loss=0.444, avg loss=0.329, rate=0.000026").startswith("5989:")
+
+
+def test_a_relaunch_resumed_into_a_new_file_is_one_run_of_two_segments(tmp_path):
+    # `./darknet detector train ... backup/yolo-obj_last.weights | tee train_resume.log`
+    _write(tmp_path, _console(AB_MASTER, range(1, 201)), "train.log")
+    _write(tmp_path, _console(AB_MASTER, range(201, 401)), "train_resume.log")
+    run = read_run(tmp_path)
+    assert [(s["first_step"], s["last_step"]) for s in run.segments()] == [(1, 200), (201, 400)]
+    assert len(run.source.files) == 2 and run.frame.loss.notna().all()
+
+
+def test_two_darknet_runs_from_the_first_iteration_are_two_runs(tmp_path):
+    _write(tmp_path, _console(AB_MASTER, range(1, 201)), "seed1.log")
+    _write(tmp_path, _console(AB_MASTER, range(1, 201)), "seed2.log")
+    with pytest.raises(RunReadError, match="2 different runs"):
+        read_run(tmp_path)
