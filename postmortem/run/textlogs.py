@@ -235,8 +235,8 @@ def sniff(path: Path) -> tuple[str | None, int]:
     if not hits["megatron"] and _megatron_banner(head):
         return "megatron", 1      # cut before its first iteration line: read as what it is
     darknet = _darknet_hits(path, head)
-    if darknet >= MIN_HITS and darknet >= max(hits.values()):
-        return "darknet", darknet
+    if darknet >= max(hits.values()) and (darknet >= MIN_HITS or darknet and _darknet_launch(head)):
+        return "darknet", darknet      # a run that died in its first steps, after its launch line
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
@@ -269,6 +269,12 @@ _DARKNET_WORDS = (b" avg, ", b" avg loss, ", b", avg loss=")
 def _darknet_hits(path: Path, head: bytes) -> int:
     """The Darknet step lines over the whole file (dialects/progress/darknet.py)."""
     return len(_darknet_steps(path, head))
+
+
+def _darknet_launch(head: bytes) -> bool:
+    """The head holds Darknet's launch line (`Learning Rate: %g, Momentum: %g, Decay: %g`)."""
+    return any(DARKNET_LAUNCH.search(x) for x in head.decode("utf-8", "replace").splitlines()
+               if x.startswith("Learning Rate: "))
 
 
 def _darknet_steps(path: Path, head: bytes | None = None) -> list[int]:

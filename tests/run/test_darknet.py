@@ -292,3 +292,11 @@ def test_two_darknet_runs_from_the_first_iteration_are_two_runs(tmp_path):
     _write(tmp_path, _console(AB_MASTER, range(1, 201)), "seed2.log")
     with pytest.raises(RunReadError, match="2 different runs"):
         read_run(tmp_path)
+
+
+def test_a_run_that_died_in_its_first_iterations_is_still_darknets(tmp_path):
+    # two step lines, both NaN, after the launch's own lines: not the Region lines' numbers
+    run = read_run(_write(tmp_path, _console(AB_MASTER, range(1, 3), loss=lambda it: NAN)))
+    assert run.source.format == "darknet" and list(run.frame.step) == [1, 2]
+    assert list(run.frame.columns) == ["segment", "step", "loss", "lr", "avg_loss"]
+    assert len(run.logged_nan["loss"]) == 2
