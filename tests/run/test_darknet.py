@@ -292,6 +292,9 @@ def test_two_darknet_runs_from_the_first_iteration_are_two_runs(tmp_path):
     _write(tmp_path, _console(AB_MASTER, range(1, 201)), "seed2.log")
     with pytest.raises(RunReadError, match="2 different runs"):
         read_run(tmp_path)
+    for name in ("seed1.log", "seed2.log"):       # each its own run of 200 iterations
+        run = read_run(tmp_path / name)
+        assert run.source.format == "darknet" and len(run.frame) == 200 and len(run.segments()) == 1
 
 
 def test_a_run_that_died_in_its_first_iterations_is_still_darknets(tmp_path):
