@@ -26,6 +26,7 @@ from postmortem.run.aliases import canonical_name
 from postmortem.run.assemble import Collector, Series, segment_reason, to_number
 from postmortem.run.dialects import progress
 from postmortem.run.dialects.entries import NUM  # the catalogue's number, every NaN spelling
+from postmortem.run.dialects.progress.darknet import LAUNCH as DARKNET_LAUNCH
 from postmortem.run.metriclines import overflow as events
 from postmortem.run.metriclines import reader as metriclines
 from postmortem.run.metriclines import userloss
@@ -34,7 +35,10 @@ from postmortem.run.metriclines.reader import is_metric_log as _named_like_metri
 from postmortem.run.model import Source
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\d+:(?=\s)|\[\d+\]:)\s*")
+# torchrun's `--tee` label `3: ` is no rank where Darknet's own line starts with its iteration
+# (`812: 1.234, 1.456 avg, ...`, `5989: loss=0.444, avg loss=...`: dialects/progress/darknet.py)
+_RANK_PREFIX = re.compile(r"^\s*(?:\[default\d+\]:|\[rank\d+\]:|\[\d+\]:"
+                          r"|\d+:(?=\s)(?!\s(?:loss=)?[-+\w.()]+, (?:avg loss=|[-+\w.()]+ avg\b)))\s*")
 
 # The catalogue's patterns (run/dialects/progress/): the line readers below use their groups.
 MEGATRON = progress.dialect("megatron.iteration").pattern
@@ -52,6 +56,9 @@ MARIAN_SCALE = progress.dialect("marian.cost_scaling_start")
 # the config dump (src/common/config.cpp `LOG(info, "[config] {}", line)`, the YAML a line):
 # `precision:` then its items `  - float16`; the first is the type the model trains in
 MARIAN_CONFIG = re.compile(r"\[config\] (?:(?P<key>[\w-]+):(?: (?P<value>\S.*))?|  - (?P<item>\S+))$")
+# Darknet's lines, the newest shapes first (hank-ai's `loss=`, AlexeyAB's `avg loss`)
+DARKNET = tuple(progress.dialect(f"darknet.{k}") for k in ("hank", "alexeyab", "detector", "classifier", "rnn"))
+DARKNET_MAP = progress.dialect("darknet.map")
 REWARD = re.compile(r"average reward score: (" + NUM + r")")
 
 KV_COLON = re.compile(r"([A-Za-z_][\w./()\- ]*?):\s*(" + NUM + r")(ms|s|%)?(?=\s|$|\||,)")
@@ -69,7 +76,7 @@ def _sniff_table() -> dict[str, tuple[re.Pattern[str], ...]]:
     return {**progress.families(), "metric-lines": ()}
 MIN_HITS = 3
 # Dialects read by a line reader of their own; every other one by the general reader.
-LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe", "marian")
+LINE_READERS = ("deepspeed", "fairseq", "hf-console", "kv-pipe", "marian", "darknet")
 
 
 def is_metric_log(groups: list[Group]) -> bool:
@@ -132,6 +139,9 @@ def encoding_of(path: Path) -> str | None:
 
 
 def _step_range(path: Path) -> tuple[float, float] | None:
+    darknet = _darknet_steps(path)
+    if darknet:            # its lines make no group of the shape reader (`_darknet_hits`)
+        return float(min(darknet)), float(max(darknet))
     groups = [g for g in groups_of(path) if g.parsed.values or g.parsed.overflow]
     if not groups:
         return None
@@ -162,6 +172,9 @@ def pastes_of_one_run(files: list[Path]) -> list[Path] | None:
 def read_pastes(files: list[Path], source: Source, dialect: str) -> list[Series]:
     """Pieces of one run, read as one log in step order; a relaunch's piece goes back over the
     steps before it, and is a segment of its own (`assemble`)."""
+    if dialect == "darknet":       # read by its own line reader: the pieces' lines in order
+        source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
+        return _read_by_lines(files[0], source, dialect, (x for f in files for x in iter_lines(f)))
     joined = b"".join(bytes(encodings.utf8_bytes(f)[0]).rstrip(b"\n") + b"\n" for f in files)
     groups, _ = read_groups(joined)
     source.warn(f"{len(files)} pieces of one run ({', '.join(f.name for f in files)}): read as one log")
@@ -251,6 +264,9 @@ def sniff(path: Path) -> tuple[str | None, int]:
     marian = _marian_evidence(head)
     if marian >= MIN_HITS:
         return "marian", marian
+    darknet = _darknet_hits(path, head)
+    if darknet >= max(hits.values()) and (darknet >= MIN_HITS or darknet and _darknet_launch(head)):
+        return "darknet", darknet      # a run that died in its first steps, after its launch line
     if not groups:
         return None, 0
     ranked = sorted((d for d in SNIFF if d != "metric-lines"), key=lambda d: -hits[d])
@@ -272,6 +288,46 @@ def sniff(path: Path) -> tuple[str | None, int]:
     if is_metric_log(groups):
         return "metric-lines", sum(len(g.rows) for g in groups if g.parsed.values)
     return None, 0
+
+
+# Darknet's step line names none of its numbers (`812: 1.234, 1.456 avg, 0.001 rate, ...`):
+# the shape reader keeps no group of them, so its lines are counted here, in a file whose head
+# holds one of these words
+_DARKNET_WORDS = (b" avg, ", b" avg loss, ", b", avg loss=")
+
+
+def _darknet_hits(path: Path, head: bytes) -> int:
+    """The Darknet step lines over the whole file (dialects/progress/darknet.py)."""
+    return len(_darknet_steps(path, head))
+
+
+def _darknet_launch(head: bytes) -> bool:
+    """The head holds Darknet's launch line (`Learning Rate: %g, Momentum: %g, Decay: %g`)."""
+    return any(DARKNET_LAUNCH.search(x) for x in head.decode("utf-8", "replace").splitlines()
+               if x.startswith("Learning Rate: "))
+
+
+def _darknet_steps(path: Path, head: bytes | None = None) -> list[int]:
+    """The iterations of the file's Darknet step lines; a whole pass only for a file whose head
+    holds one (a log that says ` avg, ` otherwise costs a look at its head)."""
+    if head is None:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(_BANNER_BYTES)
+        except OSError:
+            return []
+    if not any(w in head for w in _DARKNET_WORDS):
+        return []
+    lines = (clean(x) for x in head.decode("utf-8", "replace").splitlines() if " avg" in x)
+    if not any(d.search(x) for x in lines for d in DARKNET):
+        return []
+    steps = []
+    for line in iter_lines(path):
+        if " avg" in line:
+            m = next((m for d in DARKNET if (m := d.search(line))), None)
+            if m:
+                steps.append(int(m["step"]))
+    return steps
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -752,8 +808,35 @@ def _marian_dtype(p: _Parse, dtype: str, said: str) -> None:
         p.source.extras["dtype_from"] = f"Marian's config dump ({said})"
 
 
+def _darknet(p: _Parse, line: str) -> None:
+    """Darknet's console (dialects/progress/darknet.py): a step a line, its loss, `avg_loss`
+    and LR; the mAP of the step's validation joins that step; a launch line after steps is a
+    relaunch into the same log (a segment, whether the iteration goes on or starts again)."""
+    if "avg" in line:
+        for d in DARKNET:
+            m = d.search(line)
+            if m:
+                values = {"loss": m["loss"], "avg_loss": m["avg"], "lr": m["lr"]}
+                if "epoch" in m.re.groupindex and m["epoch"] is not None:
+                    values["epoch"] = m["epoch"]
+                p.add(int(m["step"]), values, d.id)
+                return
+    if "mAP@" in line:
+        m = DARKNET_MAP.search(line)
+        value = to_number(m["map"]) if m else None
+        if m and value is not None and p.steps_read:
+            # V4+ hank-ai prints a percent, the others a fraction: read as the fraction
+            p.attach({f"val_mAP@{m['iou']}": value / 100 if m["pct"] else value}, DARKNET_MAP.id)
+        return
+    if p.steps_read and DARKNET_LAUNCH.search(line):
+        segment_reason(p.source, "Darknet's launch line again", [p.out.count],
+                       "Darknet's launch line again (`Learning Rate: ..., Momentum: ..., Decay: ...`): "
+                       "a relaunch into the same log")
+        p.source.resumes.append(p.out.count)
+
+
 PARSERS = {"deepspeed": _deepspeed, "fairseq": _fairseq, "hf-console": _hf_console, "kv-pipe": _kv_pipe,
-           "marian": _marian}
+           "marian": _marian, "darknet": _darknet}
 
 
 def _dtype_from_args(args: dict[str, str]) -> str | None:
@@ -901,10 +984,12 @@ def _without_lead_in(head: str) -> str:
     return head[:len(head) - len(tail) + m.start()] if m else head
 
 
-def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
+def _read_by_lines(path: Path, source: Source, dialect: str,
+                   lines: Iterator[str] | None = None) -> list[Series]:
+    """The file's lines (or `lines`: pieces of one run, joined) through the dialect's reader."""
     parse = PARSERS[dialect]
     p = _Parse(path, source)
-    for line in iter_lines(path):
+    for line in iter_lines(path) if lines is None else lines:
         ev = events.find_event(line)
         if ev is None:
             parse(p, line)
@@ -964,6 +1049,10 @@ def _read_by_lines(path: Path, source: Source, dialect: str) -> list[Series]:
                                            "Trainer's global step) in front of each logged dict")
         else:
             source.warn("HF console lines carry no step: steps are the ordinal of each logged line")
+    if dialect == "darknet":
+        source.extras["step_from"] = ("the iteration in front of each Darknet line (get_current_batch / "
+                                      "get_current_iteration: the optimizer step); the loss is the number "
+                                      "after it, avg_loss its running mean")
     return _postprocess(series, source)
 
 
