@@ -1,0 +1,74 @@
+"""Loss-scale messages found by the audit of who prints a loss scale (docs/sessions/2026-11-27/
+scaleaudit.md), each written with its framework's own format strings: a cascade that halves the
+scale step after step until it is far below 1 is an fp16-overflow incident at its first skip; a
+scaler growing, with an occasional single halving, is quiet."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from postmortem.diagnose.analyze import analyze
+from postmortem.run import read_run
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from scale_logs import write  # noqa: E402
+
+CASCADE = 300          # the first skip of the cascade below
+
+
+def _torch_npu(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """Ascend/pytorch torch_npu/npu/amp/grad_scaler.py's prints for one step, then, every 10 steps,
+    the ImageNet example's ProgressMeter line the Ascend ModelZoo scripts print."""
+    out = []
+    if skipped:
+        out += ["Gradient overflow. Skipping step", "Loss scaler reducing loss scale to {}".format(scale)]
+    elif grew:
+        out.append("Loss scaler increasing loss scale to {}".format(scale))
+    if step % 10 == 0:
+        out.append("Epoch: [0][{:3d}/500]\tTime  0.131 ( 0.135)\tData  0.002 ( 0.003)\tLoss {:.4e} ({:.4e})\t"
+                   "Acc@1  40.62 ( 33.63)".format(step, loss, loss))
+    return out
+
+
+WRITERS = {"torch_npu": _torch_npu}
+
+
+def _run(writer, cascade: bool) -> list[str]:
+    """500 steps of a dynamic scaler (x2 every 50 clean steps, /2 on a skip): with `cascade`, every
+    step from CASCADE to CASCADE+30 overflows (2**20 -> 2**-10, the loss climbing); without, an
+    isolated skip every 150 steps between growths (net up: 16384 -> 524288)."""
+    lines, scale, clean = [], 2.0 ** 14, 0
+    for step in range(1, 501):
+        skipped = (CASCADE <= step < CASCADE + 30) if cascade else step % 150 == 75
+        grew = False
+        if skipped:
+            scale, clean = scale / 2, 0
+        else:
+            clean += 1
+            if clean % 50 == 0:
+                scale, grew = scale * 2, True
+        loss = 2.0 - step * 1e-3 + (0.5 * (step - CASCADE) if cascade and step >= CASCADE else 0.0)
+        lines += writer(step, skipped, scale, grew, loss)
+    return lines
+
+
+def _incidents(log):
+    return [(i.kind, i.step, i.hypotheses[0].pattern if i.hypotheses else None) for i in analyze(log).incidents]
+
+
+@pytest.mark.parametrize("family", list(WRITERS))
+def test_a_cascade_far_below_one_is_an_fp16_overflow(family, tmp_path):
+    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=True)))
+    scale = log.frame.loss_scale.dropna()
+    assert scale.min() < 1e-2                       # the scale read down to where it fell
+    found = _incidents(log)
+    assert len(found) == 1 and found[0][2] == "fp16-overflow", (family, found)
+    assert CASCADE - 10 < found[0][1] <= CASCADE + 5, (family, found)
+
+
+@pytest.mark.parametrize("family", list(WRITERS))
+def test_a_growing_scaler_with_single_halvings_is_quiet(family, tmp_path):
+    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=False)))
+    assert log.frame.loss_scale.dropna().max() > 2.0 ** 14      # it grew, and it was read
+    assert _incidents(log) == [], family
