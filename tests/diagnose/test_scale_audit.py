@@ -31,7 +31,17 @@ def _torch_npu(step: int, skipped: bool, scale: float, grew: bool, loss: float) 
     return out
 
 
-WRITERS = {"torch_npu": _torch_npu}
+def _apex_closure(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """NVIDIA/apex apex/fp16_utils/fp16_optimizer.py `_step_with_closure`: `print("OVERFLOW within
+    closure! Skipping step, reducing loss scale to {}".format(self.loss_scaler.loss_scale()))` (its
+    scaler says nothing on growth), then the ImageNet example's ProgressMeter line every 10 steps."""
+    out = ["OVERFLOW within closure! Skipping step, reducing loss scale to {}".format(scale)] if skipped else []
+    if step % 10 == 0:
+        out.append("Epoch: [0][{:3d}/500]\tTime  0.131 ( 0.135)\tLoss {:.4e} ({:.4e})".format(step, loss, loss))
+    return out
+
+
+WRITERS = {"torch_npu": _torch_npu, "apex_closure": _apex_closure}
 
 
 def _run(writer, cascade: bool) -> list[str]:

@@ -22,12 +22,15 @@ register(
           # (max(min_loss_scale, ...) only where a min_loss_scale is set; default None)
           prev_factor=2.0),
     entry("apex.fp16_utils.overflow", "apex", "overflow",
-          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step)",
+          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step; _step_with_closure "
+          "retrying the closure while it overflows)",
           '"Gradient overflow.  Skipping step, reducing " + "loss scale to {}".format('
-          'self.loss_scaler.loss_scale())',
-          r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + scale("scale"),
-          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",),
-          ("Gradient overflow",)),
+          'self.loss_scaler.loss_scale())  |  print("OVERFLOW within closure! Skipping step, reducing loss '
+          'scale to {}".format(self.loss_scaler.loss_scale()))',
+          r"(?:Gradient overflow\.|OVERFLOW within closure!)\s+Skipping step, reducing loss scale to " + scale("scale"),
+          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",
+           "OVERFLOW within closure! Skipping step, reducing loss scale to 512.0"),
+          ("Gradient overflow", "OVERFLOW within closure!")),
     entry("apex.fp16_utils.attempted", "apex", "overflow",
           "NVIDIA/Megatron-LM 22c0e30 (v1.x) megatron/fp16/fp16.py (FP16_Optimizer.step, maybe_print; "
           "also `OVERFLOW within closure!`), EleutherAI/gpt-neox 8b6d515 megatron/fp16/fp16.py (the same "
