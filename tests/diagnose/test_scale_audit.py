@@ -41,7 +41,18 @@ def _apex_closure(step: int, skipped: bool, scale: float, grew: bool, loss: floa
     return out
 
 
-WRITERS = {"torch_npu": _torch_npu, "apex_closure": _apex_closure}
+def _insightface(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """deepinsight/insightface recognition/arcface_torch/utils/utils_callbacks.py CallBackLogging, every
+    10 steps, behind its `Training: %(asctime)s-` logging format: `"Speed %.2f samples/sec   Loss %.4f
+    LearningRate %.6f   Epoch: %d   Global Step: %d   Fp16 Grad Scale: %2.f   Required: %1.f hours"`
+    (its scaler prints nothing; a scale below 0.5 prints ` 0`)."""
+    if step % 10:
+        return []
+    return ["Training: 2023-03-14 09:08:47,984-Speed %.2f samples/sec   Loss %.4f   LearningRate %.6f   Epoch: %d   "
+            "Global Step: %d   Fp16 Grad Scale: %2.f   Required: %1.f hours" % (2183.37, loss, 0.001, 0, step, scale, 144)]
+
+
+WRITERS = {"torch_npu": _torch_npu, "apex_closure": _apex_closure, "insightface": _insightface}
 
 
 def _run(writer, cascade: bool) -> list[str]:
