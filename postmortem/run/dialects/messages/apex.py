@@ -1,4 +1,4 @@
-"""apex's loss-scaler messages: amp (O1/O2), fp16_utils.FP16_Optimizer, contrib FP16_Optimizer.
+"""apex's loss-scaler messages: amp (O1/O2, and its first API), fp16_utils.FP16_Optimizer, contrib FP16_Optimizer.
 
 Read from NVIDIA/apex at 0ce8ad3 (2019-12) and 6424da3 (25.09): apex/amp/handle.py
 (`scale_loss`, also printed by apex.amp users such as detectron2-era and torchvision
@@ -43,6 +43,15 @@ register(
            "OVERFLOW! Skipping step. Attempted loss scale: 4096.0",
            "OVERFLOW within closure! Skipping step. Attempted loss scale: 1024.0, reducing to 512.0"),
           ("OVERFLOW! Skipping", "OVERFLOW within closure!")),
+    # amp's first API (2018, `amp.init()` / `handle.scale_loss(loss, optimizer)`, before amp.initialize):
+    # the scale halves with no word of it; the skip is said when the patched step runs
+    entry("apex.amp.old_api", "apex", "overflow",
+          "NVIDIA/apex e733e78 (2018, apex/amp/_C/scale_lib era) apex/amp/handle.py (AmpHandle.scale_loss: "
+          "logging.info); later releases apex/amp/handle.py and apex/amp/opt.py (OptimWrapper: maybe_print)",
+          "logging.info('Gradient overflow, skipping update')  |  maybe_print('Gradient overflow, skipping update')",
+          r"Gradient overflow, skipping update",
+          ("Gradient overflow, skipping update", "INFO:root:Gradient overflow, skipping update"),
+          ("Gradient overflow, skipping update",)),
     entry("apex.fp16_utils.bare", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
           "print('OVERFLOW!')",
