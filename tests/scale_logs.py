@@ -177,8 +177,25 @@ def paddlefleetx(rows, every=10):
                       1e-4, r["skipped"]))
 
 
+def torch_npu(rows, every=10):
+    """Ascend torch_npu's GradScaler (Ascend/pytorch torch_npu/npu/amp/grad_scaler.py: `print("Gradient
+    overflow. Skipping step")` in step, `"Loss scaler reducing loss scale to {}"` / `"... increasing ..."`
+    in update) under the PyTorch ImageNet example's ProgressMeter line that the Ascend ModelZoo scripts
+    print (`Epoch: [0][ 10/500]\tTime ...\tLoss ...`)."""
+    for r in rows:
+        if r["skipped"]:
+            yield "Gradient overflow. Skipping step"
+            yield "Loss scaler reducing loss scale to {}".format(r["after"])
+        elif r["after"] > r["scale"]:
+            yield "Loss scaler increasing loss scale to {}".format(r["after"])
+        if r["step"] and r["step"] % every == 0:
+            yield ("Epoch: [0][{:3d}/500]\tTime  0.131 ( 0.135)\tData  0.002 ( 0.003)\tLoss {:.4e} ({:.4e})\t"
+                   "Acc@1  40.62 ( 33.63)\tAcc@5  66.41 ( 57.94)".format(r["step"], r["loss"], r["loss"]))
+
+
 FAMILIES: dict[str, Callable] = {
     "bmtrain": bmtrain, "colossalai": colossalai, "internlm": internlm, "espnet": espnet,
     "icefall": icefall, "mindspore": mindspore, "mindspore_bert": mindspore_bert, "deepspeed_stage1": deepspeed_stage1,
     "megatron_v1": megatron_v1, "paddlefleetx": paddlefleetx,
+    "torch_npu": torch_npu,
 }

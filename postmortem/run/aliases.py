@@ -53,6 +53,10 @@ _SCALE_TAILS = frozenset((
     # ParlAI's report (parlai/core/torch_agent.py v1.x: `self.global_metrics.add('fp16_loss_scalar',
     # GlobalAverageMetric(self.optimizer.loss_scale))`): the fp16 optimizer's loss scale
     "fp16_loss_scalar",
+    # insightface arcface_torch (deepinsight/insightface 05a156f recognition/arcface_torch/utils/
+    # utils_callbacks.py CallBackLogging): `"... Global Step: %d   Fp16 Grad Scale: %2.f   Required:
+    # %1.f hours"` with `grad_scaler.get_scale()` (a torch GradScaler's scale)
+    "fp16_grad_scale",
     # coqui-ai Trainer v0.0.x trainer/trainer.py (_optimize): `loss_dict["amp_scaler"] =
     # scaler.get_scale()`, printed `| > amp_scaler: 32768.0  (32768.0)` among the losses
     "amp_scaler",

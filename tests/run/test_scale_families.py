@@ -20,7 +20,7 @@ from scale_logs import CASCADE_AT, FAMILIES, hysteresis, record, write  # noqa: 
 SKIPS = [r["step"] for r in record("overflow") if r["skipped"]]
 # the families that say every skipped step (icefall's lines only log the scale)
 SAY_EACH_SKIP = ["bmtrain", "colossalai", "internlm", "espnet", "mindspore", "mindspore_bert", "deepspeed_stage1",
-                 "megatron_v1"]
+                 "megatron_v1", "torch_npu"]
 
 
 def _skips(log) -> np.ndarray:

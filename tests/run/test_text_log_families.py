@@ -117,7 +117,8 @@ def test_colossalai_tqdm_postfix(real_runs):
 def test_arcface_global_step_and_grad_scale(real_runs):
     log = read_run(real_runs / "issue-insightface-2262-fp16-gradscale-zero")
     assert log.frame.step.tolist() == [20, 30, 40] and log.nan_mask("loss").all()
-    assert log.frame["Fp16 Grad Scale"].tolist() == [0, 0, 0] and at(log, 30, "Speed") == 2183.37
+    # `Fp16 Grad Scale` is arcface_torch's grad_scaler.get_scale(): the loss scale
+    assert log.frame["loss_scale"].tolist() == [0, 0, 0] and at(log, 30, "Speed") == 2183.37
 
 
 def test_litgpt_optimizer_steps(real_runs):

@@ -1,4 +1,4 @@
-"""apex's loss-scaler messages: amp (O1/O2), fp16_utils.FP16_Optimizer, contrib FP16_Optimizer.
+"""apex's loss-scaler messages: amp (O1/O2, and its first API), fp16_utils.FP16_Optimizer, contrib FP16_Optimizer.
 
 Read from NVIDIA/apex at 0ce8ad3 (2019-12) and 6424da3 (25.09): apex/amp/handle.py
 (`scale_loss`, also printed by apex.amp users such as detectron2-era and torchvision
@@ -22,12 +22,15 @@ register(
           # (max(min_loss_scale, ...) only where a min_loss_scale is set; default None)
           prev_factor=2.0),
     entry("apex.fp16_utils.overflow", "apex", "overflow",
-          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step)",
+          "NVIDIA/apex 0ce8ad3 apex/fp16_utils/fp16_optimizer.py (FP16_Optimizer.step; _step_with_closure "
+          "retrying the closure while it overflows)",
           '"Gradient overflow.  Skipping step, reducing " + "loss scale to {}".format('
-          'self.loss_scaler.loss_scale())',
-          r"Gradient overflow\.\s+Skipping step, reducing loss scale to " + scale("scale"),
-          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",),
-          ("Gradient overflow",)),
+          'self.loss_scaler.loss_scale())  |  print("OVERFLOW within closure! Skipping step, reducing loss '
+          'scale to {}".format(self.loss_scaler.loss_scale()))',
+          r"(?:Gradient overflow\.|OVERFLOW within closure!)\s+Skipping step, reducing loss scale to " + scale("scale"),
+          ("Gradient overflow.  Skipping step, reducing loss scale to 1024.0",
+           "OVERFLOW within closure! Skipping step, reducing loss scale to 512.0"),
+          ("Gradient overflow", "OVERFLOW within closure!")),
     entry("apex.fp16_utils.attempted", "apex", "overflow",
           "NVIDIA/Megatron-LM 22c0e30 (v1.x) megatron/fp16/fp16.py (FP16_Optimizer.step, maybe_print; "
           "also `OVERFLOW within closure!`), EleutherAI/gpt-neox 8b6d515 megatron/fp16/fp16.py (the same "
@@ -40,6 +43,15 @@ register(
            "OVERFLOW! Skipping step. Attempted loss scale: 4096.0",
            "OVERFLOW within closure! Skipping step. Attempted loss scale: 1024.0, reducing to 512.0"),
           ("OVERFLOW! Skipping", "OVERFLOW within closure!")),
+    # amp's first API (2018, `amp.init()` / `handle.scale_loss(loss, optimizer)`, before amp.initialize):
+    # the scale halves with no word of it; the skip is said when the patched step runs
+    entry("apex.amp.old_api", "apex", "overflow",
+          "NVIDIA/apex e733e78 (2018, apex/amp/_C/scale_lib era) apex/amp/handle.py (AmpHandle.scale_loss: "
+          "logging.info); later releases apex/amp/handle.py and apex/amp/opt.py (OptimWrapper: maybe_print)",
+          "logging.info('Gradient overflow, skipping update')  |  maybe_print('Gradient overflow, skipping update')",
+          r"Gradient overflow, skipping update",
+          ("Gradient overflow, skipping update", "INFO:root:Gradient overflow, skipping update"),
+          ("Gradient overflow, skipping update",)),
     entry("apex.fp16_utils.bare", "apex", "overflow",
           "NVIDIA/apex 0ce8ad3 apex/fp16_utils/loss_scaler.py (DynamicLossScaler.update_scale debug)",
           "print('OVERFLOW!')",
