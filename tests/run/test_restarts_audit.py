@@ -1,0 +1,42 @@
+"""Restarts audited against the frameworks' own format strings, and two false restarts:
+fairseq's fp16 progress row printed again for an update the scaler skipped (num_updates
+unchanged after `NOTE: overflow detected`) is the same update retried, no relaunch."""
+
+from postmortem.run import read_run
+
+
+def _fairseq_row(i: int, updates: int, loss: float, scale: float) -> str:
+    # fairseq v0.10.0 fairseq/logging/progress_bar.py SimpleProgressBar.log:
+    # "{}:  {:5d} / {:d} {}".format(self.prefix, self.i + 1, self.n, postfix), prefix `epoch 001`,
+    # behind fairseq_cli/train.py's "%(asctime)s | %(levelname)s | %(name)s | " (name train_inner)
+    return (f"2020-08-01 12:00:{i % 60:02d} | INFO | train_inner | epoch 001:  {i:5d} / 400 "
+            f"loss={loss:.3f}, nll_loss={loss - 1:.3f}, ppl=12.3, wps=8000, ups=2.6, wpb=3000, bsz=64, "
+            f"num_updates={updates}, lr=1e-05, gnorm=3.{i % 7}, loss_scale={scale:g}, train_wall=1, wall={i}")
+
+
+# fairseq v0.10.0 fairseq/trainer.py (train_step, on OverflowError): logger.info("NOTE: overflow
+# detected, " + str(e)); fairseq/optim/dynamic_loss_scaler.py: "setting loss scale to: " + str(scale)
+_OVERFLOW = "2020-08-01 12:00:01 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: {}"
+
+
+def _fairseq_fp16(tmp_path, said: bool):
+    lines = [_fairseq_row(1, 1, 15.2, 128)]
+    for i, scale in ((2, 64.0), (3, 32.0)):
+        if said:
+            lines.append(_OVERFLOW.format(scale))
+        lines.append(_fairseq_row(i, 1, 15.3 - i / 10, scale))
+    lines += [_fairseq_row(i, i - 2, 10 - i / 100, 32) for i in range(4, 300)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_fairseq_rows_of_skipped_fp16_updates_are_no_relaunch(tmp_path):
+    run = read_run(_fairseq_fp16(tmp_path, said=True))
+    assert len(run.segments()) == 1
+    assert run.frame["step"].tolist() == list(range(1, 298))
+    assert run.frame["overflows"].max() == 2       # both skipped updates counted, at update 1
+    # the same rows with no overflow said between them: a launch logging update 1 again
+    other = tmp_path / "other"
+    other.mkdir()
+    assert len(read_run(_fairseq_fp16(other, said=False)).segments()) > 1
