@@ -2,6 +2,8 @@
 fairseq's fp16 progress row printed again for an update the scaler skipped (num_updates
 unchanged after `NOTE: overflow detected`) is the same update retried, no relaunch."""
 
+import pytest
+
 from postmortem.run import read_run
 
 
@@ -40,3 +42,33 @@ def test_fairseq_rows_of_skipped_fp16_updates_are_no_relaunch(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     assert len(read_run(_fairseq_fp16(other, said=False)).segments()) > 1
+
+
+def _ultralytics_epochs(epochs) -> list[str]:
+    # ultralytics 8.x BaseTrainer._do_train: the header (progress_string) then tqdm frames whose
+    # description is ('%11s' * 2 + '%11.4g' * (2 + loss_len)) % (f'{epoch + 1}/{self.epochs}', mem,
+    # *losses, instances, imgsz), joined by `\r`
+    out = []
+    for e in epochs:
+        out.append(("\n" + "%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size"))
+        out.append("\r".join(("%11s" * 2 + "%11.4g" * 5) % (f"{e}/100", "2.51G", 1.5 - e / 10 - i / 100, 2.345,
+                                                              1.456, 32, 640) + f": {i * 10:3d}%|#####| {i}/10 [00:05<00:00]"
+                             for i in range(1, 11)))
+    return out
+
+
+@pytest.mark.parametrize("said", [
+    # ultralytics 8.x engine/trainer.py resume_training
+    "Resuming training runs/detect/train/weights/last.pt from epoch 4 to 100 total epochs",
+    # ultralytics/yolov5 v7.0 utils/torch_utils.py smart_resume
+    "Resuming training from runs/train/exp/weights/last.pt from epoch 4 to 100 total epochs",
+])
+def test_yolo_resume_whose_epochs_go_on_is_a_restart(tmp_path, said):
+    p = tmp_path / "train.log"
+    p.write_text("\n".join([*_ultralytics_epochs(range(1, 4)), said, *_ultralytics_epochs(range(4, 6))]) + "\n")
+    run = read_run(p)
+    assert len(run.segments()) == 2
+    assert run.source.extras["resumes"][0]["dialect"] in ("ultralytics.resume", "yolov5.resume")
+    # the same console with no resume said: one launch
+    p.write_text("\n".join(_ultralytics_epochs(range(1, 6))) + "\n")
+    assert len(read_run(p).segments()) == 1
