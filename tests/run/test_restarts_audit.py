@@ -72,3 +72,30 @@ def test_yolo_resume_whose_epochs_go_on_is_a_restart(tmp_path, said):
     # the same console with no resume said: one launch
     p.write_text("\n".join(_ultralytics_epochs(range(1, 6))) + "\n")
     assert len(read_run(p).segments()) == 1
+
+
+def _ds_step(step: int) -> str:
+    # DeepSpeed deepspeed/runtime/engine.py: log_dist(f"step={step}, skipped={self.skipped_steps}, lr={lr},
+    # mom={mom}", ranks=[0]) behind its logger's prefix
+    return (f"[2024-03-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, "
+            f"lr=[2.5e-05, 2.5e-05], mom=[(0.9, 0.95), (0.9, 0.95)]")
+
+
+@pytest.mark.parametrize("said", [
+    # v0.7.0+ torch_checkpoint_engine.py TorchCheckpointEngine.load
+    "[2024-03-01 11:00:00,000] [INFO] [torch_checkpoint_engine.py:27:load] [Torch] Loading checkpoint from "
+    "/ckpt/global_step300/mp_rank_00_model_states.pt...",
+    # v0.3.x engine.py _load_checkpoint
+    "[2021-05-01 11:00:00,000] [INFO] [engine.py:1480:_load_checkpoint] rank: 0 loading checkpoint: "
+    "/ckpt/global_step300/mp_rank_00_model_states.pt",
+])
+def test_deepspeed_checkpoint_load_after_steps_is_a_restart(tmp_path, said):
+    lines = [_ds_step(s) for s in range(10, 301, 10)] + [said] + [_ds_step(s) for s in range(310, 401, 10)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_run(p)
+    assert [s["rows"] for s in run.segments()] == [30, 10]
+    assert run.source.extras["resumes"] == [{"step": 310, "dialect": "deepspeed.load_checkpoint"}]
+    # the load before the first step (a fine-tune from a checkpoint) is the run's own start
+    p.write_text("\n".join([said] + [_ds_step(s) for s in range(10, 401, 10)]) + "\n")
+    assert len(read_run(p).segments()) == 1
