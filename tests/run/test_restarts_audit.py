@@ -99,3 +99,55 @@ def test_deepspeed_checkpoint_load_after_steps_is_a_restart(tmp_path, said):
     # the load before the first step (a fine-tune from a checkpoint) is the run's own start
     p.write_text("\n".join([said] + [_ds_step(s) for s in range(10, 401, 10)]) + "\n")
     assert len(read_run(p).segments()) == 1
+
+
+def _pcc_log(epochs: int, announce: bool = True) -> str:
+    # InterDigitalInc/PccAI pccai/pipelines/train.py (train_pccnet, train_one_epoch, validate_one_epoch):
+    # 'Training at epoch {epoch} (total {total_epoch}) with lr {lr}', then '    batch count: %d/%d, iter: %d, '
+    # % (batch_id, len_data, batch_id) + '%s: %f, ' per loss (the last ', ' cut), 'Epoch: %d/%d --- time: %f,
+    # lr: %f, ' + 'avg_%s: %f, ', 'Validation at epoch %d', the eval's rows in the same shape, then
+    # 'Validation --- ' + 'avg_val_%s: %f, '; each message + '\n' where the source adds it
+    out = []
+    for ep in range(epochs):
+        out.append(f"Training at epoch {ep} (total {ep}) with lr 0.0001")
+        for b in range(0, 100, 10):
+            loss = 2.0 - ep * 0.3 - b / 500
+            out.append(f"    batch count: {b}/100, iter: {b}, loss: {loss:f}, bpp_loss: {loss / 2:f}, xyz_loss: {loss / 3:f}")
+        out.append(f"Epoch: {ep}/{ep} --- time: {12.5 * (ep + 1):f}, lr: {0.0001:f}, avg_loss: {1.9 - ep * 0.3:f}\n")
+        if announce:
+            out.append(f"Validation at epoch {ep}")
+        for b in range(0, 20, 10):
+            out.append(f"    batch count: {b}/20, iter: {b}, loss: {1.5 - ep * 0.2:f}, bpp_loss: {0.7:f}, xyz_loss: {0.5:f}")
+        out.append(f"Validation --- avg_val_loss: {1.5 - ep * 0.2:f}, avg_val_bpp_loss: {0.7:f}\n")
+    return "\n".join(out) + "\n"
+
+
+def test_an_eval_announced_in_words_whose_counter_starts_at_0_is_no_restart(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text(_pcc_log(3))
+    run = read_run(p)
+    assert len(run.segments()) == 1
+    # the eval's rows are its own (val_loss at the epoch's last training step), not training steps
+    assert run.frame["val_loss"].dropna().tolist() == [1.5, 1.3, 1.1]
+    assert run.frame["loss"].notna().sum() == 30
+    # the same rows with no words before them: the counter back to 0 is read as before (segments)
+    p.write_text(_pcc_log(3, announce=False))
+    assert len(read_run(p).segments()) > 1
+    _words_of_an_eval_leave_a_counter_that_goes_on_or_a_relaunch_alone(tmp_path)
+
+
+def _iter_row(i: int, loss: float) -> str:
+    return f"    batch count: {i}/1000, iter: {i}, loss: {loss:f}"
+
+
+def _words_of_an_eval_leave_a_counter_that_goes_on_or_a_relaunch_alone(tmp_path):
+    p = tmp_path / "clean.log"
+    # the counter goes on after the words: the rows are training steps
+    p.write_text("\n".join([_iter_row(i, 2 - i / 1000) for i in range(0, 300, 10)] + ["Evaluating..."]
+                           + [_iter_row(i, 2 - i / 1000) for i in range(300, 400, 10)]) + "\n")
+    run = read_run(p)
+    assert len(run.segments()) == 1 and run.frame["loss"].notna().sum() == 40 and "val_loss" not in run.frame
+    # a relaunch back to 0 two lines after words that announce no eval: still a restart
+    p.write_text("\n".join([_iter_row(i, 2 - i / 1000) for i in range(0, 300, 10)] + ["Training started"]
+                           + [_iter_row(i, 2.5 - i / 1000) for i in range(0, 200, 10)]) + "\n")
+    assert len(read_run(p).segments()) == 2
