@@ -151,3 +151,25 @@ def _words_of_an_eval_leave_a_counter_that_goes_on_or_a_relaunch_alone(tmp_path)
     p.write_text("\n".join([_iter_row(i, 2 - i / 1000) for i in range(0, 300, 10)] + ["Training started"]
                            + [_iter_row(i, 2.5 - i / 1000) for i in range(0, 200, 10)]) + "\n")
     assert len(read_run(p).segments()) == 2
+
+
+def _diffusers_bar(step: int, loss: float) -> str:
+    # huggingface/diffusers examples/text_to_image/train_text_to_image.py: tqdm(..., desc="Steps") and
+    # progress_bar.set_postfix(**{"step_loss": ..., "lr": ...}) (tqdm sorts the keys, format_num: '{:.3g}')
+    return (f"Steps:  {step // 10:2d}%|███       | {step}/1000 [00:{step % 60:02d}<01:00,  1.50it/s, "
+            f"lr=0.0001, step_loss={loss:.3g}]")
+
+
+def test_accelerate_load_state_after_steps_is_a_restart(tmp_path):
+    # the script's accelerator.print(f"Resuming from checkpoint {path}") then accelerate's load_state:
+    # logger.info(f"Loading states from {input_dir}") (huggingface/accelerate accelerator.py), behind
+    # the script's "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
+    lines = [_diffusers_bar(s, 0.5 - s / 2000) for s in range(1, 301)]
+    lines += ["Resuming from checkpoint checkpoint-300",
+              "05/01/2024 10:00:00 - INFO - accelerate.accelerator - Loading states from sd-model/checkpoint-300"]
+    lines += [_diffusers_bar(s, 0.6 - s / 2000) for s in range(301, 401)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_run(p)
+    assert [s["rows"] for s in run.segments()] == [300, 100]
+    assert run.source.extras["resumes"] == [{"step": 301, "dialect": "accelerate.load_state"}]
