@@ -230,6 +230,7 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     """Positions in `uorder` where a metric logs a step it logged just before with another
     value, at a few places only: a second launch logging that step again."""
     at: list[np.ndarray] = []
+    retried = _skipped_steps(series)
     for s in series:
         # the training metrics: a clock or an epoch counter written twice at one step (by
         # two loggers, an eval and a summary) is no relaunch
@@ -241,6 +242,9 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
         again = np.flatnonzero((st[1:] == st[:-1]) & (line[1:] != line[:-1])) + 1
         if len(again):
             differ = again[~_same(v[again], v[again - 1])]
+            # a step the scaler said it skipped (fairseq's fp16 `NOTE: overflow detected`, its
+            # progress row printed again with num_updates unchanged) is the update retried
+            differ = differ[~np.isin(st[differ], retried)]
             at.append(s.order[o][differ])
     if not at:
         return np.empty(0, dtype=np.int64)
@@ -251,6 +255,14 @@ def _repeats(series: list[Series], uorder: np.ndarray, source: Source) -> np.nda
     source.warn(f"{len(orders)} step(s) logged again with other values (a second launch logging "
                 f"them again?): both kept, the second in a new segment")
     return np.searchsorted(uorder, orders)
+
+
+def _skipped_steps(series: list[Series]) -> np.ndarray:
+    """The steps where an overflow / skipped-update message was counted (`overflows`, `skipped`):
+    the update is done again at the same step, so a row logged again there is no relaunch."""
+    steps = [s.step[np.asarray(s.value, dtype=np.float64) > 0] for s in series
+             if canonical_name(s.name) in ("overflows", "skipped") and s.value.dtype != object]
+    return np.concatenate(steps) if steps else np.empty(0, dtype=np.int64)
 
 
 def segment_reason(source: Source, why: str, orders=(), how: str = "") -> None:

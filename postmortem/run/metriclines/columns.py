@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from postmortem.run import readprogress
 from postmortem.run.assemble import to_number
 from postmortem.run.dialects import catalogue, progress
-from postmortem.run.metriclines import code, table
+from postmortem.run.metriclines import code, evalpass, table
 from postmortem.run.metriclines.clean import clean
 from postmortem.run.metriclines.pairs import Parsed, Value, parse, split_event
 from postmortem.run.metriclines.steps import STEP_KINDS
@@ -306,6 +306,7 @@ def read_groups(data: bytes, binary: list[int] | None = None,
     eval_begins: list[np.ndarray] = []
     eval_ends: list[np.ndarray] = []
     predict_begins: list[np.ndarray] = []
+    eval_said: list[np.ndarray] = []
     bare: list[tuple[bytes, str, np.ndarray]] = []
     headers = table.header_lines(
         (data[starts[line_no]:ends[line_no]], order[bounds[g]:bounds[g + 1]]) for g, line_no in enumerate(first))
@@ -332,6 +333,8 @@ def read_groups(data: bytes, binary: list[int] | None = None,
             begin = _EVAL_BEGIN.search(clean(text))
             if begin:
                 (predict_begins if begin[1] == "Predict" else eval_begins).append(order[bounds[g]:bounds[g + 1]])
+            elif evalpass.EVAL_SAID.search(clean(text)):
+                eval_said.append(order[bounds[g]:bounds[g + 1]])
             continue
         rows = order[bounds[g]:bounds[g + 1]]
         if _EVAL_END.search(clean(text)):       # a count of samples, no metric
@@ -350,7 +353,24 @@ def read_groups(data: bytes, binary: list[int] | None = None,
                 groups.append(_extract(cutter, prep, ptext, split_event(_parse(ptext))[piece], part))
     if bare and not any(gr.parsed.values for gr in groups) and 2 * sum(len(r) for *_, r in bare) >= n >= 3:
         groups.extend(_extract(cutter, rep, text, _bare_pair(text), rows) for rep, text, rows in bare)
-    return _summaries_apart(_evals_apart(without_code(groups), eval_begins, eval_ends, predict_begins)), n
+    groups = _evals_apart(without_code(groups), eval_begins, eval_ends, predict_begins)
+    return _summaries_apart(_announced_evals(groups, eval_said)), n
+
+
+def _announced_evals(groups: list[Group], said: list[np.ndarray]) -> list[Group]:
+    """An eval announced in words whose rows count from 0 again (`evalpass`): `val_*` rows at
+    the last train step, not a relaunch."""
+    if not said:
+        return groups
+    out = []
+    for g, mask in zip(groups, evalpass.eval_masks(groups, np.concatenate(said))):
+        if mask is None:
+            out.append(g)
+            continue
+        if not mask.all():
+            out.append(_rows_of(g, ~mask))
+        out.append(_eval_rows(_rows_of(g, mask), "val"))
+    return out
 
 
 # YANMTT (prajdabre/yanmtt pretrain_nmt.py, train_nmt.py): `print(ctr, lv)`, the batch counter and the

@@ -12,7 +12,10 @@ from postmortem.run.dialects import register
 from postmortem.run.dialects.entries import entry
 
 register(
-    entry("accelerate.load_state", "accelerate", "checkpoint",
+    # a resume, not a weights load: load_state restores what save_state wrote, the optimizer,
+    # the schedulers, the GradScaler and the RNG states with the model (diffusers' and the
+    # accelerate examples' `--resume_from_checkpoint` call it): after steps, a relaunch
+    entry("accelerate.load_state", "accelerate", "resume",
           "huggingface/accelerate 16cb6eb src/accelerate/accelerator.py (Accelerator.load_state)",
           'logger.info(f"Loading states from {input_dir}")',
           r"Loading states from (?P<path>\S+)",

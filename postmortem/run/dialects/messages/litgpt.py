@@ -11,7 +11,8 @@ register(
     entry("litgpt.resume", "litgpt", "resume",
           "Lightning-AI/litgpt litgpt/pretrain.py, litgpt/finetune/lora.py (main)",
           'fabric.print(f"Resuming training from {resume}")',
-          r"Resuming training from (?P<path>\S+\.(?:pth|ckpt|pt))",
+          # not YOLOv5's (messages/ultralytics.py): its `weights/last.pt`, its `from epoch N to M total epochs`
+          r"Resuming training from (?!\S*/last\.pt\s*$)(?P<path>\S+\.(?:pth|ckpt|pt))(?!\S* from epoch \d)",
           ("Resuming training from out/pretrain/step-00001000/lit_model.pth",
            "Resuming training from out/redpajama/iter-010000-ckpt.pth"),
           ("Resuming training from",)),
