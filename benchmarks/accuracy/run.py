@@ -117,6 +117,12 @@ def entries(which: str, log=print) -> list[Entry]:
     for lab in json.loads((HERE / "labels" / "real_runs.json").read_text())["runs"]:
         if lab["section"] in sections:
             out.append(Entry(lab["run"], "real", SHARED / lab["path"], lab))
+    if sets.get("trainer3"):          # the third trainer's runs: generated (cached) before reading
+        import trainer3
+
+        labs = json.loads((HERE / sets["fresh_labels"]).read_text())["runs"]
+        if not all((ROOT / lab["path"]).exists() for lab in labs):
+            trainer3.generate(write_labels=False, log=log)
     if sets.get("fresh_labels"):      # the fresh sets: their own labels, paths under this repo
         for lab in json.loads((HERE / sets["fresh_labels"]).read_text())["runs"]:
             out.append(Entry(lab["run"], "fresh", ROOT / lab["path"], lab))
@@ -216,7 +222,8 @@ def table(rows: list[dict], tot: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", choices=["tuning", "reporting", "fresh", "fresh2", "fresh3", "fresh4"], required=True)
+    ap.add_argument("--set", choices=["tuning", "reporting", "fresh", "fresh2", "fresh3", "fresh4", "diverge3"],
+                    required=True)
     ap.add_argument("--json", action="store_true", help="also write benchmarks/results/accuracy-<set>.json")
     ap.add_argument("--only", default="", help="score only runs whose name contains this")
     args = ap.parse_args(argv)
