@@ -92,7 +92,7 @@ def _step_column(names: list[str], path: Path, source: Source | None = None,
 def _first_bad(path: Path, column: str, values: pa.ChunkedArray, offset_lines: int) -> str:
     strings = values.to_pylist()
     for i, v in enumerate(strings):
-        if v is not None and to_number(v) is None:
+        if v is not None and step_number(v) is None:
             return f"line {i + offset_lines}: {column} is {v!r}, not a number"
     return f"{column} is not numeric"
 
@@ -183,7 +183,9 @@ def _as_numbers(col, name: str, path: Path, source: Source, header_lines: int):
             return np.array(col.to_pylist(), dtype=object)
         # Mixed cells such as "nan%" or "1,234": coerce one by one, or refuse.
         cells = col.to_pylist()
-        parsed = [None if v is None else step_number(v) for v in cells]
+        # `601/2161` is a step of its total only in a step column: elsewhere no number
+        number = step_number if name.strip().lower() in STEP_NAMES else to_number
+        parsed = [None if v is None else number(v) for v in cells]
         if any(p is None and v is not None for p, v in zip(parsed, cells)):
             if canonical_name(name) in STRICT:
                 raise RunReadError(path, _first_bad(path, name, col, header_lines))
@@ -539,7 +541,7 @@ def _json_list(path: Path):
         # columns appear at the first evaluation)
         names = dict.fromkeys(k for r in records for k in r)
         return pa.table({k: pa.array([r.get(k) for r in records]) for k in names})
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:     # OverflowError: an int over 2^64
         raise RunReadError(path, f"records that do not make a table: {str(err).splitlines()[0]}") from None
 
 

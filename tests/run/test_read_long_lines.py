@@ -145,3 +145,21 @@ def test_argument_dump_reader_with_a_long_run_of_blanks(tmp_path):
     from postmortem.run import logconfig
     line = "  lr ...... 0.1" + " " * 200_000 + "x  "
     assert _timed(lambda t: list(logconfig._DUMP.finditer(t)), line) < 1.0      # was ~2 s at 20 KB
+
+
+# Runs that made a catalogue pattern try every split (an optional `\S+\.py:\d+: ` prefix on a run
+# with no blank, an unbounded lazy bar on a run of blanks), behind each entry's own keyword
+CATALOGUE_SHAPES = [" ", "7", "=", "/", "a", "1.", "x.py:1", "[=", "1/2 ["]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", CATALOGUE_SHAPES)
+def test_catalogue_patterns_on_runs_behind_their_keyword_are_linear(unit):
+    from postmortem.run.dialects import catalogue
+    from postmortem.run.metriclines.pairs import _BAR_RATE, _CIFAR_BAR
+    for d in catalogue():
+        head = d.keywords[0] if d.keywords else ""
+        text = head + " " + unit * (100_000 // len(unit)) + " " + head
+        assert _timed(d.pattern.search, text) < 5.0, (d.id, unit)
+    for pattern in (_BAR_RATE, _CIFAR_BAR):
+        assert _timed(pattern.search, "[" + unit * (100_000 // len(unit))) < 5.0, (pattern.pattern, unit)

@@ -111,7 +111,7 @@ _TIME_UNIT = r"(?:D|h|m|s|ms)(?:\d|(?![A-Za-z]))"
 # bar's middle after `\b`s, or, on a terminal narrower than the line, over `Step: ..|` (` [==>]  St
 # 6057/6057  Tot:`): the bar, the batch of the epoch and the last step's time, none a counter of
 # the run (GLPDepth prints the epoch on a line of its own)
-_CIFAR_BAR = re.compile(r"^\s*\[[=>.][^|\n]*?(?=\|?\s*Tot: )")
+_CIFAR_BAR = re.compile(r"^\s*\[[=>.][^|\n]{0,200}?(?=\|?\s*Tot: )")     # bounded: no slow scan of a long line
 _DURATION = re.compile(r"(?:D|h|m|s|ms)\d+(?:D|h|m|s|ms)(?![A-Za-z])")
 
 
@@ -687,11 +687,21 @@ def _stream_of(name: str) -> str | None:
     return _STREAMS.get(first)
 
 
+# A progress bar's rate, after its `n/N` counter: tqdm's `450/1000 [00:30<00:37, 14.8it/s, ...`
+# and Rich's `450/1000 0:00:30 • 0:00:37 14.80it/s ...` (Lightning's two bars); what follows it
+# is the bar's postfix, the metrics as they stand at this batch.
+_BAR_RATE = re.compile(r"(?<![\d.])\d{1,12}/(?:\d{1,12}|--)\s?(?:\[[^\]]{0,40}?|[\d:]{1,12}\s\u2022\s[-\d:]{1,12}\s)"
+                       r"(?<![\d.])\d{1,9}(?:\.\d{1,6})?\s?(?:it/s|s/it)")
+
+
 def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, int]]) -> None:
     names = [_clean_name(n) for n, *_ in found]
     lower = [n.lower() for n in names]
     has_loss = any("loss" in n for n in lower if _stream_of(n) not in ("val", "test"))
     has_val = any(_stream_of(n) in ("val", "test") for n in lower)
+    # Lightning's bar carries the last eval's `val_loss` on every later frame: a train metric in
+    # a bar's postfix is the batch's own, not one measured at an eval (nanoGPT's eval line)
+    bar = _BAR_RATE.search(text) if has_val else None
     for (_raw_name, s, e, unit, name_start), name, low in zip(found, names, lower):
         stream = _stream_of(low)
         if low in _STREAMS and not any("loss" in n for n in lower if n != low) and not text[s:e].isdigit():
@@ -701,7 +711,8 @@ def _name_columns(text: str, out: Parsed, found: list[tuple[str, int, int, str, 
         if out.stream in ("val", "test") and stream is None and low not in ("lr", "learning rate"):
             name = f"{out.stream}_{name}"
         elif stream == "train" and (has_val or out.stream in ("val", "test")) and not (
-                out.epoch is not None and out.step_kind is None):
+                out.epoch is not None and out.step_kind is None) and not (
+                bar is not None and name_start >= bar.end() and out.stream is None):
             # the train loss measured at an eval (nanoGPT's `step N: train loss X, val loss Y`); on
             # an epoch's line with no step (SpeechBrain's `epoch: 3, lr: ... - train loss: X -
             # valid loss: Y`) it is the epoch's own train loss

@@ -17,7 +17,7 @@ register(
           "dmlc/gluon-nlp v0.7.0..v0.10.0 scripts/bert/fp16_utils.py (DynamicLossScaler.update_scale)",
           f"warnings.warn('{_FORMAT}' % self.loss_scale)",
           # the warning's `FILE:LINE: UserWarning: ` is the message's too (glued behind a frame)
-          r"(?:\S+\.py:\d+: UserWarning: )?DynamicLossScaler: overflow detected\. set loss_scale = "
+          r"(?:(?<!\S)\S+\.py:\d+: UserWarning: )?DynamicLossScaler: overflow detected\. set loss_scale = "
           + scale("scale"),
           ("/opt/gluon-nlp/scripts/bert/fp16_utils.py:162: UserWarning: " + _FORMAT % 0.5,
            _FORMAT % 0.0),

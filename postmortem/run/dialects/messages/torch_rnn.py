@@ -12,7 +12,7 @@ register(
     entry("torch_rnn.init_from", "torch-rnn", "resume",
           "jcjohnson/torch-rnn master (2016-2017) train.lua",
           "print('Initializing from ', opt.init_from)",
-          r"\bInitializing from\s+(?P<path>\S*[/.]\S*)\s*$",
+          r"\bInitializing from\s+(?P<path>[^\s/.]*[/.]\S*)\s*$",     # one split: linear on a long path
           ("Initializing from \tcv/checkpoint_7000.t7",),
           ("Initializing from",)),
 )
