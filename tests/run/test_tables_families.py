@@ -193,3 +193,13 @@ def test_parlai_eval_report_is_the_val_stream(tmp_path):
     assert f.step.tolist() == list(range(50, 1050, 50)) and len(run.source.warnings) == 0, run.source.warnings
     assert f.loss.round(3).tolist() == [round(smooth(s // 50, 20), 3) for s in range(50, 1050, 50)]
     assert f.set_index("step").val_loss.dropna().to_dict() == {500: 2.75, 1000: 2.75}
+
+
+def test_a_log_list_with_an_integer_past_int64_is_one_line_and_exit_2(tmp_path):
+    from test_cli import pm
+    (tmp_path / "result").mkdir()
+    log = tmp_path / "result" / "log"
+    log.write_text(json.dumps([{"iteration": 1, "main/loss": 2.0}, {"iteration": 2, "main/loss": 10 ** 30}]))
+    r = pm("info", log)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and "do not make a table" in r.stderr, r.stderr
