@@ -109,13 +109,13 @@ def canonical_name(name: str) -> str:
     return name
 
 
-# Composer's LossScaleMonitor (stanford-crfm/composer 2f69950, the mosaicml/composer v0.3 line,
-# composer/callbacks/loss_scale_monitor.py): `logger.metric_batch({f"loss_scale-{name}": scale})`,
-# one key per optimizer class; the console logger prints it behind `Train ` (no `/` in the name,
-# so that word stays)
+# Composer's LossScaleMonitor, only in the Stanford CRFM fork (stanford-crfm/composer 2f69950
+# composer/callbacks/loss_scale_monitor.py; mosaicml/composer v0.3..v0.24.1 never had it):
+# `logger.metric_batch({f"loss_scale-{name}": scale})`, one key per optimizer class; a console
+# logger prints it behind `Train ` (no `/` in the name, so that word stays)
 _COMPOSER_SCALE = re.compile(r"(?:Train\s+)?loss_scale-[A-Za-z0-9_]+")
-# detectron2's AMPTrainer(log_grad_scaler=True) (facebookresearch/detectron2 main after v0.6,
-# detectron2/engine/train_loop.py): `storage.put_scalar("[metric]grad_scaler", self.grad_scaler.
+# detectron2's AMPTrainer(log_grad_scaler=True) (facebookresearch/detectron2 830d796, 2023-03-10,
+# after v0.6, detectron2/engine/train_loop.py): `storage.put_scalar("[metric]grad_scaler", self.grad_scaler.
 # get_scale())`; metrics.json keeps the `[metric]` (its console line drops the bracket)
 _D2_METRIC = re.compile(r"\[metric\]grad_scaler$")
 
