@@ -104,7 +104,20 @@ def canonical_name(name: str) -> str:
     # LearningRateMonitor names every optimizer: lr-AdamW, lr-Lion, ...
     if re.fullmatch(r"lr-[A-Za-z0-9]+(?:/group0)?", name.strip()):     # Composer: lr-DecoupledAdamW/group0
         return "lr"
+    if _COMPOSER_SCALE.fullmatch(name.strip()) or _D2_METRIC.match(name.strip()):
+        return "loss_scale"
     return name
+
+
+# Composer's LossScaleMonitor, only in the Stanford CRFM fork (stanford-crfm/composer 2f69950
+# composer/callbacks/loss_scale_monitor.py; mosaicml/composer v0.3..v0.24.1 never had it):
+# `logger.metric_batch({f"loss_scale-{name}": scale})`, one key per optimizer class; a console
+# logger prints it behind `Train ` (no `/` in the name, so that word stays)
+_COMPOSER_SCALE = re.compile(r"(?:Train\s+)?loss_scale-[A-Za-z0-9_]+")
+# detectron2's AMPTrainer(log_grad_scaler=True) (facebookresearch/detectron2 830d796, 2023-03-10,
+# after v0.6, detectron2/engine/train_loop.py): `storage.put_scalar("[metric]grad_scaler", self.grad_scaler.
+# get_scale())`; metrics.json keeps the `[metric]` (its console line drops the bracket)
+_D2_METRIC = re.compile(r"\[metric\]grad_scaler$")
 
 
 def _tail(norm: str) -> str | None:

@@ -3,6 +3,7 @@ scaleaudit.md), each written with its framework's own format strings: a cascade 
 scale step after step until it is far below 1 is an fp16-overflow incident at its first skip; a
 scaler growing, with an occasional single halving, is quiet."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -62,8 +63,41 @@ def _apex_old_amp(step: int, skipped: bool, scale: float, grew: bool, loss: floa
     return out
 
 
+def _mxnet(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """apache/mxnet python/mxnet/contrib/amp/loss_scaler.py LossScaler.has_overflow: `logging.info(
+    "AMP: decreasing loss scale to %f", ...)` on a skip, `"AMP: increasing loss scale to %f"` on a
+    growth (root logger under basicConfig), then a GluonNLP-style progress line every 10 steps."""
+    out = []
+    if skipped:
+        out.append("INFO:root:AMP: decreasing loss scale to %f" % scale)
+    elif grew:
+        out.append("INFO:root:AMP: increasing loss scale to %f" % scale)
+    if step % 10 == 0:
+        out.append("INFO:root:[Epoch 0 Batch %d/500] loss=%.4f, lr=0.0001000" % (step, loss))
+    return out
+
+
+def _composer(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """Composer's LossScaleMonitor (composer/callbacks/loss_scale_monitor.py: `logger.metric_batch(
+    {f"loss_scale-{name}": scale})`) under its console logger's `[batch=i/N]:` block, every step."""
+    return ["[batch=%d/500]:" % step, "\t Train time/batch: %d" % step,
+            "\t Train loss/train/total: %.4f" % loss, "\t Train loss_scale-DecoupledAdamW: %.4f" % scale]
+
+
+def _detectron2_json(step: int, skipped: bool, scale: float, grew: bool, loss: float) -> list[str]:
+    """detectron2's JSONWriter (metrics.json) every 20 iterations, with AMPTrainer(log_grad_scaler=
+    True)'s `storage.put_scalar("[metric]grad_scaler", self.grad_scaler.get_scale())`."""
+    if step % 20:
+        return []
+    return [json.dumps({"[metric]grad_scaler": scale, "data_time": 0.01, "iteration": step - 1,
+                        "loss_cls": loss / 2, "lr": 0.02, "time": 0.4, "total_loss": loss})]
+
+
 WRITERS = {"torch_npu": _torch_npu, "apex_closure": _apex_closure, "insightface": _insightface,
-           "apex_old_amp": _apex_old_amp}
+           "apex_old_amp": _apex_old_amp, "mxnet": _mxnet, "composer": _composer,
+           "detectron2_json": _detectron2_json}
+# the file each family's logger writes (train.log unless said)
+FILES = {"detectron2_json": "metrics.json"}
 
 
 def _run(writer, cascade: bool) -> list[str]:
@@ -100,7 +134,7 @@ def _incidents(log):
 
 @pytest.mark.parametrize("family", list(WRITERS))
 def test_a_cascade_far_below_one_is_an_fp16_overflow(family, tmp_path):
-    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=True)))
+    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=True), FILES.get(family, "train.log")))
     if family in SKIPS_ONLY:
         # the same words on consecutive lines may be every rank's (apex prints on all ranks): one
         # skip per run of them, so at least one in each of the cascade's logging intervals
@@ -114,7 +148,7 @@ def test_a_cascade_far_below_one_is_an_fp16_overflow(family, tmp_path):
 
 @pytest.mark.parametrize("family", list(WRITERS))
 def test_a_growing_scaler_with_single_halvings_is_quiet(family, tmp_path):
-    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=False)))
+    log = read_run(write(tmp_path, _run(WRITERS[family], cascade=False), FILES.get(family, "train.log")))
     if family in SKIPS_ONLY:
         assert _skips(log) == 3
     else:
