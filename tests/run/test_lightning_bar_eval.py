@@ -62,10 +62,11 @@ def test_the_train_loss_is_read_on_every_frame_after_the_first_eval(tmp_path, na
 
 
 def test_rich_bar_keeps_the_train_loss_beside_the_last_eval(tmp_path):
-    # Rich's frames are read one row an epoch (its batch counter is not the step yet): the
-    # train loss is still the loss on the epochs after the first eval, never `eval_train_loss`
+    # Rich's bar: its `i/N` (BatchesProcessedColumn) is the batch of the epoch, the step e x N + i
     log = tmp_path / "train.log"
     log.write_text(_rich_log(_losses(7, spike_at=230)))
     run = read_run(log)
-    assert run.frame["loss"].notna().sum() == 6
+    loss = run.frame.set_index("step")["loss"].dropna()
+    assert len(loss) == 6 * N and loss.index.max() == 6 * N, loss.index
     assert not any(c.startswith("eval_") for c in run.metrics)
+    assert [(i.kind, i.step) for i in analyze(run).incidents] == [("spike", 230)]

@@ -145,6 +145,10 @@ _COUNTERS = [
     # batch_num, num_training_batches, description)` under an `Epoch %d/%d` line of its own
     ("iter", re.compile(r"\bBatch (\d+)/\d+: ")),
     ("num_updates", re.compile(r"\bnum_updates\b['\"]?\s*[:=]?\s*['\"]?(\d+)(?!\d|\.\d)")),
+    # Lightning's RichProgressBar (rich_progress.py `BatchesProcessedColumn` then the elapsed
+    # time, `•`, the time left): `450/1000 0:00:30 • 0:00:37`, the batch of the epoch
+    # (`clean` blanks the times: both are read)
+    ("iter", re.compile(r"(?<![\w./])(\d+)/(?:(\d+)|--)(?: {1,12}[\d:]{4,12})? {1,12}\u2022 ")),
     ("tqdm", re.compile(r"(?<![\w./])(\d+)/\d+\s*\[[\s\d:]*<")),     # the last bar: `_last_bar`
     ("lead", re.compile(r"^\s*(\d+)(?=\s*\||\s+[A-Za-z])")),
 ]
@@ -688,9 +692,9 @@ def _stream_of(name: str) -> str | None:
 
 
 # A progress bar's rate, after its `n/N` counter: tqdm's `450/1000 [00:30<00:37, 14.8it/s, ...`
-# and Rich's `450/1000 0:00:30 • 0:00:37 14.80it/s ...` (Lightning's two bars); what follows it
-# is the bar's postfix, the metrics as they stand at this batch.
-_BAR_RATE = re.compile(r"(?<![\d.])\d{1,12}/(?:\d{1,12}|--)\s?(?:\[[^\]]{0,40}?|[\d:]{1,12}\s\u2022\s[-\d:]{1,12}\s)"
+# and Rich's `450/1000 0:00:30 • 0:00:37 14.80it/s ...` (Lightning's two bars; `clean` may have
+# blanked the times); what follows it is the bar's postfix, the metrics as they stand at this batch.
+_BAR_RATE = re.compile(r"(?<![\d.])\d{1,12}/(?:\d{1,12}|--)\s?(?:\[[^\]]{0,40}?|[ \d:]{1,40}\u2022[ \d:-]{1,40}?)"
                        r"(?<![\d.])\d{1,9}(?:\.\d{1,6})?\s?(?:it/s|s/it)")
 
 
